@@ -1,0 +1,141 @@
+"""Token + position + segment embeddings, as in BERT and ALBERT."""
+
+import keras
+from keras import ops
+
+from layers.serialization import register
+
+
+@register
+class TextEmbeddings(keras.layers.Layer):
+    """Sums token, learned absolute position and segment embeddings.
+
+    The sum is layer-normalised and passed through dropout. With an
+    `embedding_dim` smaller than `hidden_dim` the embeddings are factorised as
+    in ALBERT: the tables have `embedding_dim` columns and a dense projection
+    maps the normalised sum to `hidden_dim`.
+
+    Args:
+        vocabulary_size: number of token ids.
+        hidden_dim: width of the output.
+        max_sequence_length: number of learned positions.
+        num_segments: number of segment (token type) ids.
+        embedding_dim: width of the tables; defaults to `hidden_dim`.
+        dropout: dropout rate after the layer norm.
+        layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
+        initializer_range: stddev of the truncated-normal initialiser.
+
+    Examples:
+    >>> import numpy as np
+    >>> layer = TextEmbeddings(vocabulary_size=100, hidden_dim=8,
+    ...                        max_sequence_length=16)
+    >>> token_ids = np.array([[2, 5, 7, 3]])
+    >>> segment_ids = np.zeros_like(token_ids)
+    >>> tuple(layer(token_ids, segment_ids).shape)
+    (1, 4, 8)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        hidden_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        embedding_dim=None,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = int(vocabulary_size)
+        self.hidden_dim = int(hidden_dim)
+        self.max_sequence_length = int(max_sequence_length)
+        self.num_segments = int(num_segments)
+        self.embedding_dim = int(embedding_dim or hidden_dim)
+        self.dropout = float(dropout)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.initializer_range = float(initializer_range)
+
+        # === Layers ===
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.token_embedding = keras.layers.Embedding(
+            self.vocabulary_size,
+            self.embedding_dim,
+            embeddings_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        self.position_embedding = keras.layers.Embedding(
+            self.max_sequence_length,
+            self.embedding_dim,
+            embeddings_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="position_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            self.num_segments,
+            self.embedding_dim,
+            embeddings_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="segment_embedding",
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="layer_norm",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="dropout"
+        )
+        self.projection = None
+        if self.embedding_dim != self.hidden_dim:
+            self.projection = keras.layers.Dense(
+                self.hidden_dim,
+                kernel_initializer=initializer,
+                dtype=self.dtype_policy,
+                name="projection",
+            )
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        self.token_embedding.build(token_ids_shape)
+        self.position_embedding.build((self.max_sequence_length,))
+        self.segment_embedding.build(token_ids_shape)
+        self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_dim,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (self.embedding_dim,))
+        self.built = True
+
+    def call(self, token_ids, segment_ids=None, training=None):
+        if segment_ids is None:
+            segment_ids = ops.zeros_like(token_ids)
+        length = ops.shape(token_ids)[1]
+        positions = ops.arange(length, dtype="int32")
+        embeddings = (
+            self.token_embedding(token_ids)
+            + ops.expand_dims(self.position_embedding(positions), 0)
+            + self.segment_embedding(segment_ids)
+        )
+        embeddings = self.layer_norm(embeddings)
+        if self.projection is not None:
+            embeddings = self.projection(embeddings)
+        return self.dropout_layer(embeddings, training=training)
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        return tuple(token_ids_shape) + (self.hidden_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "hidden_dim": self.hidden_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "embedding_dim": self.embedding_dim,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

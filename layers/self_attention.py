@@ -1,0 +1,118 @@
+"""Multi-head self-attention with a padding mask and a float32 softmax."""
+
+import math
+
+import keras
+from keras import ops
+
+from layers.serialization import register
+
+# Added to the scores of padded keys. Finite so that a row with no real key
+# gives a uniform distribution instead of NaN; large enough that exp() is 0.
+_MASKED_SCORE = -1e9
+
+
+@register
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention over `num_heads` heads.
+
+    Padded keys (where `padding_mask` is 0) get no attention weight. The scores
+    and softmax are computed in float32 whatever the dtype policy, so the layer
+    is safe under `mixed_float16` and `mixed_bfloat16`. Query, key, value and
+    output projections are plain `Dense` layers of width `hidden_dim`, the
+    layout of BERT checkpoints.
+
+    Args:
+        hidden_dim: width of inputs and outputs; divisible by `num_heads`.
+        num_heads: number of attention heads.
+        dropout: dropout rate on the attention probabilities.
+        initializer_range: stddev of the truncated-normal initialiser.
+
+    Examples:
+    >>> import numpy as np
+    >>> layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    >>> tuple(layer(x, padding_mask=mask).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, **kwargs
+    ):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}"
+            )
+        self.hidden_dim = int(hidden_dim)
+        self.num_heads = int(num_heads)
+        self.head_dim = self.hidden_dim // self.num_heads
+        self.dropout = float(dropout)
+        self.initializer_range = float(initializer_range)
+
+        # === Layers ===
+        def dense(name):
+            return keras.layers.Dense(
+                self.hidden_dim,
+                kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=initializer_range
+                ),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query_dense = dense("query")
+        self.key_dense = dense("key")
+        self.value_dense = dense("value")
+        self.output_dense = dense("output")
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        for layer in (self.query_dense, self.key_dense, self.value_dense):
+            layer.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_dim,))
+        self.built = True
+
+    def _split_heads(self, x):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
+        return ops.transpose(x, (0, 2, 1, 3))  # [B, heads, T, head_dim]
+
+    def call(self, inputs, padding_mask=None, training=None):
+        query = self._split_heads(self.query_dense(inputs))
+        key = self._split_heads(self.key_dense(inputs))
+        value = self._split_heads(self.value_dense(inputs))
+
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        if padding_mask is not None:
+            key_is_real = ops.cast(padding_mask, "bool")[:, None, None, :]
+            scores = ops.where(key_is_real, scores, _MASKED_SCORE)
+        probabilities = ops.softmax(scores, axis=-1)
+        probabilities = self.dropout_layer(
+            ops.cast(probabilities, self.compute_dtype), training=training
+        )
+
+        context = ops.matmul(probabilities, value)  # [B, heads, T, head_dim]
+        context = ops.transpose(context, (0, 2, 1, 3))
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        context = ops.reshape(context, (batch, length, self.hidden_dim))
+        return self.output_dense(context)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape[:-1]) + (self.hidden_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_heads": self.num_heads,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,149 @@
+"""One transformer encoder block: self-attention and feed-forward sublayers."""
+
+import keras
+from keras import ops
+
+from layers.self_attention import MultiHeadSelfAttention
+from layers.serialization import register
+
+
+@register
+class TransformerEncoderBlock(keras.layers.Layer):
+    """Self-attention then a GELU feed-forward network, each with a residual.
+
+    Post-LN (BERT, the default) normalises after each residual sum; pre-LN
+    (`norm_first=True`) normalises the input of each sublayer, which trains
+    more stably in deep stacks. GELU is the exact erf form by default, as in
+    BERT and Hugging Face `transformers`; `gelu_approximate=True` selects the
+    tanh approximation used by KerasHub.
+
+    Args:
+        hidden_dim: width of inputs and outputs.
+        num_heads: attention heads.
+        intermediate_dim: width of the feed-forward hidden layer.
+        dropout: dropout rate after each sublayer.
+        attention_dropout: dropout rate on attention probabilities.
+        norm_first: pre-LN if True, post-LN if False.
+        gelu_approximate: tanh approximation of GELU if True.
+        layer_norm_epsilon: epsilon of the layer norms.
+        initializer_range: stddev of the truncated-normal initialiser.
+
+    Examples:
+    >>> import numpy as np
+    >>> block = TransformerEncoderBlock(hidden_dim=8, num_heads=2,
+    ...                                 intermediate_dim=16)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> tuple(block(x, padding_mask=np.ones((2, 5))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        hidden_dim,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        attention_dropout=None,
+        norm_first=False,
+        gelu_approximate=False,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_dim = int(hidden_dim)
+        self.num_heads = int(num_heads)
+        self.intermediate_dim = int(intermediate_dim)
+        self.dropout = float(dropout)
+        self.attention_dropout = float(
+            dropout if attention_dropout is None else attention_dropout
+        )
+        self.norm_first = bool(norm_first)
+        self.gelu_approximate = bool(gelu_approximate)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.initializer_range = float(initializer_range)
+
+        # === Layers ===
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = MultiHeadSelfAttention(
+            self.hidden_dim,
+            self.num_heads,
+            dropout=self.attention_dropout,
+            initializer_range=initializer_range,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="attention_norm",
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            self.hidden_dim,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="output",
+        )
+        self.feedforward_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="feedforward_norm",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="dropout"
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        self.attention.build(inputs_shape)
+        self.attention_norm.build(inputs_shape)
+        self.feedforward_norm.build(inputs_shape)
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
+        self.built = True
+
+    def _feedforward(self, x):
+        x = self.intermediate_dense(x)
+        x = ops.gelu(x, approximate=self.gelu_approximate)
+        return self.output_dense(x)
+
+    def call(self, inputs, padding_mask=None, training=None):
+        x = inputs
+        if self.norm_first:
+            attended = self.attention(
+                self.attention_norm(x), padding_mask=padding_mask, training=training
+            )
+            x = x + self.dropout_layer(attended, training=training)
+            transformed = self._feedforward(self.feedforward_norm(x))
+            return x + self.dropout_layer(transformed, training=training)
+        attended = self.attention(x, padding_mask=padding_mask, training=training)
+        x = self.attention_norm(x + self.dropout_layer(attended, training=training))
+        transformed = self._feedforward(x)
+        return self.feedforward_norm(
+            x + self.dropout_layer(transformed, training=training)
+        )
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "norm_first": self.norm_first,
+                "gelu_approximate": self.gelu_approximate,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,205 @@
+"""A BERT-family encoder: embeddings, a stack of blocks and a [CLS] pooler."""
+
+import keras
+from keras import ops
+
+from layers.embeddings import TextEmbeddings
+from layers.serialization import register
+from layers.transformer_block import TransformerEncoderBlock
+
+
+@register
+class TransformerEncoder(keras.layers.Layer):
+    """Embeddings followed by `num_layers` transformer blocks and a pooler.
+
+    Called with `token_ids`, `segment_ids` and `padding_mask` (KerasHub's input
+    names) it returns a dict:
+    - `sequence_output` [B, T, hidden_dim]: the last block's output;
+    - `pooled_output` [B, hidden_dim]: tanh(dense(first token)), BERT's pooler;
+    - `hidden_states`: a list of num_layers + 1 tensors [B, T, hidden_dim], the
+      embeddings output then each block's output, for layer mixing.
+
+    `share_layers=True` applies one block `num_layers` times (ALBERT's
+    cross-layer parameter sharing). With `norm_first=True` a final layer norm
+    follows the stack, as pre-LN transformers need.
+
+    Args:
+        vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim:
+            the shape of the encoder.
+        max_sequence_length: number of learned positions.
+        num_segments: number of segment ids.
+        embedding_dim: factorised embedding width (ALBERT); default hidden_dim.
+        dropout, attention_dropout: dropout rates.
+        norm_first, gelu_approximate: see `TransformerEncoderBlock`.
+        share_layers: reuse one block for every layer.
+        layer_norm_epsilon, initializer_range: numerics and initialisation.
+
+    Examples:
+    >>> import numpy as np
+    >>> encoder = TransformerEncoder(vocabulary_size=100, num_layers=2,
+    ...     num_heads=2, hidden_dim=8, intermediate_dim=16)
+    >>> ids = np.array([[2, 9, 3, 0]])
+    >>> out = encoder(ids, np.zeros_like(ids), np.array([[1, 1, 1, 0]]))
+    >>> tuple(out["sequence_output"].shape), len(out["hidden_states"])
+    ((1, 4, 8), 3)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        embedding_dim=None,
+        dropout=0.1,
+        attention_dropout=None,
+        norm_first=False,
+        gelu_approximate=False,
+        share_layers=False,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = int(vocabulary_size)
+        self.num_layers = int(num_layers)
+        self.num_heads = int(num_heads)
+        self.hidden_dim = int(hidden_dim)
+        self.intermediate_dim = int(intermediate_dim)
+        self.max_sequence_length = int(max_sequence_length)
+        self.num_segments = int(num_segments)
+        self.embedding_dim = int(embedding_dim or hidden_dim)
+        self.dropout = float(dropout)
+        self.attention_dropout = float(
+            dropout if attention_dropout is None else attention_dropout
+        )
+        self.norm_first = bool(norm_first)
+        self.gelu_approximate = bool(gelu_approximate)
+        self.share_layers = bool(share_layers)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.initializer_range = float(initializer_range)
+
+        # === Layers ===
+        self.embeddings = TextEmbeddings(
+            vocabulary_size=self.vocabulary_size,
+            hidden_dim=self.hidden_dim,
+            max_sequence_length=self.max_sequence_length,
+            num_segments=self.num_segments,
+            embedding_dim=self.embedding_dim,
+            dropout=self.dropout,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+            dtype=self.dtype_policy,
+            name="embeddings",
+        )
+        num_distinct_blocks = 1 if self.share_layers else self.num_layers
+        self.blocks = [
+            TransformerEncoderBlock(
+                hidden_dim=self.hidden_dim,
+                num_heads=self.num_heads,
+                intermediate_dim=self.intermediate_dim,
+                dropout=self.dropout,
+                attention_dropout=self.attention_dropout,
+                norm_first=self.norm_first,
+                gelu_approximate=self.gelu_approximate,
+                layer_norm_epsilon=self.layer_norm_epsilon,
+                initializer_range=self.initializer_range,
+                dtype=self.dtype_policy,
+                name=f"block_{index}",
+            )
+            for index in range(num_distinct_blocks)
+        ]
+        self.final_norm = None
+        if self.norm_first:
+            self.final_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon,
+                dtype=self.dtype_policy,
+                name="final_norm",
+            )
+        self.pooler = keras.layers.Dense(
+            self.hidden_dim,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
+            dtype=self.dtype_policy,
+            name="pooler",
+        )
+
+    @property
+    def token_embedding(self):
+        """The token embedding table layer (for tied output decoders)."""
+        return self.embeddings.token_embedding
+
+    def build(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
+        hidden_shape = tuple(token_ids_shape) + (self.hidden_dim,)
+        self.embeddings.build(token_ids_shape)
+        for block in self.blocks:
+            block.build(hidden_shape)
+        if self.final_norm is not None:
+            self.final_norm.build(hidden_shape)
+        self.pooler.build((token_ids_shape[0], self.hidden_dim))
+        self.built = True
+
+    def call(self, token_ids, segment_ids=None, padding_mask=None, training=None):
+        if padding_mask is None:
+            padding_mask = ops.ones_like(token_ids)
+        x = self.embeddings(token_ids, segment_ids, training=training)
+        hidden_states = [x]
+        for index in range(self.num_layers):
+            block = self.blocks[0 if self.share_layers else index]
+            x = block(x, padding_mask=padding_mask, training=training)
+            hidden_states.append(x)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+            hidden_states[-1] = x
+        pooled = self.pooler(x[:, 0, :])
+        return {
+            "sequence_output": x,
+            "pooled_output": pooled,
+            "hidden_states": hidden_states,
+        }
+
+    def compute_output_spec(
+        self, token_ids, segment_ids=None, padding_mask=None, training=None
+    ):
+        batch, length = token_ids.shape[0], token_ids.shape[1]
+        hidden = keras.KerasTensor(
+            (batch, length, self.hidden_dim), dtype=self.compute_dtype
+        )
+        return {
+            "sequence_output": hidden,
+            "pooled_output": keras.KerasTensor(
+                (batch, self.hidden_dim), dtype=self.compute_dtype
+            ),
+            "hidden_states": [
+                keras.KerasTensor(hidden.shape, dtype=self.compute_dtype)
+                for _ in range(self.num_layers + 1)
+            ],
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "embedding_dim": self.embedding_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "norm_first": self.norm_first,
+                "gelu_approximate": self.gelu_approximate,
+                "share_layers": self.share_layers,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config
