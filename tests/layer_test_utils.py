@@ -124,21 +124,28 @@ def run_layer_test(
 
 
 def run_xla_training_step(layer_cls, init_kwargs, input_data):
-    """One fit step under XLA that moves the layer's trainable weights."""
+    """One fit step under XLA whose loss touches every float output."""
     layer = layer_cls(**init_kwargs)
     model = _functional_model(layer, input_data)
-    outputs = model(input_data)
-    targets = [np.zeros(leaf.shape, "float32") for leaf in _leaves(outputs)]
-    first = keras.tree.flatten(model.outputs)[0]
-    training_model = keras.Model(model.inputs, first)
-    training_model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=True)
-    before = [ops.convert_to_numpy(w) for w in layer.trainable_weights]
-    training_model.fit(input_data, targets[0], epochs=1, verbose=0, batch_size=len(targets[0]))
+    per_example = []
+    for leaf in keras.tree.flatten(model.outputs):
+        if keras.backend.is_float_dtype(leaf.dtype):
+            squared = ops.square(ops.cast(leaf, "float32"))
+            per_example.append(ops.mean(squared, axis=tuple(range(1, len(leaf.shape)))))
+    training_model = keras.Model(model.inputs, ops.sum(ops.stack(per_example, 1), 1))
+    training_model.compile(
+        optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=True
+    )
+    batch = len(keras.tree.flatten(input_data)[0])
+    before = [np.array(ops.convert_to_numpy(w), copy=True) for w in layer.trainable_weights]
+    training_model.fit(
+        input_data, np.ones((batch,), "float32"), epochs=1, verbose=0, batch_size=batch
+    )
     # Keras turns jit_compile off when a layer cannot be compiled; it must not.
     assert training_model.jit_compile is True
     after = [ops.convert_to_numpy(w) for w in layer.trainable_weights]
     if before:
-        assert any(not np.allclose(b, a) for b, a in zip(before, after))
+        assert any(not np.array_equal(b, a) for b, a in zip(before, after))
 
 
 def check_mixed_precision(layer_cls, init_kwargs, input_data, policy, float32_outputs=()):

@@ -1,0 +1,367 @@
+"""Linear-chain conditional random field: likelihood, partition function, Viterbi."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from layers.serialization import register
+
+# Added to the score of every transition (and start or end tag) that the
+# constraints forbid. Finite, so nothing ever computes inf - inf = NaN; its
+# exp() is exactly 0 in float32; and it outweighs any realistic sum of
+# emission and transition scores over a long sentence (with -1e4, 512 tokens
+# whose logits differ by 20 could buy a forbidden path).
+_DISALLOWED_SCORE = -1e6
+
+
+def _zero_one_mask(value, shape, name):
+    """Checks a 0/1 mask of `shape`; returns it as nested lists of ints."""
+    array = np.asarray(value)
+    if array.shape != shape:
+        raise ValueError(f"`{name}` has shape {array.shape}, expected {shape}")
+    if not np.all((array == 0) | (array == 1)):
+        raise ValueError(f"`{name}` must hold only 0 and 1")
+    return array.astype("int32").tolist()
+
+
+@register
+class CRF(keras.layers.Layer):
+    """A linear-chain CRF over per-token tag scores ("potentials").
+
+    The score of a tag sequence y of length n is
+
+        start[y_1] + sum_i potentials[i, y_i]
+                   + sum_{i>1} transitions[y_{i-1}, y_i] + end[y_n]
+
+    and p(y | potentials) = exp(score(y)) / Z, where the partition function Z
+    sums exp(score) over all tag sequences of length n. `log_partition` runs
+    the forward algorithm and `decode` the Viterbi algorithm, both as a
+    `keras.ops.scan` over time, so they compile under XLA. Every computation
+    is done in float32 whatever the dtype policy: potentials arriving in
+    bfloat16 or float16 are cast up, and the weights never autocast down.
+
+    `mask` is a right-padding mask [batch, time] (1 or True for real tokens,
+    then 0 for padding). A mask hole in the middle of a sequence is not the
+    same as removing the token: gather real tokens (e.g. first subwords) into
+    a left-aligned sequence first. Potentials and tags at padded positions are
+    ignored, whatever they hold. A sequence of length 0 has log Z = 0,
+    log-likelihood 0, and decodes to all tag 0 with score 0.
+
+    Constraints: `allowed[i][j] = 0` forbids tag j right after tag i,
+    `allowed_start[j] = 0` forbids tag j first and `allowed_end[i] = 0`
+    forbids tag i last (see `layers.tag_constraints.allowed_transitions`).
+    A forbidden transition gets a large finite negative score (-1e6) added on
+    top of the learned one in training (`log_likelihood`, `log_partition`) as
+    well as in decoding, so the model is a distribution over valid sequences
+    only, the learned weights of forbidden transitions get no gradient, and
+    `decode` never returns a forbidden transition whenever a valid sequence
+    exists. Gold sequences must then be valid: each forbidden transition in a
+    gold sequence lowers its log-likelihood by 1e6 (the gradient is unchanged,
+    but the reported loss is huge).
+
+    `call` returns the potentials unchanged, cast to float32, so the layer can
+    end a functional model whose output feeds a loss built on
+    `log_likelihood`, and whose predictions are read with `decode`. The
+    learned weights only enter through those methods.
+
+    Weights: `transitions` [num_tags, num_tags], `start_transitions` and
+    `end_transitions` [num_tags], all float32 and initialised to zeros (so an
+    untrained CRF decodes each token's arg-max tag, within the constraints).
+
+    Args:
+        num_tags: number of tags K.
+        allowed: optional [K, K] 0/1 matrix; `allowed[i][j]` allows tag i ->
+            tag j. All allowed by default.
+        allowed_start: optional [K] 0/1 list of tags that may come first.
+        allowed_end: optional [K] 0/1 list of tags that may come last.
+
+    Examples:
+    >>> import numpy as np
+    >>> from layers.tag_constraints import allowed_transitions
+    >>> tags = ["O", "B-PER", "I-PER"]
+    >>> crf = CRF(3, *allowed_transitions("IOB2", tags))
+    >>> potentials = np.array([[[0., 0., 2.], [0., 0., 2.], [5., 0., 0.]],
+    ...                        [[0., 2., 0.], [0., 0., 2.], [9., 9., 9.]]],
+    ...                       dtype="float32")
+    >>> mask = np.array([[1, 1, 1], [1, 1, 0]])
+    >>> best, scores = crf.decode(potentials, mask)
+    >>> keras.ops.convert_to_numpy(best)  # no I-PER after START or O
+    array([[1, 2, 0],
+           [1, 2, 0]], dtype=int32)
+    >>> keras.ops.convert_to_numpy(scores)
+    array([7., 4.], dtype=float32)
+    >>> log_likelihood = crf.log_likelihood(potentials, best, mask)
+    >>> tuple(log_likelihood.shape)
+    (2,)
+
+    Training: end a model with the CRF and use a loss such as
+    `lambda y_true, y_pred: -crf.log_likelihood(y_pred, y_true, y_true >= 0)`
+    with padded tags set to -1.
+    """
+
+    def __init__(
+        self, num_tags, allowed=None, allowed_start=None, allowed_end=None, **kwargs
+    ):
+        # Inputs are not cast to the compute dtype: the CRF works in float32.
+        kwargs.setdefault("autocast", False)
+        super().__init__(**kwargs)
+        self.num_tags = int(num_tags)
+        shape = (self.num_tags,)
+        self.allowed = (
+            None
+            if allowed is None
+            else _zero_one_mask(allowed, shape + shape, "allowed")
+        )
+        self.allowed_start = (
+            None
+            if allowed_start is None
+            else _zero_one_mask(allowed_start, shape, "allowed_start")
+        )
+        self.allowed_end = (
+            None
+            if allowed_end is None
+            else _zero_one_mask(allowed_end, shape, "allowed_end")
+        )
+        self.supports_masking = True
+
+        # === Constraint penalties (constants, not weights) ===
+        def penalty(mask):
+            if mask is None:
+                return None
+            return (1.0 - np.asarray(mask, "float32")) * np.float32(_DISALLOWED_SCORE)
+
+        self._transition_penalty = penalty(self.allowed)
+        self._start_penalty = penalty(self.allowed_start)
+        self._end_penalty = penalty(self.allowed_end)
+
+        # The weights depend on num_tags only, so they exist from the start and
+        # `decode`/`log_likelihood` work before the layer is ever called.
+        self.build()
+
+    def build(self, potentials_shape=None, mask_shape=None):
+        if self.built:
+            return
+        # === Weights ===
+        # autocast=False: reads stay float32 even inside another layer's
+        # mixed-precision call.
+        def weight(name, shape):
+            return self.add_weight(
+                name=name,
+                shape=shape,
+                initializer="zeros",
+                dtype="float32",
+                autocast=False,
+            )
+
+        self.transitions = weight("transitions", (self.num_tags, self.num_tags))
+        self.start_transitions = weight("start_transitions", (self.num_tags,))
+        self.end_transitions = weight("end_transitions", (self.num_tags,))
+        self.built = True
+
+    def call(self, potentials, mask=None):
+        """Returns `potentials` as float32; see `decode` and `log_likelihood`."""
+        return ops.cast(potentials, "float32")
+
+    def compute_output_spec(self, potentials, mask=None):
+        return keras.KerasTensor(tuple(potentials.shape), dtype="float32")
+
+    # --- Helpers -----------------------------------------------------------
+
+    def _scores(self):
+        """Transition, start and end scores, constraints included, float32."""
+        scores = []
+        for variable, penalty in (
+            (self.transitions, self._transition_penalty),
+            (self.start_transitions, self._start_penalty),
+            (self.end_transitions, self._end_penalty),
+        ):
+            score = ops.cast(variable, "float32")
+            if penalty is not None:
+                score = score + ops.convert_to_tensor(penalty)
+            scores.append(score)
+        return scores
+
+    def _prepare(self, potentials, mask):
+        """float32 potentials with padded positions zeroed, and a bool mask."""
+        potentials = ops.cast(ops.convert_to_tensor(potentials), "float32")
+        if mask is None:
+            mask = ops.ones(ops.shape(potentials)[:2], "bool")
+        else:
+            mask = ops.cast(ops.convert_to_tensor(mask), "bool")
+        # Padding may hold anything (even inf): zero it so neither values nor
+        # gradients can pick up NaN from it.
+        potentials = ops.where(mask[:, :, None], potentials, 0.0)
+        return potentials, mask
+
+    @staticmethod
+    def _time_major(x):
+        """[B, T, ...] -> [T, B, ...], the layout `ops.scan` iterates over."""
+        return ops.moveaxis(x, 1, 0)
+
+    @staticmethod
+    def _single_step(potentials):
+        """True when the time axis has static length 1 (no recursion needed)."""
+        return potentials.shape[1] == 1
+
+    # --- Public API ----------------------------------------------------------
+
+    def log_partition(self, potentials, mask=None):
+        """log Z per sequence by the forward algorithm.
+
+        Args:
+            potentials: [B, T, K] tag scores, any float dtype.
+            mask: optional [B, T] right-padding mask; all real if omitted.
+
+        Returns:
+            [B] float32 log Z (0 for an empty sequence).
+        """
+        potentials, mask = self._prepare(potentials, mask)
+        transitions, start, end = self._scores()
+        alpha = start[None, :] + potentials[:, 0]  # [B, K]
+
+        if not self._single_step(potentials):
+
+            def step(alpha, inputs):
+                emissions, is_real = inputs
+                # alpha_new[b, j] = logsumexp_i(alpha[b, i] + T[i, j]) + e[b, j]
+                new = (
+                    ops.logsumexp(alpha[:, :, None] + transitions[None], axis=1)
+                    + emissions
+                )
+                alpha = ops.where(is_real[:, None], new, alpha)
+                return alpha, alpha  # TF scan: output like the carry.
+
+            alpha, _ = ops.scan(
+                step,
+                alpha,
+                (
+                    self._time_major(potentials[:, 1:]),
+                    self._time_major(mask[:, 1:]),
+                ),
+            )
+        log_z = ops.logsumexp(alpha + end[None, :], axis=1)
+        return ops.where(ops.any(mask, axis=1), log_z, 0.0)
+
+    def sequence_score(self, potentials, tags, mask=None):
+        """Unnormalised score of the given tag sequences (constraints included).
+
+        Args:
+            potentials: [B, T, K] tag scores.
+            tags: [B, T] integer tags; values at padded positions are ignored.
+            mask: optional [B, T] right-padding mask.
+
+        Returns:
+            [B] float32 scores (0 for an empty sequence).
+        """
+        potentials, mask = self._prepare(potentials, mask)
+        transitions, start, end = self._scores()
+        tags = ops.where(mask, ops.cast(tags, "int32"), 0)
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+
+        emissions = ops.take_along_axis(potentials, tags[:, :, None], axis=2)[:, :, 0]
+        emission_score = ops.sum(ops.where(mask, emissions, 0.0), axis=1)
+
+        pairs = tags[:, :-1] * self.num_tags + tags[:, 1:]  # [B, T-1]
+        transition = ops.take(ops.reshape(transitions, (-1,)), pairs)
+        transition_score = ops.sum(ops.where(mask[:, 1:], transition, 0.0), axis=1)
+
+        last = ops.take_along_axis(tags, ops.maximum(lengths - 1, 0)[:, None], axis=1)
+        score = (
+            ops.take(start, tags[:, 0])
+            + emission_score
+            + transition_score
+            + ops.take(end, last[:, 0])
+        )
+        return ops.where(lengths > 0, score, 0.0)
+
+    def log_likelihood(self, potentials, tags, mask=None):
+        """log p(tags | potentials) = score(tags) - log Z.
+
+        Args:
+            potentials: [B, T, K] tag scores, any float dtype.
+            tags: [B, T] integer gold tags; values at padded positions (e.g.
+                -1) are ignored.
+            mask: optional [B, T] right-padding mask.
+
+        Returns:
+            [B] float32 log-likelihoods (0 for an empty sequence). The
+            negative is the usual training loss.
+        """
+        return self.sequence_score(potentials, tags, mask) - self.log_partition(
+            potentials, mask
+        )
+
+    def decode(self, potentials, mask=None):
+        """The highest-scoring tag sequence, by the Viterbi algorithm.
+
+        Args:
+            potentials: [B, T, K] tag scores, any float dtype.
+            mask: optional [B, T] right-padding mask.
+
+        Returns:
+            `(tags, scores)`: [B, T] int32 best tags (0 at padded positions)
+            and [B] float32 scores of those sequences (0 when empty).
+        """
+        potentials, mask = self._prepare(potentials, mask)
+        transitions, start, end = self._scores()
+        delta = start[None, :] + potentials[:, 0]  # [B, K]
+
+        if not self._single_step(potentials):
+            identity = ops.arange(self.num_tags, dtype="int32")[None, :]
+
+            def forward(delta, inputs):
+                emissions, is_real = inputs
+                candidates = delta[:, :, None] + transitions[None]  # [B, prev, next]
+                best_previous = ops.cast(ops.argmax(candidates, axis=1), "int32")
+                new = ops.max(candidates, axis=1) + emissions
+                is_real = is_real[:, None]
+                # On padding the path stands still: delta is carried over and
+                # the back-pointer of tag k is k itself.
+                backpointer = ops.where(is_real, best_previous, identity)
+                delta = ops.where(is_real, new, delta)
+                # TF's scan stores outputs with the carry's shape and dtype, so
+                # the [B, K] back-pointers travel as float32 (exact below 2^24).
+                return delta, ops.cast(backpointer, "float32")
+
+            delta, backpointers = ops.scan(
+                forward,
+                delta,
+                (
+                    self._time_major(potentials[:, 1:]),
+                    self._time_major(mask[:, 1:]),
+                ),
+            )  # backpointers[t - 1][b, k]: best tag at t - 1 given tag k at t.
+
+        final = delta + end[None, :]
+        last_tag = ops.cast(ops.argmax(final, axis=1), "int32")  # [B]
+        scores = ops.max(final, axis=1)
+
+        if self._single_step(potentials):
+            tags = last_tag[:, None]
+        else:
+
+            def backward(tag, backpointer):
+                previous = ops.take_along_axis(
+                    ops.cast(backpointer, "int32"), tag[:, None], axis=1
+                )[:, 0]
+                return previous, previous  # int32 [B], like the carry.
+
+            _, earlier = ops.scan(backward, last_tag, backpointers, reverse=True)
+            tags = ops.concatenate(
+                [ops.transpose(earlier), last_tag[:, None]], axis=1
+            )
+        tags = ops.where(mask, tags, 0)
+        scores = ops.where(ops.any(mask, axis=1), scores, 0.0)
+        return tags, scores
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_tags": self.num_tags,
+                "allowed": self.allowed,
+                "allowed_start": self.allowed_start,
+                "allowed_end": self.allowed_end,
+            }
+        )
+        return config

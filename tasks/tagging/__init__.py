@@ -1,0 +1,29 @@
+"""Sequence tagging (NER, chunking): readers, tag schemes and entity-level metrics."""
+
+from tasks.tagging.metrics import entity_scores
+from tasks.tagging.readers import (
+    SCHEMES,
+    DataFormatError,
+    TaggedSentence,
+    detect_scheme,
+    iob1_to_iob2,
+    label_list,
+    read_column_file,
+    spans_to_tags,
+    split_tag,
+    tags_to_spans,
+)
+
+__all__ = [
+    "SCHEMES",
+    "DataFormatError",
+    "TaggedSentence",
+    "detect_scheme",
+    "entity_scores",
+    "iob1_to_iob2",
+    "label_list",
+    "read_column_file",
+    "spans_to_tags",
+    "split_tag",
+    "tags_to_spans",
+]
