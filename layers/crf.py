@@ -24,6 +24,161 @@ def _zero_one_mask(value, shape, name):
     return array.astype("int32").tolist()
 
 
+def _steps(potentials, mask):
+    """The scan input: positions 1..T-1 and one padded step, time-major.
+
+    Returns [T, B, K+1]: row t holds position t + 1's emissions and, as the
+    last channel, its mask; the last row is an extra padded step. With it a
+    scan always runs T >= 1 steps, also when T is 1 but not known statically
+    (TensorFlow cannot stack zero outputs of unknown batch size), and the
+    outputs line up with the positions (see `_forward`, `_backward`,
+    `_viterbi`). The mask rides as a channel because Keras's TensorFlow scan
+    cannot check several inputs against each other when T is unknown.
+    """
+    packed = ops.concatenate([potentials, mask[:, :, None]], axis=-1)
+    shifted = ops.concatenate([packed[:, 1:], ops.zeros_like(packed[:, :1])], axis=1)
+    return ops.moveaxis(shifted, 1, 0)
+
+
+def _unpack(step):
+    """[B, K+1] scan input -> ([B, K] emissions, [B, 1] bool is-real)."""
+    return step[:, :-1], step[:, -1:] > 0.5
+
+
+def _forward(potentials, mask, transitions, start):
+    """alphas [B, T, K]: log-sum of the scores of all prefixes ending in each tag.
+
+    On padding the last real alpha is carried, so alphas[:, -1] is the final one.
+    """
+    alpha = start[None, :] + potentials[:, 0]
+
+    def step(alpha, inputs):
+        emissions, is_real = _unpack(inputs)
+        # new[b, j] = logsumexp_i(alpha[b, i] + transitions[i, j]) + e[b, j]
+        new = ops.logsumexp(alpha[:, :, None] + transitions[None], axis=1) + emissions
+        alpha = ops.where(is_real, new, alpha)
+        return alpha, alpha  # TF's scan wants outputs shaped like the carry.
+
+    # Output t is alpha at position t + 1; the last (extra step) is dropped.
+    _, alphas = ops.scan(step, alpha, _steps(potentials, mask))
+    return ops.concatenate([alpha[:, None], ops.moveaxis(alphas, 0, 1)[:, :-1]], axis=1)
+
+
+def _backward(potentials, mask, transitions, end):
+    """betas [B, T, K]: log-sum of the scores of all suffixes after each tag.
+
+    A suffix score counts the transitions, the later emissions and the end
+    score; betas at and after the last real position are the end scores.
+    """
+    beta = ops.zeros_like(potentials[:, 0]) + end[None, :]
+
+    def step(beta, inputs):
+        emissions, is_real = _unpack(inputs)  # of the next position
+        # new[b, i] = logsumexp_j(transitions[i, j] + e[b, j] + beta[b, j])
+        new = ops.logsumexp(transitions[None] + (emissions + beta)[:, None, :], axis=2)
+        beta = ops.where(is_real, new, beta)
+        return beta, beta
+
+    # Reversed, output t is beta at position t (the extra step gives the end).
+    _, betas = ops.scan(step, beta, _steps(potentials, mask), reverse=True)
+    return ops.moveaxis(betas, 0, 1)
+
+
+@ops.custom_gradient
+def _log_partition(potentials, mask, transitions, start, end):
+    """log Z [B] with the forward-backward gradient.
+
+    Differentiating through the forward recursion would need the loop's
+    intermediates, and TensorFlow cannot compile that gradient under XLA
+    (Keras's `scan` has no maximum iteration count). The gradient of log Z is
+    the marginals instead: d/d potentials[b, t, k] = p(y_t = k), d/d
+    transitions[i, j] = sum_t p(y_{t-1} = i, y_t = j), d/d start = p(y_1),
+    d/d end = p(y_n), all from alphas and betas. Empty sequences give garbage
+    log Z here; the caller replaces it by 0, so their upstream gradient is 0.
+    """
+    alphas = _forward(potentials, mask, transitions, start)
+    log_z = ops.logsumexp(alphas[:, -1] + end[None, :], axis=1)
+
+    def grad(*args, upstream=None):
+        if upstream is None:
+            (upstream,) = args
+        upstream = ops.cast(upstream, "float32")
+        betas = _backward(potentials, mask, transitions, end)
+        is_real = mask > 0.5  # [B, T]
+        norm = log_z[:, None, None]
+
+        # Node marginals, exponents <= 0 up to rounding.
+        marginals = ops.where(
+            is_real[:, :, None], ops.exp(alphas + betas - norm), 0.0
+        )
+        d_potentials = upstream[:, None, None] * marginals
+
+        # Pair marginals p(y_{t-1} = i, y_t = j) for t = 1..T-1.
+        pairs = ops.exp(
+            alphas[:, :-1, :, None]
+            + transitions[None, None]
+            + (potentials[:, 1:] + betas[:, 1:])[:, :, None, :]
+            - norm[:, :, :, None]
+        )
+        pairs = ops.where(is_real[:, 1:, None, None], pairs, 0.0)
+        d_transitions = ops.sum(upstream[:, None, None, None] * pairs, axis=(0, 1))
+
+        # The last real position is where the next one is padding (or absent).
+        next_is_real = ops.concatenate(
+            [is_real[:, 1:], ops.zeros_like(is_real[:, :1])], axis=1
+        )
+        is_last = ops.logical_and(is_real, ops.logical_not(next_is_real))
+        d_start = ops.sum(d_potentials[:, 0], axis=0)
+        d_end = ops.sum(
+            ops.where(is_last[:, :, None], d_potentials, 0.0), axis=(0, 1)
+        )
+        return (
+            d_potentials,
+            ops.zeros_like(mask),
+            d_transitions,
+            d_start,
+            d_end,
+        )
+
+    return log_z, grad
+
+
+def _viterbi(potentials, mask, transitions, start, end):
+    """Best tags [B, T] int32 (padding not yet zeroed) and their scores [B]."""
+    delta = start[None, :] + potentials[:, 0]  # [B, K]
+    identity = ops.arange(ops.shape(potentials)[-1], dtype="int32")[None, :]
+
+    def forward(delta, inputs):
+        emissions, is_real = _unpack(inputs)
+        candidates = delta[:, :, None] + transitions[None]  # [B, prev, next]
+        best_previous = ops.cast(ops.argmax(candidates, axis=1), "int32")
+        new = ops.max(candidates, axis=1) + emissions
+        # On padding the path stands still: delta is carried over and the
+        # back-pointer of tag k is k itself.
+        backpointer = ops.where(is_real, best_previous, identity)
+        delta = ops.where(is_real, new, delta)
+        # TF's scan stores outputs with the carry's shape and dtype, so the
+        # [B, K] back-pointers travel as float32 (exact below 2^24).
+        return delta, ops.cast(backpointer, "float32")
+
+    # backpointers[t][b, k]: the best tag at t given tag k at t + 1 (the
+    # last row, from the extra padded step, is the identity).
+    delta, backpointers = ops.scan(forward, delta, _steps(potentials, mask))
+    final = delta + end[None, :]
+    last_tag = ops.cast(ops.argmax(final, axis=1), "int32")  # [B]
+    scores = ops.max(final, axis=1)
+
+    def backward(tag, backpointer):
+        previous = ops.take_along_axis(
+            ops.cast(backpointer, "int32"), tag[:, None], axis=1
+        )[:, 0]
+        return previous, previous  # int32 [B], like the carry.
+
+    # Walks back from a virtual position T; output t is the tag at position t.
+    _, tags = ops.scan(backward, last_tag, backpointers, reverse=True)
+    return ops.transpose(tags), scores
+
+
 @register
 class CRF(keras.layers.Layer):
     """A linear-chain CRF over per-token tag scores ("potentials").
@@ -122,7 +277,6 @@ class CRF(keras.layers.Layer):
             if allowed_end is None
             else _zero_one_mask(allowed_end, shape, "allowed_end")
         )
-        self.supports_masking = True
 
         # === Constraint penalties (constants, not weights) ===
         def penalty(mask):
@@ -165,6 +319,11 @@ class CRF(keras.layers.Layer):
     def compute_output_spec(self, potentials, mask=None):
         return keras.KerasTensor(tuple(potentials.shape), dtype="float32")
 
+    def compute_mask(self, potentials, previous_mask=None):
+        # The CRF consumes the padding mask: a [B, T] Keras mask on its output
+        # would be applied to the [B] per-sequence loss by `compile`.
+        return None
+
     # --- Helpers -----------------------------------------------------------
 
     def _scores(self):
@@ -175,7 +334,7 @@ class CRF(keras.layers.Layer):
             (self.start_transitions, self._start_penalty),
             (self.end_transitions, self._end_penalty),
         ):
-            score = ops.cast(variable, "float32")
+            score = ops.cast(ops.convert_to_tensor(variable), "float32")
             if penalty is not None:
                 score = score + ops.convert_to_tensor(penalty)
             scores.append(score)
@@ -188,25 +347,19 @@ class CRF(keras.layers.Layer):
             mask = ops.ones(ops.shape(potentials)[:2], "bool")
         else:
             mask = ops.cast(ops.convert_to_tensor(mask), "bool")
-        # Padding may hold anything (even inf): zero it so neither values nor
-        # gradients can pick up NaN from it.
+        # Padding may hold anything (even inf or NaN): zero it so neither
+        # values nor gradients can pick anything up from it.
         potentials = ops.where(mask[:, :, None], potentials, 0.0)
         return potentials, mask
-
-    @staticmethod
-    def _time_major(x):
-        """[B, T, ...] -> [T, B, ...], the layout `ops.scan` iterates over."""
-        return ops.moveaxis(x, 1, 0)
-
-    @staticmethod
-    def _single_step(potentials):
-        """True when the time axis has static length 1 (no recursion needed)."""
-        return potentials.shape[1] == 1
 
     # --- Public API ----------------------------------------------------------
 
     def log_partition(self, potentials, mask=None):
-        """log Z per sequence by the forward algorithm.
+        """log Z per sequence, by the forward algorithm.
+
+        Its gradient is computed by the forward-backward algorithm (a custom
+        gradient: the marginals), not by differentiating the recursion, which
+        keeps memory at O(B T K^2) and lets it compile under XLA.
 
         Args:
             potentials: [B, T, K] tag scores, any float dtype.
@@ -217,36 +370,16 @@ class CRF(keras.layers.Layer):
         """
         potentials, mask = self._prepare(potentials, mask)
         transitions, start, end = self._scores()
-        alpha = start[None, :] + potentials[:, 0]  # [B, K]
-
-        if not self._single_step(potentials):
-
-            def step(alpha, inputs):
-                emissions, is_real = inputs
-                # alpha_new[b, j] = logsumexp_i(alpha[b, i] + T[i, j]) + e[b, j]
-                new = (
-                    ops.logsumexp(alpha[:, :, None] + transitions[None], axis=1)
-                    + emissions
-                )
-                alpha = ops.where(is_real[:, None], new, alpha)
-                return alpha, alpha  # TF scan: output like the carry.
-
-            alpha, _ = ops.scan(
-                step,
-                alpha,
-                (
-                    self._time_major(potentials[:, 1:]),
-                    self._time_major(mask[:, 1:]),
-                ),
-            )
-        log_z = ops.logsumexp(alpha + end[None, :], axis=1)
+        log_z = _log_partition(
+            potentials, ops.cast(mask, "float32"), transitions, start, end
+        )
         return ops.where(ops.any(mask, axis=1), log_z, 0.0)
 
     def sequence_score(self, potentials, tags, mask=None):
         """Unnormalised score of the given tag sequences (constraints included).
 
         Args:
-            potentials: [B, T, K] tag scores.
+            potentials: [B, T, K] tag scores, any float dtype.
             tags: [B, T] integer tags; values at padded positions are ignored.
             mask: optional [B, T] right-padding mask.
 
@@ -300,56 +433,14 @@ class CRF(keras.layers.Layer):
 
         Returns:
             `(tags, scores)`: [B, T] int32 best tags (0 at padded positions)
-            and [B] float32 scores of those sequences (0 when empty).
+            and [B] float32 scores of those sequences (0 when empty). Not
+            differentiable.
         """
         potentials, mask = self._prepare(potentials, mask)
         transitions, start, end = self._scores()
-        delta = start[None, :] + potentials[:, 0]  # [B, K]
-
-        if not self._single_step(potentials):
-            identity = ops.arange(self.num_tags, dtype="int32")[None, :]
-
-            def forward(delta, inputs):
-                emissions, is_real = inputs
-                candidates = delta[:, :, None] + transitions[None]  # [B, prev, next]
-                best_previous = ops.cast(ops.argmax(candidates, axis=1), "int32")
-                new = ops.max(candidates, axis=1) + emissions
-                is_real = is_real[:, None]
-                # On padding the path stands still: delta is carried over and
-                # the back-pointer of tag k is k itself.
-                backpointer = ops.where(is_real, best_previous, identity)
-                delta = ops.where(is_real, new, delta)
-                # TF's scan stores outputs with the carry's shape and dtype, so
-                # the [B, K] back-pointers travel as float32 (exact below 2^24).
-                return delta, ops.cast(backpointer, "float32")
-
-            delta, backpointers = ops.scan(
-                forward,
-                delta,
-                (
-                    self._time_major(potentials[:, 1:]),
-                    self._time_major(mask[:, 1:]),
-                ),
-            )  # backpointers[t - 1][b, k]: best tag at t - 1 given tag k at t.
-
-        final = delta + end[None, :]
-        last_tag = ops.cast(ops.argmax(final, axis=1), "int32")  # [B]
-        scores = ops.max(final, axis=1)
-
-        if self._single_step(potentials):
-            tags = last_tag[:, None]
-        else:
-
-            def backward(tag, backpointer):
-                previous = ops.take_along_axis(
-                    ops.cast(backpointer, "int32"), tag[:, None], axis=1
-                )[:, 0]
-                return previous, previous  # int32 [B], like the carry.
-
-            _, earlier = ops.scan(backward, last_tag, backpointers, reverse=True)
-            tags = ops.concatenate(
-                [ops.transpose(earlier), last_tag[:, None]], axis=1
-            )
+        tags, scores = _viterbi(
+            potentials, ops.cast(mask, "float32"), transitions, start, end
+        )
         tags = ops.where(mask, tags, 0)
         scores = ops.where(ops.any(mask, axis=1), scores, 0.0)
         return tags, scores

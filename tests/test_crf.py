@@ -401,7 +401,7 @@ def test_bad_constraint_shapes_are_rejected():
 
 def _iob2_kwargs():
     allowed, start, end = allowed_transitions("IOB2", ["O", "B-PER", "I-PER"])
-    return dict(num_tags=3, allowed=allowed, allowed_start=start, allowed_end=end)
+    return dict(allowed=allowed, allowed_start=start, allowed_end=end)
 
 
 def test_layer_contract():
@@ -411,7 +411,7 @@ def test_layer_contract():
     # the likelihood is `test_training_learns_transitions_under_xla`.
     run_layer_test(
         CRF,
-        _iob2_kwargs(),
+        dict(num_tags=3, **_iob2_kwargs()),
         potentials,
         expected_output_shape=(2, 4, 3),
         float32_outputs=(0,),

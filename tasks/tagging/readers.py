@@ -15,6 +15,8 @@ Spans are `(start, end, type)` over word positions with an inclusive `end`.
 import dataclasses
 import re
 
+from tasks.errors import DataFormatError
+
 SCHEMES = ("IOB2", "IOB1", "BIOES")
 
 # Which tag prefixes (besides the bare "O") each scheme allows.
@@ -26,16 +28,6 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 # Columns are separated by spaces or tabs only: str.split() would also split words at
 # non-breaking spaces and other Unicode whitespace that real corpora contain inside tokens.
 _COLUMN_SEPARATOR = re.compile(r"[ \t]+")
-
-
-class DataFormatError(ValueError):
-    """A data file that cannot be read as asked; the message names the file and, where it
-    applies, the 1-based line (`path:LINE: what is wrong`).
-
-    Examples:
-    >>> str(DataFormatError("train.txt:3: expected 4 columns (word ... tag), found 3"))
-    'train.txt:3: expected 4 columns (word ... tag), found 3'
-    """
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Task families: readers, tf.data pipelines, heads, losses, metrics, decoding."""

@@ -1,0 +1,81 @@
+"""Padding to a small fixed set of lengths, so XLA compiles a few shapes only."""
+
+import tensorflow as tf
+
+DEFAULT_BUCKETS = (16, 32, 64, 128, 256, 512)
+
+
+def bucket_lengths(max_length, buckets=DEFAULT_BUCKETS):
+    """The bucket lengths up to `max_length`, always ending with `max_length`.
+
+    Examples:
+    >>> bucket_lengths(100)
+    (16, 32, 64, 100)
+    """
+    return tuple(b for b in buckets if b < max_length) + (int(max_length),)
+
+
+def _bucket_for(length, lengths):
+    """The smallest bucket length >= `length` (a scalar int32 tensor)."""
+    lengths = tf.constant(lengths, tf.int32)
+    return tf.gather(lengths, tf.reduce_sum(tf.cast(lengths < length, tf.int32)))
+
+
+def pad_batch_to_bucket(features, labels, lengths, padding_values):
+    """Right-pads each [batch, time, ...] feature to the bucket of its length."""
+    time = tf.shape(features["token_ids"])[1]
+    target = _bucket_for(time, lengths)
+
+    def pad(name, tensor):
+        paddings = [[0, 0], [0, target - time]] + [[0, 0]] * (tensor.shape.rank - 2)
+        padded = tf.pad(tensor, paddings, constant_values=padding_values.get(name, 0))
+        return tf.ensure_shape(padded, [None, None] + tensor.shape[2:])
+
+    features = {name: pad(name, value) for name, value in features.items()}
+    if isinstance(labels, dict):
+        labels = {name: pad(name, value) for name, value in labels.items()}
+    elif labels is not None and labels.shape.rank >= 2:
+        labels = pad("labels", labels)
+    return features, labels
+
+
+def batch_to_buckets(dataset, batch_size, lengths, padding_values, group_by_length):
+    """Batches (features, labels) examples whose features are [time, ...] tensors.
+
+    `group_by_length=True` (training) puts examples of similar length together
+    with `bucket_by_sequence_length`; otherwise (evaluation, prediction) the
+    order is kept and each batch is padded to the bucket of its longest example.
+    """
+    spec = dataset.element_spec
+    padded_shapes = tf.nest.map_structure(lambda s: s.shape, spec)
+    values = _padding_value_structure(spec, padding_values)
+    if group_by_length:
+        return dataset.bucket_by_sequence_length(
+            element_length_func=lambda features, labels: tf.shape(features["token_ids"])[0],
+            bucket_boundaries=[length + 1 for length in lengths],
+            bucket_batch_sizes=[batch_size] * (len(lengths) + 1),
+            padded_shapes=padded_shapes,
+            padding_values=values,
+            pad_to_bucket_boundary=True,
+        )
+    dataset = dataset.padded_batch(batch_size, padded_shapes, values)
+    return dataset.map(
+        lambda features, labels: pad_batch_to_bucket(features, labels, lengths, padding_values),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def _padding_value_structure(spec, padding_values):
+    features_spec, labels_spec = spec
+    features = {
+        name: tf.constant(padding_values.get(name, 0), s.dtype)
+        for name, s in features_spec.items()
+    }
+    if isinstance(labels_spec, dict):
+        labels = {
+            name: tf.constant(padding_values.get(name, 0), s.dtype)
+            for name, s in labels_spec.items()
+        }
+    else:
+        labels = tf.constant(padding_values.get("labels", 0), labels_spec.dtype)
+    return features, labels

@@ -1,0 +1,11 @@
+"""Errors for bad user input: messages name the file, line or option at fault."""
+
+
+class DataFormatError(ValueError):
+    """A data file that cannot be read as asked; the message names the file and, where it
+    applies, the 1-based line (`path:LINE: what is wrong`).
+
+    Examples:
+    >>> str(DataFormatError("train.txt:3: expected 4 columns (word ... tag), found 3"))
+    'train.txt:3: expected 4 columns (word ... tag), found 3'
+    """

@@ -1,0 +1,132 @@
+"""WordPiece tokenization with tensorflow-text, usable inside tf.data and SavedModels."""
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+
+def read_vocabulary(path):
+    """Reads a `vocab.txt` (one token per line, id = line number)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = [line.rstrip("\r\n") for line in f]
+    except OSError as error:
+        raise FileNotFoundError(f"{path}: cannot read the vocabulary: {error.strerror}")
+    while tokens and not tokens[-1]:
+        tokens.pop()
+    missing = [token for token in (PAD, UNK, CLS, SEP) if token not in tokens]
+    if missing:
+        raise ValueError(f"{path}: the vocabulary lacks the special tokens {missing}")
+    return tokens
+
+
+def write_vocabulary(tokens, path):
+    """Writes `tokens` one per line, atomically."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write("".join(f"{token}\n" for token in tokens))
+    os.replace(temporary, path)
+
+
+def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2):
+    """Learns a WordPiece vocabulary from an iterable of strings.
+
+    Uses tensorflow-text's BERT vocabulary learner; the reserved tokens
+    `[PAD] [UNK] [CLS] [SEP] [MASK]` come first, so `[PAD]` has id 0.
+
+    Args:
+        texts: the training text, one string per example.
+        vocab_size: the target size (small corpora give fewer tokens).
+        lowercase: lower-case and strip accents first (uncased vocabulary).
+        min_frequency: words seen fewer times are not learned whole.
+
+    Returns:
+        The list of tokens.
+    """
+    # Imported here: the learner pulls in Apache Beam-free but slow-to-import modules.
+    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
+    dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(1024)
+    return bert_vocab_from_dataset.bert_vocab_from_dataset(
+        dataset,
+        vocab_size=vocab_size,
+        reserved_tokens=list(RESERVED_TOKENS),
+        bert_tokenizer_params={"lower_case": lowercase},
+        learn_params={"lower_thresh": min_frequency},
+    )
+
+
+class WordPieceTokenizer(tf.Module):
+    """BERT's basic + WordPiece tokenizer over a fixed vocabulary.
+
+    `lowercase=True` lower-cases, NFD-normalises and strips accents, as BERT's
+    uncased checkpoints expect ("Café" → "cafe"); punctuation and CJK
+    characters are split off; out-of-vocabulary words become `[UNK]`.
+
+    Args:
+        vocabulary: a list of tokens or the path of a `vocab.txt`.
+        lowercase: lower-case and strip accents.
+
+    Examples:
+    >>> tokenizer = WordPieceTokenizer(
+    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"])
+    >>> tokenizer.tokenize(["Café opens"]).to_list()
+    [[[5], [7, 8]]]
+    """
+
+    def __init__(self, vocabulary, lowercase=True):
+        super().__init__()
+        if isinstance(vocabulary, (str, os.PathLike)):
+            vocabulary = read_vocabulary(vocabulary)
+        self.vocabulary = list(vocabulary)
+        self.lowercase = bool(lowercase)
+        self._table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.vocabulary),
+                tf.range(len(self.vocabulary), dtype=tf.int64),
+            ),
+            default_value=-1,
+        )
+        self._tokenizer = tf_text.BertTokenizer(
+            self._table,
+            token_out_type=tf.int64,
+            unknown_token=UNK,
+            lower_case=self.lowercase,
+        )
+        index = {token: i for i, token in enumerate(self.vocabulary)}
+        self.pad_id = index[PAD]
+        self.unk_id = index[UNK]
+        self.cls_id = index[CLS]
+        self.sep_id = index[SEP]
+        self.mask_id = index.get(MASK, self.unk_id)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def tokenize(self, texts):
+        """[batch] strings → int32 RaggedTensor [batch, words, wordpieces]."""
+        return tf.cast(self._tokenizer.tokenize(texts), tf.int32)
+
+    def tokenize_flat(self, texts):
+        """[batch] strings → int32 RaggedTensor [batch, wordpieces]."""
+        return self.tokenize(texts).merge_dims(-2, -1)
+
+    def pack(self, segments, max_length):
+        """Packs 1 or 2 ragged [batch, wordpieces] segments as `[CLS] a [SEP] b [SEP]`.
+
+        Truncates longest-first so that the packed length is at most
+        `max_length`. Returns ragged `token_ids` and `segment_ids` [batch, len].
+        """
+        budget = max_length - 1 - len(segments)
+        if budget < len(segments):
+            raise ValueError(f"max_length={max_length} leaves no room for text")
+        trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
+        token_ids, segment_ids = tf_text.combine_segments(
+            trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
+        return tf.cast(token_ids, tf.int32), tf.cast(segment_ids, tf.int32)

@@ -1,0 +1,19 @@
+"""The model zoo: named presets that build compiled Keras models.
+
+>>> from zoo import build_model
+>>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
+"""
+
+from zoo.builder import build_encoder, build_model, get_preset, list_presets
+from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset
+
+__all__ = [
+    "ENCODER_PRESETS",
+    "TASK_PRESETS",
+    "EncoderPreset",
+    "TaskPreset",
+    "build_encoder",
+    "build_model",
+    "get_preset",
+    "list_presets",
+]

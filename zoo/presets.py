@@ -1,0 +1,82 @@
+"""Named presets: encoder shapes and task heads, as plain data.
+
+An encoder preset gives the published shape of a BERT-family model; a task
+preset names an encoder and a head. Every encoder has `<encoder>_classifier`
+and `<encoder>_pair_classifier` task presets.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderPreset:
+    """The shape and numerics of a transformer encoder."""
+
+    num_layers: int
+    hidden_dim: int
+    num_heads: int
+    intermediate_dim: int
+    vocabulary_size: int = 30522
+    max_sequence_length: int = 512
+    num_segments: int = 2
+    embedding_dim: int = None
+    share_layers: bool = False
+    norm_first: bool = False
+    gelu_approximate: bool = False
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    layer_norm_epsilon: float = 1e-12
+    # Fine-tuning learning rate that suits this size (smaller models want more).
+    learning_rate: float = 5e-5
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPreset:
+    """A task head on a named encoder, with the head's defaults."""
+
+    encoder: str
+    task: str  # "classification"
+    paired_input: bool = False
+    num_classes: int = 2
+    description: str = ""
+
+
+ENCODER_PRESETS = {
+    "bert_tiny": EncoderPreset(2, 128, 2, 512, learning_rate=3e-4,
+                               description="BERT-Tiny (Turc et al. 2019)"),
+    "bert_mini": EncoderPreset(4, 256, 4, 1024, learning_rate=1e-4,
+                               description="BERT-Mini (Turc et al. 2019)"),
+    "bert_small": EncoderPreset(4, 512, 8, 2048, learning_rate=5e-5,
+                                description="BERT-Small (Turc et al. 2019)"),
+    "bert_medium": EncoderPreset(8, 512, 8, 2048, learning_rate=5e-5,
+                                 description="BERT-Medium (Turc et al. 2019)"),
+    "bert_base": EncoderPreset(12, 768, 12, 3072, learning_rate=3e-5,
+                               description="BERT-Base (Devlin et al. 2019)"),
+    "bert_large": EncoderPreset(24, 1024, 16, 4096, learning_rate=2e-5,
+                                description="BERT-Large (Devlin et al. 2019)"),
+    "minilm_l6_h384": EncoderPreset(6, 384, 12, 1536, learning_rate=5e-5,
+                                    description="MiniLM-L6-H384, the shape of all-MiniLM-L6-v2"),
+    "albert_base": EncoderPreset(12, 768, 12, 3072, vocabulary_size=30000,
+                                 embedding_dim=128, share_layers=True,
+                                 gelu_approximate=True, dropout=0.0,
+                                 attention_dropout=0.0, layer_norm_epsilon=1e-12,
+                                 learning_rate=3e-5,
+                                 description="ALBERT-Base (Lan et al. 2020): "
+                                             "factorised embeddings, shared layers"),
+}
+
+
+def _task_presets():
+    presets = {}
+    for name in ENCODER_PRESETS:
+        presets[f"{name}_classifier"] = TaskPreset(
+            name, "classification",
+            description=f"{name} + pooled-output classifier (single text)")
+        presets[f"{name}_pair_classifier"] = TaskPreset(
+            name, "classification", paired_input=True,
+            description=f"{name} + pooled-output classifier ([CLS] a [SEP] b [SEP])")
+    return presets
+
+
+TASK_PRESETS = _task_presets()
