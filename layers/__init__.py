@@ -5,15 +5,19 @@ and `zoo/` assemble these layers into models.
 """
 
 from layers.classification_head import ClassificationHead
+from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
 from layers.self_attention import MultiHeadSelfAttention
+from layers.tag_constraints import allowed_transitions
 from layers.transformer_block import TransformerEncoderBlock
 from layers.transformer_encoder import TransformerEncoder
 
 __all__ = [
+    "CRF",
     "ClassificationHead",
     "MultiHeadSelfAttention",
     "TextEmbeddings",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "allowed_transitions",
 ]

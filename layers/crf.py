@@ -191,9 +191,13 @@ class CRF(keras.layers.Layer):
     and p(y | potentials) = exp(score(y)) / Z, where the partition function Z
     sums exp(score) over all tag sequences of length n. `log_partition` runs
     the forward algorithm and `decode` the Viterbi algorithm, both as a
-    `keras.ops.scan` over time, so they compile under XLA. Every computation
-    is done in float32 whatever the dtype policy: potentials arriving in
-    bfloat16 or float16 are cast up, and the weights never autocast down.
+    `keras.ops.scan` over time. The gradient of log Z is computed by the
+    forward-backward algorithm (the marginals) rather than by differentiating
+    the scan, whose gradient TensorFlow cannot compile under XLA; so
+    `log_likelihood` trains in a `fit` with `jit_compile=True`. Every
+    computation is done in float32 whatever the dtype policy: potentials
+    arriving in bfloat16 or float16 are cast up, and the weights never
+    autocast down.
 
     `mask` is a right-padding mask [batch, time] (1 or True for real tokens,
     then 0 for padding). A mask hole in the middle of a sequence is not the
@@ -217,7 +221,10 @@ class CRF(keras.layers.Layer):
     `call` returns the potentials unchanged, cast to float32, so the layer can
     end a functional model whose output feeds a loss built on
     `log_likelihood`, and whose predictions are read with `decode`. The
-    learned weights only enter through those methods.
+    learned weights only enter through those methods. The layer consumes an
+    incoming Keras mask and puts none on its output: `compile` would apply a
+    [B, T] mask to the [B] per-sequence loss. Pass the padding mask to the
+    methods explicitly.
 
     Weights: `transitions` [num_tags, num_tags], `start_transitions` and
     `end_transitions` [num_tags], all float32 and initialised to zeros (so an
@@ -251,7 +258,7 @@ class CRF(keras.layers.Layer):
 
     Training: end a model with the CRF and use a loss such as
     `lambda y_true, y_pred: -crf.log_likelihood(y_pred, y_true, y_true >= 0)`
-    with padded tags set to -1.
+    with padded tags set to -1; predict with `crf.decode(model(x), mask)`.
     """
 
     def __init__(
@@ -314,7 +321,9 @@ class CRF(keras.layers.Layer):
 
     def call(self, potentials, mask=None):
         """Returns `potentials` as float32; see `decode` and `log_likelihood`."""
-        return ops.cast(potentials, "float32")
+        # A new tensor even when the input is float32 already, so that the
+        # input's Keras mask does not ride along (see `compute_mask`).
+        return ops.copy(ops.cast(potentials, "float32"))
 
     def compute_output_spec(self, potentials, mask=None):
         return keras.KerasTensor(tuple(potentials.shape), dtype="float32")

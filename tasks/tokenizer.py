@@ -125,7 +125,13 @@ class WordPieceTokenizer(tf.Module):
         budget = max_length - 1 - len(segments)
         if budget < len(segments):
             raise ValueError(f"max_length={max_length} leaves no room for text")
-        trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
+        if len(segments) == 1:
+            # ShrinkLongestTrimmer fails on a single segment (a while-loop shape
+            # error in tensorflow-text 2.21); for one segment both trim the same.
+            trimmer = tf_text.WaterfallTrimmer(budget, axis=-1)
+        else:
+            trimmer = tf_text.ShrinkLongestTrimmer(budget, axis=-1)
+        trimmed = trimmer.trim(segments)
         token_ids, segment_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )

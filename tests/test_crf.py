@@ -37,8 +37,9 @@ def _brute_force(potentials, length, transitions, start, end, valid=None):
         for p in itertools.product(range(num_tags), repeat=length)
         if valid is None or valid(p)
     ]
+    potentials = potentials.astype("float64")
     scores = np.array(
-        [_np_path_score(potentials.astype("float64"), p, transitions, start, end) for p in paths]
+        [_np_path_score(potentials, p, transitions, start, end) for p in paths]
     )
     return paths, scores
 
@@ -55,6 +56,12 @@ def _random_crf(num_tags, rng, scale=1.0, **kwargs):
     crf.start_transitions.assign(weights["start"])
     crf.end_transitions.assign(weights["end"])
     return crf, weights
+
+
+def _constraints(scheme, names):
+    """allowed_transitions(...) as CRF keyword arguments."""
+    allowed, start, end = allowed_transitions(scheme, names)
+    return dict(allowed=allowed, allowed_start=start, allowed_end=end)
 
 
 def _np(x):
@@ -241,13 +248,17 @@ def test_gradient_of_log_partition_is_the_marginals():
         rng.normal(size=(len(lengths), time, num_tags)).astype("float32")
     )
     mask = _mask(lengths, time)
+    weights = [crf.transitions, crf.start_transitions, crf.end_transitions]
     with tf.GradientTape() as tape:
         tape.watch(potentials)
         log_z = ops.sum(crf.log_partition(potentials, mask))
-    marginals = _np(tape.gradient(log_z, potentials))
+    gradients = tape.gradient(log_z, [potentials] + weights)
+    marginals, d_transitions, d_start, d_end = map(_np, gradients)
 
     np.testing.assert_allclose(marginals.sum(-1), mask.astype("float32"), atol=1e-5)
     assert np.all(marginals[mask == 0] == 0)
+    expected_start, expected_end = np.zeros(num_tags), np.zeros(num_tags)
+    expected_transitions = np.zeros((num_tags, num_tags))
     for b, length in enumerate(lengths):
         if length == 0:
             continue
@@ -258,7 +269,15 @@ def test_gradient_of_log_partition_is_the_marginals():
         expected = np.zeros((length, num_tags))
         for path, p in zip(paths, probabilities):
             expected[np.arange(length), path] += p
+            expected_start[path[0]] += p
+            expected_end[path[-1]] += p
+            for a, c in zip(path[:-1], path[1:]):
+                expected_transitions[a, c] += p
         np.testing.assert_allclose(marginals[b, :length], expected, atol=1e-5)
+    # Weight gradients are expected counts: first tag, last tag, transitions.
+    np.testing.assert_allclose(d_start, expected_start, atol=1e-5)
+    np.testing.assert_allclose(d_end, expected_end, atol=1e-5)
+    np.testing.assert_allclose(d_transitions, expected_transitions, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------
@@ -324,9 +343,7 @@ def test_constraints_apply_to_training_as_well():
     names = TAGS["IOB2"]
     num_tags, time = len(names), 4
     rng = np.random.default_rng(12)
-    crf, w = _random_crf(num_tags, rng, **dict(zip(
-        ("allowed", "allowed_start", "allowed_end"), allowed_transitions("IOB2", names)
-    )))
+    crf, w = _random_crf(num_tags, rng, **_constraints("IOB2", names))
     potentials = rng.normal(size=(1, time, num_tags)).astype("float32")
 
     def valid(path):
@@ -400,8 +417,7 @@ def test_bad_constraint_shapes_are_rejected():
 
 
 def _iob2_kwargs():
-    allowed, start, end = allowed_transitions("IOB2", ["O", "B-PER", "I-PER"])
-    return dict(allowed=allowed, allowed_start=start, allowed_end=end)
+    return _constraints("IOB2", ["O", "B-PER", "I-PER"])
 
 
 def test_layer_contract():
@@ -484,27 +500,28 @@ def test_weights_stay_float32_inside_a_mixed_precision_call():
     assert crf.transitions.dtype == "float32"
 
 
-def test_xla_compiles_and_matches_eager():
+@pytest.mark.parametrize("time", [6, 1])
+def test_xla_compiles_and_matches_eager(time):
     rng = np.random.default_rng(8)
-    crf, _ = _random_crf(5, rng, **dict(zip(
-        ("allowed", "allowed_start", "allowed_end"),
-        allowed_transitions("IOB2", TAGS["IOB2"]),
-    )))
-    potentials = rng.normal(size=(4, 6, 5)).astype("float32")
+    crf, _ = _random_crf(5, rng, **_constraints("IOB2", TAGS["IOB2"]))
+    potentials = tf.constant(rng.normal(size=(4, time, 5)).astype("float32"))
     tags = _np(crf.decode(potentials)[0])
-    mask = _mask([6, 4, 1, 0], 6)
+    mask = _mask([time, time // 2, 1, 0], time)
 
-    @tf.function(jit_compile=True)
-    def compiled(potentials, tags, mask):
+    def run(potentials, tags, mask):
+        with tf.GradientTape() as tape:
+            tape.watch(potentials)
+            log_likelihood = crf.log_likelihood(potentials, tags, mask)
+            total = ops.sum(log_likelihood)
+        gradients = tape.gradient(total, [potentials] + crf.trainable_variables)
+        assert all(g is not None for g in gradients)
         best, scores = crf.decode(potentials, mask)
-        return best, scores, crf.log_likelihood(potentials, tags, mask)
+        return [best, scores, log_likelihood] + gradients
 
-    got = compiled(potentials, tags, mask)
-    expected = list(crf.decode(potentials, mask)) + [
-        crf.log_likelihood(potentials, tags, mask)
-    ]
-    for g, e in zip(got, expected):
-        np.testing.assert_allclose(_np(g), _np(e), atol=1e-5)
+    compiled = tf.function(run, jit_compile=True)
+    eager = run(potentials, tags, mask)
+    for got, expected in zip(compiled(potentials, tags, mask), eager):
+        np.testing.assert_allclose(_np(got), _np(expected), atol=1e-5)
     hlo = compiled.experimental_get_compiler_ir(potentials, tags, mask)(stage="hlo")
     assert "HloModule" in hlo
 
@@ -515,32 +532,33 @@ def test_xla_compiles_and_matches_eager():
 
 
 def _entity_task(rng, count, time):
-    """Tokens 2 and 3 are entity words; a run of them is one entity (B then I).
+    """Tokens 3 and 4 are entity words; a run of them is one entity (B then I).
 
-    A per-token classifier cannot tell B from I (the same word can be either);
-    only the learned transitions can.
+    Token 0 is padding. A per-token classifier cannot tell B from I (the same
+    word can be either); only the learned transitions can.
     """
-    tokens = rng.integers(0, 4, size=(count, time))
+    tokens = rng.integers(1, 5, size=(count, time))
     lengths = rng.integers(1, time + 1, size=count)
     mask = _mask(lengths, time)
     tags = np.zeros((count, time), "int32")
     for b in range(count):
         for t in range(lengths[b]):
-            if tokens[b, t] >= 2:
-                continues = t > 0 and tokens[b, t - 1] >= 2
+            if tokens[b, t] >= 3:
+                continues = t > 0 and tokens[b, t - 1] >= 3
                 tags[b, t] = 2 if continues else 1
-    features = np.eye(4, dtype="float32")[tokens] * mask[..., None]
-    return features, np.where(mask == 1, tags, -1), mask
+    return tokens * mask, np.where(mask == 1, tags, -1), mask
 
 
-def test_training_learns_transitions_under_xla():
-    rng = np.random.default_rng(9)
-    time = 8
-    features, tags, _ = _entity_task(rng, 512, time)
+def _tagger(time):
+    """Embedding -> Dense -> CRF, compiled with the negative log-likelihood.
 
-    inputs = keras.Input(shape=(time, 4))
+    The embedding's Keras mask reaches the CRF, which must not pass it on to
+    the per-sequence loss.
+    """
+    inputs = keras.Input(shape=(time,), dtype="int32")
+    hidden = keras.layers.Embedding(5, 8, mask_zero=True)(inputs)
     crf = CRF(3)
-    outputs = crf(keras.layers.Dense(3)(inputs))
+    outputs = crf(keras.layers.Dense(3)(hidden))
     model = keras.Model(inputs, outputs)
 
     def negative_log_likelihood(y_true, y_pred):
@@ -551,11 +569,36 @@ def test_training_learns_transitions_under_xla():
         loss=negative_log_likelihood,
         jit_compile=True,
     )
-    history = model.fit(features, tags, batch_size=32, epochs=20, verbose=0)
+    return model, crf
+
+
+def test_training_learns_transitions_under_xla():
+    time = 8
+    tokens, tags, _ = _entity_task(np.random.default_rng(9), 512, time)
+    model, crf = _tagger(time)
+    history = model.fit(tokens, tags, batch_size=32, epochs=20, verbose=0)
     assert model.jit_compile is True  # Keras did not fall back to no XLA.
     losses = history.history["loss"]
     assert losses[-1] < 0.05 * losses[0]
 
-    features, tags, mask = _entity_task(np.random.default_rng(10), 256, time)
-    best = _np(crf.decode(model.predict(features, verbose=0), mask)[0])
+    tokens, tags, mask = _entity_task(np.random.default_rng(10), 256, time)
+    best = _np(crf.decode(model.predict(tokens, verbose=0), mask)[0])
     assert np.all(best[mask == 1] == tags[mask == 1])
+    transitions = _np(crf.transitions)
+    assert transitions[0, 1] > transitions[0, 2]  # O -> B, not O -> I
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_fit_under_mixed_precision_and_xla(policy):
+    keras.mixed_precision.set_global_policy(policy)
+    time = 6
+    tokens, tags, _ = _entity_task(np.random.default_rng(13), 64, time)
+    model, crf = _tagger(time)
+    assert keras.backend.standardize_dtype(model.outputs[0].dtype) == "float32"
+    before = _np(crf.transitions)
+    history = model.fit(tokens, tags, batch_size=32, epochs=2, verbose=0)
+    assert model.jit_compile is True
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert crf.transitions.dtype == "float32"
+    assert not np.allclose(_np(crf.transitions), before)

@@ -93,4 +93,8 @@ def make_dataset(
         padding_values={"token_ids": tokenizer.pad_id},
         group_by_length=training,
     )
+    if not training:
+        # Order-preserving batches: their number is known, and Keras wants it.
+        batches = -(-len(examples) // batch_size)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.prefetch(tf.data.AUTOTUNE)

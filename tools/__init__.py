@@ -1,0 +1,1 @@
+"""Command-line binaries (absl flags): train, evaluate."""

@@ -1,0 +1,44 @@
+"""Evaluates a trained model directory on a data file; prints one JSON line.
+
+    python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import flags  # noqa: E402
+
+from tasks.registry import get_task  # noqa: E402
+from tools import model_directory as md  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
+flags.DEFINE_string("data", None, "Data file to evaluate on.")
+flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
+flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+flags.mark_flags_as_required(["model_dir", "data"])
+
+
+def main(argv):
+    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
+    task = get_task(config["task"])
+    examples = task.read(FLAGS.data, FLAGS.data_format or config.get("data_format"))
+    try:
+        dataset = task.make_dataset(examples, tokenizer, labels, training=False,
+                                    max_seq_length=config["max_seq_length"],
+                                    batch_size=FLAGS.batch_size)
+    except ValueError as error:
+        raise UserError(str(error))
+    metrics = model.evaluate(dataset, return_dict=True, verbose=0)
+    metrics = {name: float(value) for name, value in metrics.items()}
+    metrics["examples"] = len(examples)
+    print(json.dumps(metrics, sort_keys=True))
+
+
+if __name__ == "__main__":
+    run(main)

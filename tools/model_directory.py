@@ -1,0 +1,119 @@
+"""The layout of a model directory, and how it is created, resumed and read.
+
+    model_dir/
+      config.json          resolved configuration, written before training
+      vocab.txt            the WordPiece vocabulary
+      labels.json          label names in label-id order
+      best_model.keras     the best model by the validation metric
+      best_model.keras.json  which metric, value and epoch
+      metrics.json         final evaluation of the best model
+      logs/train, logs/validation   TensorBoard event files
+      checkpoints/         training state for resuming; removed when training ends
+"""
+
+import json
+import os
+import shutil
+
+import keras
+
+import zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
+
+from tasks.tokenizer import WordPieceTokenizer, read_vocabulary, write_vocabulary
+from tools.errors import UserError
+
+CONFIG = "config.json"
+VOCAB = "vocab.txt"
+LABELS = "labels.json"
+BEST_MODEL = "best_model.keras"
+METRICS = "metrics.json"
+LOGS = "logs"
+CHECKPOINTS = "checkpoints"
+_ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS)
+
+
+def path(model_dir, name):
+    return os.path.join(model_dir, name)
+
+
+def write_json(data, file_path):
+    """Writes JSON atomically (temporary file, then rename)."""
+    with open(file_path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(file_path + ".tmp", file_path)
+
+
+def read_json(file_path):
+    with open(file_path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def prepare(model_dir, overwrite=False):
+    """Creates `model_dir` for training; returns True when resuming a run.
+
+    A directory holding interrupted training state is resumed. One holding a
+    finished model is left alone unless `overwrite` (then only our own files
+    are removed); a non-empty directory that is not a model directory is an error.
+    """
+    if not os.path.exists(model_dir):
+        os.makedirs(model_dir)
+        return False
+    if not os.path.isdir(model_dir):
+        raise UserError(f"--model_dir={model_dir} exists and is not a directory")
+    entries = set(os.listdir(model_dir))
+    if not entries:
+        return False
+    if CONFIG not in entries:
+        raise UserError(
+            f"--model_dir={model_dir} is not empty and holds no {CONFIG}: "
+            "refusing to write into it; choose an empty or new directory"
+        )
+    if overwrite:
+        for name in _ARTEFACTS:
+            target = path(model_dir, name)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            elif os.path.exists(target):
+                os.remove(target)
+        return False
+    if CHECKPOINTS in entries:
+        return True
+    raise UserError(
+        f"--model_dir={model_dir} already holds a trained model; pass --overwrite "
+        "to replace it or choose another directory"
+    )
+
+
+def check_resumable(model_dir, config, keys):
+    """Refuses to resume when the settings that shape the model changed."""
+    saved = read_json(path(model_dir, CONFIG))
+    changed = [k for k in keys if saved.get(k) != config.get(k)]
+    if changed:
+        details = ", ".join(f"{k}: {saved.get(k)!r} → {config.get(k)!r}" for k in changed)
+        raise UserError(
+            f"--model_dir={model_dir} holds an interrupted run with other settings "
+            f"({details}); pass --overwrite to start again"
+        )
+
+
+def save_vocabulary(model_dir, tokens):
+    write_vocabulary(tokens, path(model_dir, VOCAB))
+
+
+def load_vocabulary(model_dir):
+    return read_vocabulary(path(model_dir, VOCAB))
+
+
+def load_trained(model_dir):
+    """(model, tokenizer, label names, config) of a trained model directory."""
+    if not os.path.isdir(model_dir):
+        raise UserError(f"--model_dir={model_dir}: no such directory")
+    for name in (CONFIG, VOCAB, LABELS, BEST_MODEL):
+        if not os.path.exists(path(model_dir, name)):
+            raise UserError(f"--model_dir={model_dir} has no {name}: was training finished?")
+    config = read_json(path(model_dir, CONFIG))
+    tokenizer = WordPieceTokenizer(load_vocabulary(model_dir), lowercase=config["lowercase"])
+    labels = read_json(path(model_dir, LABELS))
+    model = keras.saving.load_model(path(model_dir, BEST_MODEL))
+    return model, tokenizer, labels, config

@@ -1,0 +1,179 @@
+"""Fine-tunes (or trains from scratch) a zoo preset on a task.
+
+    python tools/train.py --task=classification --preset=bert_tiny \
+        --train_data=train.label --eval_data=test.label --model_dir=runs/trec
+
+Writes into --model_dir the resolved config (before training), the
+vocabulary, the label names, TensorBoard logs (logs/train, logs/validation),
+the best model by the validation metric, and the final metrics as JSON.
+An interrupted run resumes from its last finished epoch when started again
+with the same flags.
+"""
+
+import json
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+from absl import flags  # noqa: E402
+
+from tasks.callbacks import BestModelCheckpoint  # noqa: E402
+from tasks.registry import get_task, task_names  # noqa: E402
+from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
+from tools import model_directory as md  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+from zoo import ENCODER_PRESETS, TASK_PRESETS, build_model, get_preset  # noqa: E402
+from zoo.hardware import (  # noqa: E402
+    JIT_COMPILE_CHOICES,
+    MIXED_PRECISION_CHOICES,
+    resolve_jit_compile,
+    resolve_mixed_precision,
+)
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("preset", "bert_tiny", "Encoder preset (bert_tiny, ...) or task preset "
+                    "(bert_tiny_classifier, ...).")
+flags.DEFINE_enum("task", "classification", task_names(), "The task.")
+flags.DEFINE_string("train_data", None, "Training data file.")
+flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).")
+flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
+flags.DEFINE_string("vocab", None, "vocab.txt to use; by default one is learned from the "
+                    "training text.")
+flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the training text.",
+                     lower_bound=100)
+flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
+flags.DEFINE_string("model_dir", None, "Output directory.")
+flags.DEFINE_boolean("overwrite", False, "Replace a finished model in --model_dir.")
+flags.DEFINE_integer("epochs", 3, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
+flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
+                   "omitted.", lower_bound=0.0)
+flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up, followed by "
+                   "linear decay to 0.", lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
+                   lower_bound=0.0, upper_bound=0.99)
+flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence, in wordpieces.",
+                     lower_bound=8)
+flags.DEFINE_integer("seed", 42, "Random seed.")
+flags.DEFINE_enum("mixed_precision", "auto", MIXED_PRECISION_CHOICES,
+                  "Dtype policy; auto: mixed_bfloat16 on GPUs and CPUs that support it.")
+flags.DEFINE_enum("jit_compile", "auto", JIT_COMPILE_CHOICES,
+                  "XLA compilation; auto: on with a GPU, off on CPU.")
+flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
+
+# Settings that shape the model or data: a resumed run must not change them.
+_RESUME_KEYS = ("task", "preset", "train_data", "max_seq_length", "lowercase", "labels",
+                "vocabulary_size", "batch_size", "epochs", "learning_rate")
+
+
+def _task_preset(task, examples):
+    if FLAGS.preset in TASK_PRESETS:
+        return FLAGS.preset
+    if FLAGS.preset in ENCODER_PRESETS:
+        return task.preset_for(FLAGS.preset, examples)
+    try:
+        get_preset(FLAGS.preset)
+    except ValueError as error:
+        raise UserError(f"--preset: {error}")
+
+
+def _vocabulary(task, examples, resuming):
+    if FLAGS.vocab:
+        return read_vocabulary(FLAGS.vocab)
+    if resuming and os.path.exists(md.path(FLAGS.model_dir, md.VOCAB)):
+        return md.load_vocabulary(FLAGS.model_dir)
+    logging.info("learning a %d-token WordPiece vocabulary from %s", FLAGS.vocab_size,
+                 FLAGS.train_data)
+    return build_vocabulary(task.texts(examples), FLAGS.vocab_size, FLAGS.lowercase)
+
+
+def _count_batches(dataset):
+    return int(dataset.reduce(0, lambda count, _: count + 1))
+
+
+def main(argv):
+    task = get_task(FLAGS.task)
+    if FLAGS.data_format and FLAGS.data_format not in task.formats:
+        raise UserError(f"--data_format={FLAGS.data_format} is not one of "
+                        f"{', '.join(task.formats)} for --task={task.name}")
+    policy = resolve_mixed_precision(FLAGS.mixed_precision)
+    jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    keras.mixed_precision.set_global_policy(policy)
+    keras.utils.set_random_seed(FLAGS.seed)
+
+    train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
+    eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
+    preset = _task_preset(task, train_examples)
+    encoder_preset = ENCODER_PRESETS[TASK_PRESETS[preset].encoder]
+    if FLAGS.max_seq_length > encoder_preset.max_sequence_length:
+        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
+                        f"{encoder_preset.max_sequence_length} positions of {preset}")
+    labels = task.label_names(train_examples)
+
+    resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
+    tokens = _vocabulary(task, train_examples, resuming)
+    tokenizer = WordPieceTokenizer(tokens, lowercase=FLAGS.lowercase)
+    options = dict(max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size,
+                   seed=FLAGS.seed)
+    # Built before anything is written: an unseen evaluation label fails here.
+    eval_dataset = task.make_dataset(eval_examples, tokenizer, labels, training=False,
+                                     **options)
+    train_dataset = task.make_dataset(train_examples, tokenizer, labels, training=True,
+                                      **options)
+    steps_per_epoch = _count_batches(train_dataset)
+    total_steps = steps_per_epoch * FLAGS.epochs
+    learning_rate = FLAGS.learning_rate or encoder_preset.learning_rate
+    monitor, mode = task.monitor(len(labels))
+
+    config = {
+        "task": task.name, "preset": preset, "train_data": os.path.abspath(FLAGS.train_data),
+        "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
+        "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": FLAGS.lowercase,
+        "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
+        "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
+        "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
+        "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
+        "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
+        "monitor": monitor, "train_examples": len(train_examples),
+        "eval_examples": len(eval_examples),
+    }
+    if resuming:
+        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
+    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+    md.save_vocabulary(FLAGS.model_dir, tokens)
+    md.write_json(labels, md.path(FLAGS.model_dir, md.LABELS))
+
+    overrides = dict(num_classes=len(labels), vocabulary_size=len(tokens),
+                     learning_rate=learning_rate, total_steps=total_steps,
+                     warmup_steps=int(FLAGS.warmup_fraction * total_steps),
+                     jit_compile=jit_compile)
+    if FLAGS.dropout is not None:
+        overrides["dropout"] = FLAGS.dropout
+    model = build_model(preset, **overrides)
+    callbacks = [
+        keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
+        keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
+        BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
+    ]
+    print(f"training {preset} ({policy}, jit_compile={jit_compile}) on "
+          f"{len(train_examples)} examples, {steps_per_epoch} steps per epoch", flush=True)
+    # Repeated, with a counted number of steps per epoch: bucketing makes the
+    # number of batches vary a little from one shuffle to the next.
+    model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
+              validation_data=eval_dataset, epochs=FLAGS.epochs, shuffle=False,
+              callbacks=callbacks, verbose=2)
+
+    best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
+    metrics = best.evaluate(eval_dataset, return_dict=True, verbose=0)
+    metrics = {name: float(value) for name, value in metrics.items()}
+    md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
+    print(json.dumps(metrics, sort_keys=True))
+    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
+
+
+if __name__ == "__main__":
+    run(main)
