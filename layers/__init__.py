@@ -8,6 +8,9 @@ from layers.classification_head import ClassificationHead
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
 from layers.self_attention import MultiHeadSelfAttention
+from layers.span_classifier import SpanClassifier
+from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
+from layers.span_representation import SpanRepresentation
 from layers.tag_constraints import allowed_transitions
 from layers.transformer_block import TransformerEncoderBlock
 from layers.transformer_encoder import TransformerEncoder
@@ -16,8 +19,13 @@ __all__ = [
     "CRF",
     "ClassificationHead",
     "MultiHeadSelfAttention",
+    "SpanClassifier",
+    "SpanEnumeration",
+    "SpanRepresentation",
     "TextEmbeddings",
     "TransformerEncoder",
     "TransformerEncoderBlock",
     "allowed_transitions",
+    "enumerate_spans",
+    "num_spans",
 ]

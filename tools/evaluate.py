@@ -40,5 +40,9 @@ def main(argv):
     print(json.dumps(metrics, sort_keys=True))
 
 
-if __name__ == "__main__":
+def entry_point():
     run(main)
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -175,5 +175,9 @@ def main(argv):
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 
 
-if __name__ == "__main__":
+def entry_point():
     run(main)
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,0 +1,109 @@
+"""The train and evaluate binaries end to end, in a temporary directory."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+SAMPLES = os.path.join(ROOT, "samples", "trec")
+
+
+def _run(tool, *flags):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, os.path.join(ROOT, "tools", tool), *flags],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def _scalars(log_dir):
+    """{tag: [values]} of the scalar summaries Keras wrote (as tensors) under log_dir."""
+    accumulator = EventAccumulator(log_dir, size_guidance={"tensors": 0})
+    accumulator.Reload()
+    return {
+        tag: [float(tf.make_ndarray(event.tensor_proto)) for event in accumulator.Tensors(tag)]
+        for tag in accumulator.Tags()["tensors"]
+        if tag.startswith("epoch_")
+    }
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    model_dir = str(tmp_path_factory.mktemp("run") / "model")
+    result = _run("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
+                  "--eval_data", os.path.join(SAMPLES, "test.label"), "--model_dir", model_dir,
+                  "--epochs=3", "--batch_size=32", "--learning_rate=1e-3",
+                  "--max_seq_length=64", "--vocab_size=1000", "--mixed_precision=float32")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir, result
+
+
+def test_model_dir_contents(trained):
+    model_dir, result = trained
+    for name in ("config.json", "vocab.txt", "labels.json", "best_model.keras", "metrics.json"):
+        assert os.path.exists(os.path.join(model_dir, name)), name
+    assert not os.path.exists(os.path.join(model_dir, "checkpoints"))  # removed when done
+    config = json.load(open(os.path.join(model_dir, "config.json")))
+    assert config["preset"] == "bert_tiny_classifier"
+    assert config["labels"] == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+    assert config["total_steps"] == 3 * config["steps_per_epoch"]
+    metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
+    assert 0.0 <= metrics["accuracy"] <= 1.0
+    assert json.dumps(metrics, sort_keys=True) in result.stdout
+    assert f"tensorboard --logdir {os.path.join(model_dir, 'logs')}" in result.stdout
+
+
+def test_tensorboard_logs_hold_loss_and_learning_rate(trained):
+    model_dir, _ = trained
+    train = _scalars(os.path.join(model_dir, "logs", "train"))
+    validation = _scalars(os.path.join(model_dir, "logs", "validation"))
+    assert len(train["epoch_loss"]) == 3 and len(validation["epoch_loss"]) == 3
+    assert len(train["epoch_accuracy"]) == 3 and len(validation["epoch_accuracy"]) == 3
+    rates = train["epoch_learning_rate"]
+    assert len(rates) == 3
+    # Warm-up then linear decay to 0: the rate ends below its peak.
+    assert max(rates) <= 1e-3 + 1e-9 and rates[-1] < max(rates)
+    assert train["epoch_loss"][-1] < train["epoch_loss"][0]
+
+
+def test_evaluate_prints_one_json_line(trained):
+    model_dir, _ = trained
+    result = _run("evaluate.py", "--model_dir", model_dir,
+                  "--data", os.path.join(SAMPLES, "test.label"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    [line] = [l for l in result.stdout.splitlines() if l.startswith("{")]
+    metrics = json.loads(line)
+    stored = json.load(open(os.path.join(model_dir, "metrics.json")))
+    assert metrics["examples"] == 100
+    assert abs(metrics["accuracy"] - stored["accuracy"]) < 1e-6
+
+
+def test_user_errors_are_one_line_with_nonzero_exit(trained, tmp_path):
+    model_dir, _ = trained
+    bad_eval = tmp_path / "eval.label"
+    bad_eval.write_text("LOC:city Where ?\nXYZ:abc What ?\n")
+    result = _run("evaluate.py", "--model_dir", model_dir, "--data", str(bad_eval))
+    assert result.returncode == 1
+    assert f"error: {bad_eval}:2: label 'XYZ' was not seen in training" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    result = _run("train.py", "--train_data", str(tmp_path / "missing.label"),
+                  "--eval_data", str(bad_eval), "--model_dir", str(tmp_path / "m"))
+    assert result.returncode == 1
+    assert f"error: {tmp_path / 'missing.label'}: no such file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    # A finished model directory is not overwritten by surprise.
+    result = _run("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
+                  "--eval_data", os.path.join(SAMPLES, "test.label"), "--model_dir", model_dir)
+    assert result.returncode == 1
+    assert "already holds a trained model; pass --overwrite" in result.stderr
+
+    result = _run("train.py", "--train_data=x", "--eval_data=y", "--model_dir=z",
+                  "--jit_compile=sometimes")
+    assert result.returncode != 0
+    assert "--jit_compile" in result.stderr and "Traceback" not in result.stderr
