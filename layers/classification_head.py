@@ -25,7 +25,7 @@ class ClassificationHead(keras.layers.Layer):
     Examples:
     >>> import numpy as np
     >>> head = ClassificationHead(num_classes=3)
-    >>> head(np.random.rand(4, 8).astype("float32")).shape
+    >>> tuple(head(np.random.rand(4, 8).astype("float32")).shape)
     (4, 3)
     """
 
