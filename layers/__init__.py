@@ -7,6 +7,7 @@ and `zoo/` assemble these layers into models.
 from layers.classification_head import ClassificationHead
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
+from layers.position_gather import PositionGather
 from layers.self_attention import MultiHeadSelfAttention
 from layers.span_classifier import SpanClassifier
 from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
@@ -19,6 +20,7 @@ __all__ = [
     "CRF",
     "ClassificationHead",
     "MultiHeadSelfAttention",
+    "PositionGather",
     "SpanClassifier",
     "SpanEnumeration",
     "SpanRepresentation",

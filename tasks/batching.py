@@ -27,7 +27,9 @@ def pad_batch_to_bucket(features, labels, lengths, padding_values):
     target = _bucket_for(time, lengths)
 
     def pad(name, tensor):
-        paddings = [[0, 0], [0, target - time]] + [[0, 0]] * (tensor.shape.rank - 2)
+        # Word-level features may be shorter than the tokens: pad each to the target.
+        missing = target - tf.shape(tensor)[1]
+        paddings = [[0, 0], [0, missing]] + [[0, 0]] * (tensor.shape.rank - 2)
         padded = tf.pad(tensor, paddings, constant_values=padding_values.get(name, 0))
         return tf.ensure_shape(padded, [None, None] + tensor.shape[2:])
 

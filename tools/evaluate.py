@@ -26,7 +26,7 @@ flags.mark_flags_as_required(["model_dir", "data"])
 
 def main(argv):
     model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
-    task = get_task(config["task"])
+    task = get_task(config["task"], **config.get("task_options", {}))
     examples = task.read(FLAGS.data, FLAGS.data_format or config.get("data_format"))
     try:
         dataset = task.make_dataset(examples, tokenizer, labels, training=False,
@@ -34,9 +34,7 @@ def main(argv):
                                     batch_size=FLAGS.batch_size)
     except ValueError as error:
         raise UserError(str(error))
-    metrics = model.evaluate(dataset, return_dict=True, verbose=0)
-    metrics = {name: float(value) for name, value in metrics.items()}
-    metrics["examples"] = len(examples)
+    metrics = task.evaluate(model, dataset, examples, labels)
     print(json.dumps(metrics, sort_keys=True))
 
 

@@ -36,7 +36,12 @@ from zoo.hardware import (  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "bert_tiny", "Encoder preset (bert_tiny, ...) or task preset "
-                    "(bert_tiny_classifier, ...).")
+                    "(bert_tiny_classifier, bert_tiny_crf_tagger, ...).")
+flags.DEFINE_enum("head", "crf", ("softmax", "crf"), "Tagging head, when --preset names an "
+                  "encoder: a softmax per word or a CRF over words.")
+flags.DEFINE_boolean("label_all_subwords", False, "Tagging: train on every subword (B-x "
+                     "continues as I-x), not only each word's first subword.")
+flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to IOB2 when reading.")
 flags.DEFINE_enum("task", "classification", task_names(), "The task.")
 flags.DEFINE_string("train_data", None, "Training data file.")
 flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).")
@@ -74,7 +79,7 @@ def _task_preset(task, examples):
     if FLAGS.preset in TASK_PRESETS:
         return FLAGS.preset
     if FLAGS.preset in ENCODER_PRESETS:
-        return task.preset_for(FLAGS.preset, examples)
+        return task.preset_for(FLAGS.preset, examples, head=FLAGS.head)
     try:
         get_preset(FLAGS.preset)
     except ValueError as error:
@@ -95,8 +100,15 @@ def _count_batches(dataset):
     return int(dataset.reduce(0, lambda count, _: count + 1))
 
 
+def _task_options():
+    if FLAGS.task == "tagging":
+        return {"convert_iob1": FLAGS.convert_iob1, "label_all_subwords": FLAGS.label_all_subwords}
+    return {}
+
+
 def main(argv):
-    task = get_task(FLAGS.task)
+    task_options = _task_options()
+    task = get_task(FLAGS.task, **task_options)
     if FLAGS.data_format and FLAGS.data_format not in task.formats:
         raise UserError(f"--data_format={FLAGS.data_format} is not one of "
                         f"{', '.join(task.formats)} for --task={task.name}")
@@ -108,11 +120,15 @@ def main(argv):
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     preset = _task_preset(task, train_examples)
+    if TASK_PRESETS[preset].task != task.name:
+        raise UserError(f"--preset={preset} is a {TASK_PRESETS[preset].task} preset, "
+                        f"not one for --task={task.name}")
     encoder_preset = ENCODER_PRESETS[TASK_PRESETS[preset].encoder]
     if FLAGS.max_seq_length > encoder_preset.max_sequence_length:
         raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
                         f"{encoder_preset.max_sequence_length} positions of {preset}")
     labels = task.label_names(train_examples)
+    tag_scheme = task.tag_scheme(train_examples)
 
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     tokens = _vocabulary(task, train_examples, resuming)
@@ -120,17 +136,21 @@ def main(argv):
     options = dict(max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size,
                    seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.
-    eval_dataset = task.make_dataset(eval_examples, tokenizer, labels, training=False,
-                                     **options)
-    train_dataset = task.make_dataset(train_examples, tokenizer, labels, training=True,
-                                      **options)
+    try:
+        eval_dataset = task.make_dataset(eval_examples, tokenizer, labels, training=False,
+                                         **options)
+        train_dataset = task.make_dataset(train_examples, tokenizer, labels, training=True,
+                                          **options)
+    except ValueError as error:
+        raise UserError(str(error))
     steps_per_epoch = _count_batches(train_dataset)
     total_steps = steps_per_epoch * FLAGS.epochs
     learning_rate = FLAGS.learning_rate or encoder_preset.learning_rate
     monitor, mode = task.monitor(len(labels))
 
     config = {
-        "task": task.name, "preset": preset, "train_data": os.path.abspath(FLAGS.train_data),
+        "task": task.name, "task_options": task_options, "tag_scheme": tag_scheme,
+        "preset": preset, "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
         "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": FLAGS.lowercase,
         "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
@@ -153,8 +173,11 @@ def main(argv):
                      jit_compile=jit_compile)
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
+    if task.name == "tagging":
+        overrides.update(labels=labels, tag_scheme=tag_scheme)
     model = build_model(preset, **overrides)
-    callbacks = [
+    # Task callbacks first: they add validation metrics the others log and monitor.
+    callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
@@ -168,8 +191,7 @@ def main(argv):
               callbacks=callbacks, verbose=2)
 
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
-    metrics = best.evaluate(eval_dataset, return_dict=True, verbose=0)
-    metrics = {name: float(value) for name, value in metrics.items()}
+    metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     print(json.dumps(metrics, sort_keys=True))
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")

@@ -12,6 +12,7 @@ from tasks.classification import (
     classification_metrics,
 )
 from tasks.optimization import create_optimizer
+from tasks.tagging.model import MaskedTokenAccuracy, SequenceTagger
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
@@ -19,7 +20,7 @@ ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
-_HEAD_FIELDS = ("num_classes", "head_hidden_dim")
+_HEAD_FIELDS = ("num_classes", "head_hidden_dim", "labels", "tag_scheme")
 _TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile")
 
 
@@ -112,13 +113,16 @@ def build_model(preset, encoder=None, compile=True, **overrides):
     """A compiled model for a task preset.
 
     Args:
-        preset: a task preset name, e.g. "bert_tiny_classifier".
+        preset: a task preset name, e.g. "bert_tiny_classifier" or
+            "bert_base_crf_tagger".
         encoder: an existing encoder model to put the head on (pretrained
             weights); by default a new, randomly initialised one.
         compile: compile with the task's optimizer, loss and metrics.
         **overrides: encoder fields (`num_layers`, `hidden_dim`, `dropout`,
             `max_sequence_length`, `vocabulary_size`, ...), head fields
-            (`num_classes`, `head_hidden_dim`) and training fields
+            (`num_classes`, `head_hidden_dim`; for taggers `labels`, the tag
+            names, and `tag_scheme`, which constrains a CRF and defaults to
+            "IOB2" when `labels` are given) and training fields
             (`learning_rate`, `warmup_steps`, `total_steps`, `weight_decay`,
             `jit_compile`). Unknown names or bad values raise `ValueError`.
 
@@ -146,12 +150,33 @@ def build_model(preset, encoder=None, compile=True, **overrides):
         encoder_overrides = {k: v for k, v in overrides.items()
                              if k in _ENCODER_FIELDS and k != "learning_rate"}
         encoder = build_encoder(task.encoder, **encoder_overrides)
-    model = build_classifier(
-        encoder,
-        num_classes,
-        dropout=encoder_config["dropout"],
-        head_hidden_dim=overrides.get("head_hidden_dim"),
-    )
+    labels = overrides.get("labels")
+    if labels is not None:
+        if overrides.get("num_classes", len(labels)) != len(labels):
+            raise ValueError(f"num_classes={num_classes} but {len(labels)} labels were given")
+        num_classes = len(labels)
+    if task.task == "classification":
+        model = build_classifier(
+            encoder,
+            num_classes,
+            dropout=encoder_config["dropout"],
+            head_hidden_dim=overrides.get("head_hidden_dim"),
+        )
+        loss, metrics = classification_loss(), classification_metrics(num_classes)
+    else:
+        tag_scheme = overrides.get("tag_scheme")
+        if task.head == "crf" and labels is not None and tag_scheme is None:
+            tag_scheme = "IOB2"
+        model = SequenceTagger(
+            encoder,
+            num_classes,
+            head=task.head,
+            dropout=encoder_config["dropout"],
+            labels=labels,
+            tag_scheme=tag_scheme if task.head == "crf" else None,
+            name="tagger",
+        )
+        loss, metrics = None, [MaskedTokenAccuracy()]  # the tagger computes its own loss
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
@@ -164,8 +189,8 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             optimizer=create_optimizer(
                 encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay
             ),
-            loss=classification_loss(),
-            metrics=classification_metrics(num_classes),
+            loss=loss,
+            metrics=metrics,
             jit_compile=resolve_jit_compile(overrides.get("jit_compile", "auto")),
         )
     return model

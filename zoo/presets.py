@@ -36,7 +36,8 @@ class TaskPreset:
     """A task head on a named encoder, with the head's defaults."""
 
     encoder: str
-    task: str  # "classification"
+    task: str  # "classification" or "tagging"
+    head: str = "classifier"  # classification: "classifier"; tagging: "softmax" or "crf"
     paired_input: bool = False
     num_classes: int = 2
     description: str = ""
@@ -76,6 +77,12 @@ def _task_presets():
         presets[f"{name}_pair_classifier"] = TaskPreset(
             name, "classification", paired_input=True,
             description=f"{name} + pooled-output classifier ([CLS] a [SEP] b [SEP])")
+        presets[f"{name}_tagger"] = TaskPreset(
+            name, "tagging", head="softmax", num_classes=9,
+            description=f"{name} + per-word softmax tagger (first subword)")
+        presets[f"{name}_crf_tagger"] = TaskPreset(
+            name, "tagging", head="crf", num_classes=9,
+            description=f"{name} + linear-chain CRF tagger over words")
     return presets
 
 

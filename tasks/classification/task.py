@@ -32,12 +32,24 @@ class ClassificationTask:
             if example.text_pair is not None:
                 yield example.text_pair
 
-    def preset_for(self, encoder_preset, examples):
+    def tag_scheme(self, examples):
+        return None
+
+    def preset_for(self, encoder_preset, examples, head=None):
         paired = examples[0].text_pair is not None
         return f"{encoder_preset}_{'pair_' if paired else ''}classifier"
 
     def make_dataset(self, examples, tokenizer, label_names, **options):
         return make_dataset(examples, tokenizer, label_names, **options)
+
+    def callbacks(self, eval_dataset, eval_examples, label_names):
+        return []
+
+    def evaluate(self, model, dataset, examples, label_names):
+        metrics = model.evaluate(dataset, return_dict=True, verbose=0)
+        metrics = {name: float(value) for name, value in metrics.items()}
+        metrics["examples"] = len(examples)
+        return metrics
 
     def monitor(self, num_labels):
         """The validation metric that picks the best model."""

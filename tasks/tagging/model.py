@@ -1,0 +1,172 @@
+"""The tagging model: encoder → first-subword vectors → per-word tag scores (+ CRF)."""
+
+import keras
+from keras import ops
+
+from layers import CRF, PositionGather, allowed_transitions
+
+HEADS = ("softmax", "crf")
+TAGGER_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
+_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class SequenceTagger(keras.Model):
+    """Tags every word from its first subword's encoder output.
+
+    The encoder's `sequence_output` is gathered at `word_starts` into a
+    compact, left-aligned word sequence, so a CRF sees words without holes;
+    a dense layer gives float32 tag scores [batch, words, num_labels].
+
+    - `head="softmax"`: each word's tag is the arg-max of its scores; the loss
+      is cross-entropy averaged over real words.
+    - `head="crf"`: a linear-chain CRF over the word sequence; the loss is the
+      negative log-likelihood per real word, decoding is Viterbi. With
+      `labels` and `tag_scheme`, transitions the scheme forbids (e.g. `O` →
+      `I-PER` in IOB2) are masked in decoding and in training.
+
+    `model(inputs)` returns the tag scores; `model.predict` and
+    `predict_on_batch` return decoded tag ids [batch, words] (int32).
+    Labels are tag ids [batch, words], -1 at padded words.
+
+    Args:
+        encoder: a functional encoder (inputs `token_ids`, `segment_ids`,
+            `padding_mask`; output `sequence_output`).
+        num_labels: number of tags.
+        head: "softmax" or "crf".
+        dropout: dropout on the word vectors.
+        labels: tag names in id order (needed for CRF constraints).
+        tag_scheme: "IOB2", "IOB1" or "BIOES" to constrain the CRF; None for none.
+
+    Examples:
+    >>> from zoo import build_encoder
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> tagger = SequenceTagger(encoder, num_labels=3, head="crf",
+    ...     labels=["O", "B-PER", "I-PER"], tag_scheme="IOB2")
+    >>> tagger.output_shape
+    (None, None, 3)
+    """
+
+    def __init__(self, encoder, num_labels, head="softmax", dropout=0.1, labels=None,
+                 tag_scheme=None, **kwargs):
+        if head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+        if labels is not None and len(labels) != num_labels:
+            raise ValueError(f"{len(labels)} labels given for num_labels={num_labels}")
+        if tag_scheme is not None and labels is None:
+            raise ValueError("tag_scheme needs the tag names (labels=...)")
+
+        # === Layers ===
+        gather = PositionGather(name="first_subwords")
+        dropout_layer = keras.layers.Dropout(dropout, name="word_dropout")
+        emissions = keras.layers.Dense(
+            num_labels,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+            dtype="float32",
+            name="emissions",
+        )
+        crf = None
+        if head == "crf":
+            constraints = allowed_transitions(tag_scheme, labels) if tag_scheme else ()
+            crf = CRF(num_labels, *constraints, name="crf")
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in TAGGER_INPUTS}
+        sequence = encoder({name: inputs[name] for name in _ENCODER_INPUTS})["sequence_output"]
+        words = dropout_layer(gather(sequence, inputs["word_starts"]))
+        scores = emissions(words)
+        if crf is not None:
+            scores = crf(scores)
+        super().__init__(inputs=inputs, outputs=scores, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.crf = crf
+        self.num_labels = int(num_labels)
+        self.head = head
+        self.dropout = float(dropout)
+        self.labels = list(labels) if labels is not None else None
+        self.tag_scheme = tag_scheme
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
+        real_words = ops.maximum(ops.sum(mask), 1.0)
+        tags = ops.maximum(y, 0)
+        if self.crf is not None:
+            per_sentence = -self.crf.log_likelihood(y_pred, tags, mask)
+            loss = ops.sum(per_sentence) / real_words
+        else:
+            per_word = keras.losses.sparse_categorical_crossentropy(
+                tags, y_pred, from_logits=True)
+            loss = ops.sum(per_word * mask) / real_words
+        for extra in self.losses:
+            loss = loss + ops.cast(extra, "float32")
+        return loss
+
+    def decode(self, inputs):
+        """Tag ids [batch, words] (int32); 0 at padded words."""
+        scores = self(inputs, training=False)
+        mask = ops.cast(inputs["word_mask"], "int32")
+        if self.crf is not None:
+            tags, _ = self.crf.decode(scores, mask)
+            return tags
+        return ops.cast(ops.argmax(scores, axis=-1), "int32") * mask
+
+    def predict_step(self, data):
+        x = data[0] if isinstance(data, tuple) else data
+        return self.decode(x)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "head": self.head,
+            "dropout": self.dropout,
+            "labels": self.labels,
+            "tag_scheme": self.tag_scheme,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class MaskedTokenAccuracy(keras.metrics.Metric):
+    """Accuracy of arg-max tag scores over real words (labels >= 0).
+
+    For a CRF tagger this is the accuracy of the emission scores alone; the
+    decoded accuracy is in the entity-level evaluation.
+
+    Examples:
+    >>> import numpy as np
+    >>> metric = MaskedTokenAccuracy()
+    >>> metric.update_state(np.array([[1, 0, -1]]),
+    ...     np.array([[[0., 1.], [0., 1.], [1., 0.]]]))
+    >>> float(metric.result())
+    0.5
+    """
+
+    def __init__(self, name="token_accuracy", dtype="float32", **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self.correct = self.add_variable((), initializer="zeros", name="correct")
+        self.total = self.add_variable((), initializer="zeros", name="total")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.cast(y_true, "int32")
+        real = ops.cast(y_true >= 0, "float32")
+        hit = ops.cast(ops.cast(ops.argmax(y_pred, -1), "int32") == y_true, "float32")
+        self.correct.assign_add(ops.sum(hit * real))
+        self.total.assign_add(ops.sum(real))
+
+    def result(self):
+        return self.correct / ops.maximum(self.total, 1.0)
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.total.assign(0.0)
