@@ -1,0 +1,123 @@
+import itertools
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from tasks.tagging import read_column_file
+from tasks.tagging.evaluation import evaluate_tagger, predict_tags
+from tasks.tagging.metrics import entity_scores
+from tasks.tagging.model import MaskedTokenAccuracy, SequenceTagger
+from tasks.tagging.pipeline import make_dataset
+from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
+from zoo import build_model
+
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "samples", "conll2003")
+LABELS = ["O", "B-PER", "I-PER"]
+
+
+def _inputs(batch=4, words=6):
+    rng = np.random.default_rng(0)
+    return {
+        "token_ids": rng.integers(5, 50, (batch, words + 2)).astype("int32"),
+        "segment_ids": np.zeros((batch, words + 2), "int32"),
+        "padding_mask": np.ones((batch, words + 2), "int32"),
+        "word_starts": np.tile(np.arange(1, words + 1), (batch, 1)).astype("int32"),
+        "word_mask": np.ones((batch, words), "int32"),
+    }
+
+
+def test_softmax_loss_is_masked_cross_entropy():
+    tagger = build_model("bert_tiny_tagger", num_classes=3, vocabulary_size=50, dropout=0.0)
+    x = _inputs()
+    y = np.array([[1, 2, 0, 0, -1, -1]] * 4, "int32")
+    x["word_mask"][:, 4:] = 0
+    scores = np.asarray(tagger(x))
+    log_probs = scores - np.log(np.exp(scores).sum(-1, keepdims=True))
+    expected = -np.mean([log_probs[b, w, y[b, w]] for b in range(4) for w in range(4)])
+    loss = float(tagger.compute_loss(x, y, tagger(x)))
+    assert abs(loss - expected) < 1e-5
+
+
+def test_crf_loss_is_negative_log_likelihood_per_word():
+    tagger = build_model("bert_tiny_crf_tagger", labels=LABELS, vocabulary_size=50, dropout=0.0)
+    x = _inputs(batch=1, words=3)
+    y = np.array([[1, 2, 0]], "int32")
+    scores = np.asarray(tagger(x))[0]
+    crf = tagger.crf
+    penalty = np.where(np.array(crf.allowed) > 0, 0.0, -1e6)
+    transitions = crf.transitions.numpy() + penalty
+    start = crf.start_transitions.numpy() + np.where(np.array(crf.allowed_start) > 0, 0, -1e6)
+    end = crf.end_transitions.numpy()
+
+    def path_score(path):
+        total = start[path[0]] + end[path[-1]] + sum(scores[i, t] for i, t in enumerate(path))
+        return total + sum(transitions[a, b] for a, b in zip(path, path[1:]))
+
+    all_paths = [path_score(p) for p in itertools.product(range(3), repeat=3)]
+    log_z = np.log(np.sum(np.exp(np.array(all_paths) - max(all_paths)))) + max(all_paths)
+    expected = -(path_score([1, 2, 0]) - log_z) / 3
+    assert abs(float(tagger.compute_loss(x, y, tagger(x))) - expected) < 1e-4
+
+
+@pytest.mark.parametrize("head", ["softmax", "crf"])
+def test_trains_under_xla_saves_and_decodes(head, tmp_path):
+    preset = "bert_tiny_crf_tagger" if head == "crf" else "bert_tiny_tagger"
+    tagger = build_model(preset, labels=LABELS, vocabulary_size=50, num_layers=1,
+                         learning_rate=1e-3, jit_compile=True)
+    x = _inputs(batch=8)
+    # Learnable rule: the tag depends on the token id parity.
+    y = np.where(x["token_ids"][:, 1:-1] % 2 == 0, 1, 0).astype("int32")
+    y[:, 1:] = np.where((y[:, 1:] == 1) & (y[:, :-1] > 0), 2, y[:, 1:])
+    history = tagger.fit(x, y, epochs=30, verbose=0)
+    assert tagger.jit_compile is True
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    decoded = tagger.predict_on_batch(x)
+    assert decoded.dtype == np.int32 and decoded.shape == (8, 6)
+    path = str(tmp_path / "tagger.keras")
+    tagger.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(loaded.predict_on_batch(x), decoded)
+    if head == "crf":
+        # IOB2 constraints: I-PER never follows O or starts a sentence.
+        for row in decoded:
+            for previous, current in zip([0] + list(row), row):
+                assert not (current == 2 and previous == 0)
+
+
+def test_trains_under_mixed_bfloat16():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    tagger = build_model("bert_tiny_crf_tagger", labels=LABELS, vocabulary_size=50,
+                         num_layers=1)
+    history = tagger.fit(_inputs(), np.zeros((4, 6), "int32"), epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert tagger.output.dtype == "float32"
+
+
+def test_evaluation_matches_entity_scores_on_sample():
+    train = read_column_file(os.path.join(SAMPLES, "train.txt"))
+    labels = sorted({t for s in train for t in s.tags}, key=lambda t: (t != "O", t))
+    tokenizer = WordPieceTokenizer(build_vocabulary((" ".join(s.words) for s in train), 500,
+                                                    min_frequency=1))
+    dataset = make_dataset(train, tokenizer, labels, max_seq_length=32, batch_size=4)
+    tagger = build_model("bert_tiny_crf_tagger", labels=labels,
+                         vocabulary_size=tokenizer.vocabulary_size, num_layers=1)
+    predicted = predict_tags(tagger, dataset, train, labels)
+    assert [len(p) for p in predicted] == [len(s.words) for s in train]
+    scores = evaluate_tagger(tagger, dataset, train, labels)
+    expected = entity_scores([list(s.tags) for s in train], predicted)
+    assert scores["entity_f1"] == expected["f1"]
+    assert scores["token_accuracy"] == expected["token_accuracy"]
+    # Words past the 30-subword budget were cut: they are tagged "O".
+    kept = np.concatenate([f["word_mask"].numpy().sum(1) for f, _ in dataset])
+    cut = [i for i, s in enumerate(train) if kept[i] < len(s.words)]
+    assert cut, "the sample should have sentences longer than the budget"
+    for i in cut:
+        assert predicted[i][kept[i]:] == ["O"] * (len(train[i].words) - kept[i])
+
+
+def test_masked_token_accuracy_ignores_padding():
+    metric = MaskedTokenAccuracy()
+    metric.update_state(np.array([[2, 1, -1, -1]]), np.eye(3)[[2, 0, 1, 1]][None])
+    assert float(metric.result()) == 0.5
