@@ -11,8 +11,9 @@ class TaggingTask:
     """BIO tagging of words (CoNLL-2003 and two-column files), softmax or CRF head.
 
     Examples:
-    >>> TaggingTask().monitor(num_labels=9)
-    ('val_entity_f1', 'max')
+    >>> from tasks.tagging import TaggedSentence
+    >>> TaggingTask().label_names([TaggedSentence(("Paris",), ("B-LOC",))])
+    ['O', 'B-LOC', 'I-LOC']
     """
 
     name = "tagging"
@@ -27,7 +28,16 @@ class TaggingTask:
         return readers.read_column_file(path, convert_iob1=self.convert_iob1)
 
     def label_names(self, sentences):
-        return readers.label_list(sentences)
+        """Every tag of the scheme for the entity types seen in training.
+
+        A type seen only as B-x still gets I-x (and E-x, S-x under BIOES), so
+        evaluation data may use any tag of a known type.
+        """
+        seen = readers.label_list(sentences)
+        prefixes = "BIES" if self.tag_scheme(sentences) == "BIOES" else "BI"
+        types = sorted({readers.split_tag(tag)[1] for tag in seen if tag != "O"})
+        return ["O"] + [f"{prefix}-{entity_type}" for entity_type in types
+                        for prefix in prefixes]
 
     def tag_scheme(self, sentences):
         return readers.detect_scheme(sentences)
