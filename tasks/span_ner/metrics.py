@@ -1,0 +1,85 @@
+"""Span-level precision, recall and F1 for (flat or nested) NER.
+
+Pure Python. On spans read from tags with `tags_to_spans`, the scores equal
+`tasks.tagging.metrics.entity_scores`, and so `seqeval`'s default mode.
+"""
+
+import collections
+
+
+def _divide(numerator, denominator):
+    """numerator / denominator, and 0.0 where the denominator is 0 (seqeval's default)."""
+    return numerator / denominator if denominator else 0.0
+
+
+def _scores(gold_count, predicted_count, correct_count):
+    """Precision, recall and F1 (F1 from P and R, as seqeval and entity_scores compute it)."""
+    precision = _divide(correct_count, predicted_count)
+    recall = _divide(correct_count, gold_count)
+    f1 = _divide(2 * precision * recall, precision + recall)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": gold_count}
+
+
+def _span_set(sentences, what):
+    """`{(sentence_index, start, end, label)}`; the index keeps sentences apart."""
+    entities = set()
+    for index, spans in enumerate(sentences):
+        spans = getattr(spans, "spans", spans)  # a SpanSentence, or its spans
+        for span in spans:
+            if len(span) < 3:
+                raise ValueError(
+                    f"{what} sentence {index}: span {span!r} is not (start, end, label, ...)"
+                )
+            start, end, label = span[:3]
+            entities.add((index, int(start), int(end), label))
+    return entities
+
+
+def span_scores(gold, predicted):
+    """Span-level precision, recall and F1, overall (micro-averaged) and per entity type.
+
+    A predicted span is correct when its start, end (inclusive) and label all equal those of a
+    gold span of the same sentence. Spans may nest or overlap; a span listed twice in one
+    sentence counts once. Scores whose denominator is 0 are 0.0.
+
+    Args:
+        gold: per sentence, its gold spans `(start, end, label)` (or `SpanSentence` objects).
+        predicted: per sentence, the predicted spans; fields after the label (such as the
+            score of `decode_flat`) are ignored.
+
+    Returns:
+        A dict with `precision`, `recall`, `f1`, `support` (number of gold spans) and
+        `per_type`: `{type: {"precision", "recall", "f1", "support"}}` for every type seen in
+        the gold or the predicted spans, sorted by type.
+
+    Raises:
+        ValueError: `gold` and `predicted` differ in number of sentences, or a span has fewer
+            than three fields.
+
+    Examples:
+    >>> scores = span_scores([[(0, 2, "ORG"), (0, 1, "ORG"), (4, 4, "LOC")]],
+    ...                      [[(0, 2, "ORG", 0.9), (4, 4, "PER", 0.8)]])
+    >>> scores["precision"], scores["recall"], scores["support"]
+    (0.5, 0.3333333333333333, 3)
+    >>> scores["per_type"]["PER"]
+    {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'support': 0}
+    """
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    gold_spans = _span_set(gold, "gold")
+    predicted_spans = _span_set(predicted, "predicted")
+    correct_spans = gold_spans & predicted_spans
+
+    def count_by_type(spans):
+        return collections.Counter(label for *_, label in spans)
+
+    gold_counts = count_by_type(gold_spans)
+    predicted_counts = count_by_type(predicted_spans)
+    correct_counts = count_by_type(correct_spans)
+    per_type = {
+        label: _scores(gold_counts[label], predicted_counts[label], correct_counts[label])
+        for label in sorted(gold_counts | predicted_counts)
+    }
+    overall = _scores(len(gold_spans), len(predicted_spans), len(correct_spans))
+    overall["per_type"] = per_type
+    return overall

@@ -1,0 +1,308 @@
+"""Readers for span-annotated NER data: JSONL with (possibly nested) spans, or CoNLL tags.
+
+Pure Python, no TensorFlow.
+
+Spans are `(start, end, label)` over word positions with an INCLUSIVE `end`: `(0, 1, "ORG")`
+covers words 0 and 1. This is the convention of `tasks.tagging.readers.tags_to_spans`, so spans
+read from tags and spans read from JSONL mean the same thing. Unlike tags, spans may nest
+("United Airlines" inside "United Airlines Holding") or overlap.
+"""
+
+import dataclasses
+import json
+import os
+
+from tasks.errors import DataFormatError
+from tasks.tagging.readers import (
+    TaggedSentence,
+    _decoded_lines,
+    read_column_file,
+    split_tag,
+    tags_to_spans,
+)
+
+NONE_LABEL = "NONE"
+DATA_FORMATS = ("jsonl", "conll")
+_JSONL_EXTENSIONS = (".jsonl", ".json")
+
+
+def _normalized_spans(spans):
+    """Spans as a sorted tuple of `(int, int, str)` without duplicates."""
+    return tuple(sorted({(int(start), int(end), str(label)) for start, end, label in spans}))
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanSentence:
+    """One sentence of words with its entity spans.
+
+    Args:
+        words: the words, in order.
+        spans: `(start, end, label)` triples over word positions with an inclusive `end`, in
+            any order; they are stored sorted (by start, end, label) and without duplicates.
+            Spans may nest or overlap.
+        source: path of the file the sentence was read from ("" when built by hand).
+        line: 1-based line of the sentence in `source` (its JSON line, or its first word line
+            in a column file); 0 when built by hand.
+
+    Raises:
+        ValueError: a span is empty or reaches outside the sentence.
+
+    Examples:
+    >>> sentence = SpanSentence(("United", "Airlines", "Holding"),
+    ...                         [(0, 2, "ORG"), (0, 1, "ORG"), (0, 1, "ORG")])
+    >>> sentence.spans
+    ((0, 1, 'ORG'), (0, 2, 'ORG'))
+    >>> len(sentence)
+    3
+    """
+
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int, str], ...] = ()
+    source: str = ""
+    line: int = 0
+
+    def __post_init__(self):
+        # Tuples keep the dataclass hashable and really frozen, whatever sequence was passed.
+        object.__setattr__(self, "words", tuple(self.words))
+        object.__setattr__(self, "spans", _normalized_spans(self.spans))
+        for start, end, label in self.spans:
+            if not 0 <= start <= end < len(self.words):
+                raise ValueError(
+                    f"span {(start, end, label)} is outside 0..{len(self.words) - 1} "
+                    f"(sentence at {self.source}:{self.line})"
+                )
+
+    def __len__(self):
+        return len(self.words)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSONL
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_integer(value):
+    # bool is an int subclass in Python; `true` is not a word position.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_tokens(record, where):
+    tokens = record["tokens"]
+    if not isinstance(tokens, list):
+        raise DataFormatError(f"{where}: 'tokens' must be a list of strings")
+    if not tokens:
+        raise DataFormatError(f"{where}: 'tokens' is empty")
+    for index, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise DataFormatError(f"{where}: token {index} is {token!r}, not a string")
+    return tuple(tokens)
+
+
+def _parse_span(span, index, num_tokens, where):
+    """One JSON span object as `(start, end, label)`, checked against the sentence length."""
+    if not isinstance(span, dict):
+        raise DataFormatError(f"{where}: span {index} is not an object")
+    missing = [key for key in ("start", "end", "label") if key not in span]
+    if missing:
+        raise DataFormatError(f"{where}: span {index} is missing key(s) {', '.join(missing)}")
+    start, end, label = span["start"], span["end"], span["label"]
+    for name, value in (("start", start), ("end", end)):
+        if not _is_integer(value):
+            raise DataFormatError(f"{where}: span {index}: {name} {value!r} is not an integer")
+        if value < 0:
+            raise DataFormatError(f"{where}: span {index}: {name} {value} is negative")
+    if start > end:
+        raise DataFormatError(
+            f"{where}: span {index}: start {start} > end {end} (end is inclusive)"
+        )
+    if end >= num_tokens:
+        raise DataFormatError(
+            f"{where}: span {index}: end {end} is past the last token "
+            f"(index {num_tokens - 1}; end is inclusive)"
+        )
+    if not isinstance(label, str) or not label:
+        raise DataFormatError(f"{where}: span {index}: label {label!r} is not a non-empty string")
+    return start, end, label
+
+
+def _parse_record(text, path, line_number):
+    where = f"{path}:{line_number}"
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(f"{where}: invalid JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(record, dict):
+        raise DataFormatError(f"{where}: expected a JSON object with 'tokens' and 'spans'")
+    missing = [key for key in ("tokens", "spans") if key not in record]
+    if missing:
+        raise DataFormatError(f"{where}: missing key(s) {', '.join(missing)}")
+    tokens = _parse_tokens(record, where)
+    if not isinstance(record["spans"], list):
+        raise DataFormatError(f"{where}: 'spans' must be a list of objects")
+    spans = [
+        _parse_span(span, index, len(tokens), where) for index, span in enumerate(record["spans"])
+    ]
+    return SpanSentence(tokens, spans, str(path), line_number)
+
+
+def read_span_jsonl(path):
+    """Reads span-annotated sentences from a JSON Lines file.
+
+    One JSON object per line::
+
+        {"tokens": ["United", "Airlines", "Holding"],
+         "spans": [{"start": 0, "end": 2, "label": "ORG"},
+                   {"start": 0, "end": 1, "label": "ORG"}]}
+
+    `start` and `end` are 0-based word indices and `end` is INCLUSIVE (`{"start": 0, "end": 0}`
+    is the first word alone). Nested and overlapping spans are allowed; a span listed twice (same
+    start, end and label) is kept once. Other keys of the object are ignored, blank lines are
+    skipped, `\\r\\n` line endings and a UTF-8 byte-order mark are accepted.
+
+    Args:
+        path: the file, UTF-8 encoded.
+
+    Returns:
+        A list of `SpanSentence`, in file order, each with `line` = its line in the file.
+
+    Raises:
+        FileNotFoundError: `path` does not exist (the message names it).
+        DataFormatError: naming the file and line: invalid UTF-8 or JSON, not an object, a
+            missing `tokens`/`spans`/`start`/`end`/`label`, an empty token list, a non-string
+            token, a start or end that is not an integer, negative, `start > end`,
+            `end >= len(tokens)`, a label that is not a non-empty string; or, naming the file,
+            no sentence at all.
+
+    Examples:
+    >>> import json, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.jsonl")
+    >>> record = {"tokens": ["United", "Airlines", "Holding", "rose"],
+    ...           "spans": [{"start": 0, "end": 2, "label": "ORG"},
+    ...                     {"start": 0, "end": 1, "label": "ORG"}]}
+    >>> with open(path, "w") as file:
+    ...     _ = file.write(json.dumps(record) + "\\n")
+    >>> [sentence] = read_span_jsonl(path)
+    >>> sentence.spans, sentence.line
+    (((0, 1, 'ORG'), (0, 2, 'ORG')), 1)
+    """
+    sentences = [
+        _parse_record(text, path, line_number)
+        for line_number, text in _decoded_lines(path)
+        if text.strip()
+    ]
+    if not sentences:
+        raise DataFormatError(f"{path}: no sentences found (empty, or only blank lines)")
+    return sentences
+
+
+# ---------------------------------------------------------------------------------------------
+# Tags
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_tag_syntax(sentence):
+    """Raises DataFormatError naming the file and line of the first malformed tag."""
+    for line_number, tag in enumerate(sentence.tags, start=sentence.line):
+        try:
+            split_tag(tag)
+        except ValueError as error:
+            raise DataFormatError(f"{sentence.source}:{line_number}: {error}") from None
+
+
+def from_tagged_sentences(tagged):
+    """Converts tagged sentences to span sentences with `tags_to_spans`.
+
+    Entities are read as `seqeval`'s default mode (= conlleval) reads them, so IOB2, IOB1 and
+    BIOES all work and the spans never overlap.
+
+    Args:
+        tagged: `TaggedSentence` objects (e.g. from `read_column_file`).
+
+    Returns:
+        A list of `SpanSentence` with the same words, source and line.
+
+    Raises:
+        DataFormatError: a tag is not `O` nor `B-`/`I-`/`E-`/`S-` followed by a type (the
+            message names the file and line of the tag).
+
+    Examples:
+    >>> from tasks.tagging.readers import TaggedSentence
+    >>> tagged = TaggedSentence(("Peter", "Blackburn", "visits", "Paris"),
+    ...                         ("B-PER", "I-PER", "O", "B-LOC"))
+    >>> from_tagged_sentences([tagged])[0].spans
+    ((0, 1, 'PER'), (3, 3, 'LOC'))
+    """
+    sentences = []
+    for sentence in tagged:
+        if not isinstance(sentence, TaggedSentence):
+            raise TypeError(f"expected TaggedSentence objects, got {type(sentence).__name__}")
+        _check_tag_syntax(sentence)
+        spans = tags_to_spans(sentence.tags)
+        sentences.append(SpanSentence(sentence.words, spans, sentence.source, sentence.line))
+    return sentences
+
+
+def read_span_file(path, data_format=None, **column_options):
+    """Reads span-annotated sentences from JSONL or from a column (CoNLL) tagging file.
+
+    Args:
+        path: the file.
+        data_format: `"jsonl"` (see `read_span_jsonl`) or `"conll"` (see `read_column_file`;
+            the tags become spans with `from_tagged_sentences`). By default, files ending in
+            `.jsonl` or `.json` are JSONL and anything else is a column file.
+        **column_options: passed to `read_column_file` (e.g. `scheme="IOB2"`,
+            `convert_iob1=True`); only for column files.
+
+    Returns:
+        A list of `SpanSentence`.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        DataFormatError: the file cannot be read in that format (naming file and line).
+        ValueError: an unknown `data_format`, or column options for a JSONL file.
+
+    Examples:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.conll")
+    >>> with open(path, "w") as file:
+    ...     _ = file.write("EU B-ORG\\nrejects O\\nGerman B-MISC\\n")
+    >>> read_span_file(path)[0].spans
+    ((0, 0, 'ORG'), (2, 2, 'MISC'))
+    """
+    if data_format is None:
+        is_jsonl = os.fspath(path).lower().endswith(_JSONL_EXTENSIONS)
+        data_format = "jsonl" if is_jsonl else "conll"
+    data_format = data_format.lower()
+    if data_format not in DATA_FORMATS:
+        raise ValueError(f"data_format={data_format!r}: expected one of {DATA_FORMATS} or None")
+    if data_format == "jsonl":
+        if column_options:
+            raise ValueError(f"column options {sorted(column_options)} do not apply to JSONL")
+        return read_span_jsonl(path)
+    return from_tagged_sentences(read_column_file(path, **column_options))
+
+
+def span_label_names(sentences):
+    """The span classifier's label list: `"NONE"` (no entity) first, then the sorted types.
+
+    Args:
+        sentences: `SpanSentence` objects or plain lists of `(start, end, label)` spans.
+
+    Returns:
+        `["NONE", type, ...]`; `NONE` is always index 0.
+
+    Raises:
+        ValueError: an entity type is itself called `"NONE"`.
+
+    Examples:
+    >>> span_label_names([SpanSentence(("a", "b"), [(0, 0, "PER"), (0, 1, "LOC")]),
+    ...                   [(3, 4, "PER")]])
+    ['NONE', 'LOC', 'PER']
+    """
+    types = set()
+    for sentence in sentences:
+        spans = sentence.spans if isinstance(sentence, SpanSentence) else sentence
+        types.update(span[2] for span in spans)
+    if NONE_LABEL in types:
+        raise ValueError(f"entity type {NONE_LABEL!r} clashes with the no-entity label")
+    return [NONE_LABEL] + sorted(types)
