@@ -11,6 +11,7 @@ from layers.position_gather import PositionGather
 from layers.self_attention import MultiHeadSelfAttention
 from layers.span_classifier import SpanClassifier
 from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
+from layers.span_grid import SpanGrid
 from layers.span_representation import SpanRepresentation
 from layers.tag_constraints import allowed_transitions
 from layers.transformer_block import TransformerEncoderBlock
@@ -23,6 +24,7 @@ __all__ = [
     "PositionGather",
     "SpanClassifier",
     "SpanEnumeration",
+    "SpanGrid",
     "SpanRepresentation",
     "TextEmbeddings",
     "TransformerEncoder",

@@ -70,7 +70,7 @@ class SpanRepresentation(keras.layers.Layer):
     when D > H); the naive windowed gather [B, S, L, H] would be 101M.
 
     Scores, softmax and sums are float32 under mixed precision; the output
-    is in the compute dtype. The number of words T and H must be static.
+    is in the compute dtype. H must be static; T may be dynamic.
 
     Args:
         combination: comma-separated boundary terms (see above).
@@ -198,12 +198,14 @@ class SpanRepresentation(keras.layers.Layer):
         return len(self.terms) * boundary + pooled + self.width_embedding_dim
 
     def call(self, sequence, span_starts, span_ends, span_mask=None):
-        num_words, hidden_dim = sequence.shape[1], sequence.shape[2]
-        if num_words is None or hidden_dim is None:
+        if sequence.shape[-1] is None:
             raise ValueError(
-                "SpanRepresentation needs a static number of words and width, "
+                "SpanRepresentation needs a static vector width, "
                 f"got sequence shape {tuple(sequence.shape)}"
             )
+        # The number of words may be dynamic (bucketed batches): XLA compiles
+        # one program per bucket length.
+        num_words = ops.shape(sequence)[1]
         starts = ops.clip(ops.cast(span_starts, "int32"), 0, num_words - 1)
         ends = ops.minimum(
             ops.maximum(ops.cast(span_ends, "int32"), starts), num_words - 1
@@ -213,7 +215,7 @@ class SpanRepresentation(keras.layers.Layer):
 
         def gather(table, index):
             """table [B, N, C], index [B, S] -> [B, S, C] (flat take)."""
-            n, c = table.shape[1], table.shape[2]
+            n, c = ops.shape(table)[1], table.shape[2]
             flat = ops.reshape(table, (-1, c))
             return ops.take(flat, index + rows * n, axis=0)
 
@@ -263,14 +265,14 @@ class SpanRepresentation(keras.layers.Layer):
     def _attention_pool(self, sequence, starts, ends, gather):
         """Softmax-weighted mean within each span, via an online softmax.
 
-        For every start t and offset l < W (W = min(L, T)) it keeps the
+        For every start t and offset l < L it keeps the
         running max m, numerator sum_k exp(a_{t+k} - m) h_{t+k} and
         denominator sum_k exp(a_{t+k} - m) of the window t..t+l; the ratio is
         the pooled vector of span (t, t + l). The denominator is >= 1 (the
         max term is exp(0)), so nothing underflows to 0 / 0.
         """
-        num_words, hidden_dim = sequence.shape[1], sequence.shape[2]
-        window = min(self.max_span_width, num_words)
+        num_words, hidden_dim = ops.shape(sequence)[1], sequence.shape[2]
+        window = self.max_span_width
         scores = self.attention_scorer(sequence)[:, :, 0]  # float32 [B, T]
         values = ops.cast(sequence, "float32")
         pad = window - 1
@@ -297,7 +299,7 @@ class SpanRepresentation(keras.layers.Layer):
             )
         # [B, T, W, H] -> [B, T * W, H]; span (i, j) is row i * W + (j - i).
         pooled = ops.reshape(
-            ops.stack(pooled, axis=2), (-1, num_words * window, hidden_dim)
+            ops.stack(pooled, axis=2), (ops.shape(sequence)[0], -1, hidden_dim)
         )
         offsets = ops.minimum(ends - starts, window - 1)
         return gather(pooled, starts * window + offsets)

@@ -47,7 +47,8 @@ def test_span_sentence_sorts_deduplicates_and_freezes():
     sentence = SpanSentence(["a", "b", "c"], [[2, 2, "X"], (0, 1, "Y"), (0, 1, "Y"), (0, 2, "X")])
     assert sentence.words == ("a", "b", "c")
     assert sentence.spans == ((0, 1, "Y"), (0, 2, "X"), (2, 2, "X"))
-    assert len(sentence) == 3 and hash(sentence) == hash(SpanSentence(("a", "b", "c"), sentence.spans))
+    assert len(sentence) == 3
+    assert hash(sentence) == hash(SpanSentence(("a", "b", "c"), sentence.spans))
     with pytest.raises(dataclasses.FrozenInstanceError):
         sentence.words = ()
 
@@ -87,7 +88,8 @@ def test_overlapping_and_duplicate_spans(tmp_path):
 
 
 def test_blank_lines_crlf_and_bom(tmp_path):
-    text = b"\xef\xbb\xbf\r\n" + NESTED.replace("\n", "\r\n").encode() + b"  \n\n" + _line(["x"]).encode()
+    text = b"\xef\xbb\xbf\r\n" + NESTED.replace("\n", "\r\n").encode() + b"  \n\n"
+    text += _line(["x"]).encode()
     sentences = read_span_jsonl(_write(tmp_path, text))
     assert [s.line for s in sentences] == [2, 5]
     assert sentences[0].words[0] == "United"
@@ -119,7 +121,11 @@ def _error_cases():
         "label None is not": _line(["a", "b"], (0, 1, None)),
         "label '' is not": _line(["a", "b"], (0, 1, "")),
     }
-    return [(message, good + "\n" + bad.rstrip("\n") + "\n" + good) for message, bad in bad_lines.items()]
+    # The bad line is line 3, after a good line and a blank one.
+    return [
+        (message, good + "\n" + bad.rstrip("\n") + "\n" + good)
+        for message, bad in bad_lines.items()
+    ]
 
 
 @pytest.mark.parametrize("message, text", _error_cases())
@@ -154,7 +160,14 @@ def test_missing_file_names_the_path(tmp_path):
 # Tags, file formats, labels
 # ---------------------------------------------------------------------------------------------
 
-CONLL = "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\nPeter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n"
+CONLL = (
+    "EU NNP B-NP B-ORG\n"
+    "rejects VBZ B-VP O\n"
+    "German JJ B-NP B-MISC\n"
+    "\n"
+    "Peter NNP B-NP B-PER\n"
+    "Blackburn NNP I-NP I-PER\n"
+)
 
 
 def test_from_tagged_sentences_keeps_words_source_and_line():
@@ -179,7 +192,9 @@ def test_from_tagged_sentences_names_the_line_of_a_bad_tag():
 def test_read_span_file_picks_the_format(tmp_path):
     conll = _write(tmp_path, CONLL, "eng.conll")
     first, second = read_span_file(conll)
-    assert first == SpanSentence(("EU", "rejects", "German"), ((0, 0, "ORG"), (2, 2, "MISC")), conll, 1)
+    assert first == SpanSentence(
+        ("EU", "rejects", "German"), ((0, 0, "ORG"), (2, 2, "MISC")), conll, 1
+    )
     assert second.spans == ((0, 1, "PER"),) and second.line == 5
     for name in ("data.jsonl", "data.JSON"):
         path = _write(tmp_path, NESTED, name)

@@ -42,6 +42,12 @@ flags.DEFINE_enum("head", "crf", ("softmax", "crf"), "Tagging head, when --prese
 flags.DEFINE_boolean("label_all_subwords", False, "Tagging: train on every subword (B-x "
                      "continues as I-x), not only each word's first subword.")
 flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to IOB2 when reading.")
+flags.DEFINE_integer("max_span_width", 10, "Span NER: the widest span, in words.", lower_bound=1)
+flags.DEFINE_enum("span_decoding", "flat", ("flat", "nested"), "Span NER: non-overlapping "
+                  "entities (flat) or every span above the threshold (nested).")
+flags.DEFINE_enum("flat_method", "greedy", ("greedy", "exact"), "Span NER flat decoding: "
+                  "greedy by score, or exact weighted interval scheduling.")
+flags.DEFINE_float("none_weight", 1.0, "Span NER: loss weight of NONE spans.", lower_bound=0.0)
 flags.DEFINE_enum("task", "classification", task_names(), "The task.")
 flags.DEFINE_string("train_data", None, "Training data file.")
 flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).")
@@ -103,6 +109,9 @@ def _count_batches(dataset):
 def _task_options():
     if FLAGS.task == "tagging":
         return {"convert_iob1": FLAGS.convert_iob1, "label_all_subwords": FLAGS.label_all_subwords}
+    if FLAGS.task == "span_ner":
+        return {"max_span_width": FLAGS.max_span_width, "decoding": FLAGS.span_decoding,
+                "flat_method": FLAGS.flat_method, "threshold": 0.5}
     return {}
 
 
@@ -175,6 +184,10 @@ def main(argv):
         overrides["dropout"] = FLAGS.dropout
     if task.name == "tagging":
         overrides.update(labels=labels, tag_scheme=tag_scheme)
+    if task.name == "span_ner":
+        if FLAGS.none_weight <= 0:
+            raise UserError("--none_weight must be > 0")
+        overrides.update(max_span_width=FLAGS.max_span_width, none_weight=FLAGS.none_weight)
     model = build_model(preset, **overrides)
     # Task callbacks first: they add validation metrics the others log and monitor.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [

@@ -12,6 +12,7 @@ from tasks.classification import (
     classification_metrics,
 )
 from tasks.optimization import create_optimizer
+from tasks.span_ner.model import SpanAccuracy, SpanNER
 from tasks.tagging.model import MaskedTokenAccuracy, SequenceTagger
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
@@ -21,6 +22,8 @@ _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
 _HEAD_FIELDS = ("num_classes", "head_hidden_dim", "labels", "tag_scheme")
+_SPAN_FIELDS = ("max_span_width", "span_combination", "span_pooling", "width_embedding_dim",
+                "span_hidden_dim", "none_weight")
 _TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile")
 
 
@@ -114,7 +117,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
 
     Args:
         preset: a task preset name, e.g. "bert_tiny_classifier" or
-            "bert_base_crf_tagger".
+            "bert_base_crf_tagger" or "bert_base_span_ner".
         encoder: an existing encoder model to put the head on (pretrained
             weights); by default a new, randomly initialised one.
         compile: compile with the task's optimizer, loss and metrics.
@@ -122,7 +125,10 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             `max_sequence_length`, `vocabulary_size`, ...), head fields
             (`num_classes`, `head_hidden_dim`; for taggers `labels`, the tag
             names, and `tag_scheme`, which constrains a CRF and defaults to
-            "IOB2" when `labels` are given) and training fields
+            "IOB2" when `labels` are given; for span NER `max_span_width`,
+            `span_combination`, `span_pooling`, `width_embedding_dim`,
+            `span_hidden_dim`, `none_weight`; `num_classes` counts NONE) and
+            training fields
             (`learning_rate`, `warmup_steps`, `total_steps`, `weight_decay`,
             `jit_compile`). Unknown names or bad values raise `ValueError`.
 
@@ -139,7 +145,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             )
         raise _unknown("task preset", preset, TASK_PRESETS)
     task = TASK_PRESETS[preset]
-    valid = _ENCODER_FIELDS + _HEAD_FIELDS + _TRAINING_FIELDS
+    valid = _ENCODER_FIELDS + _HEAD_FIELDS + _SPAN_FIELDS + _TRAINING_FIELDS
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
@@ -163,6 +169,20 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             head_hidden_dim=overrides.get("head_hidden_dim"),
         )
         loss, metrics = classification_loss(), classification_metrics(num_classes)
+    elif task.task == "span_ner":
+        model = SpanNER(
+            encoder,
+            num_classes,
+            max_span_width=overrides.get("max_span_width", 10),
+            combination=overrides.get("span_combination", "x,y"),
+            pooling=overrides.get("span_pooling", "attention"),
+            width_embedding_dim=overrides.get("width_embedding_dim", 32),
+            hidden_dim=overrides.get("span_hidden_dim", 256),
+            dropout=encoder_config["dropout"],
+            none_weight=overrides.get("none_weight", 1.0),
+            name="span_ner",
+        )
+        loss, metrics = None, [SpanAccuracy()]  # the model computes its own loss
     else:
         tag_scheme = overrides.get("tag_scheme")
         if task.head == "crf" and labels is not None and tag_scheme is None:

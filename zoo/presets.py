@@ -36,8 +36,8 @@ class TaskPreset:
     """A task head on a named encoder, with the head's defaults."""
 
     encoder: str
-    task: str  # "classification" or "tagging"
-    head: str = "classifier"  # classification: "classifier"; tagging: "softmax" or "crf"
+    task: str  # "classification", "tagging" or "span_ner"
+    head: str = "classifier"  # "classifier"; tagging: "softmax" or "crf"; span_ner: "span"
     paired_input: bool = False
     num_classes: int = 2
     description: str = ""
@@ -83,6 +83,9 @@ def _task_presets():
         presets[f"{name}_crf_tagger"] = TaskPreset(
             name, "tagging", head="crf", num_classes=9,
             description=f"{name} + linear-chain CRF tagger over words")
+        presets[f"{name}_span_ner"] = TaskPreset(
+            name, "span_ner", head="span", num_classes=5,
+            description=f"{name} + span classifier over every span of <= L words")
     return presets
 
 

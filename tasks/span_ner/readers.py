@@ -130,7 +130,8 @@ def _parse_record(text, path, line_number):
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
-        raise DataFormatError(f"{where}: invalid JSON ({error.msg} at column {error.colno})") from None
+        problem = f"invalid JSON ({error.msg} at column {error.colno})"
+        raise DataFormatError(f"{where}: {problem}") from None
     if not isinstance(record, dict):
         raise DataFormatError(f"{where}: expected a JSON object with 'tokens' and 'spans'")
     missing = [key for key in ("tokens", "spans") if key not in record]

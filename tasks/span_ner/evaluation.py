@@ -1,0 +1,83 @@
+"""Decoding span probabilities into entities, span-level evaluation, calibration."""
+
+import keras
+import numpy as np
+
+from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
+from tasks.span_ner.metrics import span_scores
+
+
+def span_probabilities(model, dataset, sentences, max_span_width):
+    """Per sentence: (probabilities [S, C], starts [S], ends [S]) of its valid spans.
+
+    `dataset` is the order-preserving dataset of `sentences`; spans are those
+    of the model's [words, L] grid that lie inside the kept words.
+    """
+    results = []
+    for features, _ in dataset:
+        probabilities = np.asarray(model.predict_on_batch(features), np.float32)
+        kept = np.asarray(features["word_mask"]).sum(axis=1)
+        words = probabilities.shape[1] // max_span_width
+        starts = np.repeat(np.arange(words), max_span_width)
+        ends = starts + np.tile(np.arange(max_span_width), words)
+        for row, count in zip(probabilities, kept):
+            valid = ends < count
+            results.append((row[valid], starts[valid], ends[valid]))
+    if len(results) != len(sentences):
+        raise ValueError(f"the dataset has {len(results)} sentences, expected {len(sentences)}")
+    return results
+
+
+def decode_all(predictions, label_names, threshold=0.5, decoding="flat", method="greedy"):
+    """Entities (start, end, label, score) per sentence from `span_probabilities`."""
+    if decoding == "nested":
+        return [decode_nested(p, s, e, label_names, threshold) for p, s, e in predictions]
+    return [decode_flat(p, s, e, label_names, threshold, method) for p, s, e in predictions]
+
+
+def evaluate_span_model(model, dataset, sentences, label_names, max_span_width,
+                        threshold=0.5, decoding="flat", method="greedy"):
+    """Span precision, recall and F1 (exact start, end and label), overall and per type."""
+    predictions = span_probabilities(model, dataset, sentences, max_span_width)
+    decoded = decode_all(predictions, label_names, threshold, decoding, method)
+    scores = span_scores([s.spans for s in sentences], decoded)
+    flat = {"span_precision": scores["precision"], "span_recall": scores["recall"],
+            "span_f1": scores["f1"], "threshold": threshold, "sentences": len(sentences)}
+    for entity_type, values in scores["per_type"].items():
+        flat[f"{entity_type}_f1"] = values["f1"]
+    return flat
+
+
+def calibrate(model, dataset, sentences, label_names, max_span_width, decoding="flat",
+              method="greedy"):
+    """The threshold on the best non-NONE probability that maximises F1 on `sentences`."""
+    predictions = span_probabilities(model, dataset, sentences, max_span_width)
+    return calibrate_threshold([s.spans for s in sentences], predictions, label_names,
+                               mode=decoding, method=method)
+
+
+class SpanF1Callback(keras.callbacks.Callback):
+    """Adds `val_span_precision`, `val_span_recall`, `val_span_f1` to the epoch logs.
+
+    Put it before the TensorBoard and checkpoint callbacks in the list.
+
+    Examples:
+    >>> callback = SpanF1Callback(None, [], ["NONE"], max_span_width=10)
+    """
+
+    def __init__(self, dataset, sentences, label_names, max_span_width, threshold=0.5,
+                 decoding="flat", method="greedy"):
+        super().__init__()
+        self.dataset = dataset
+        self.sentences = sentences
+        self.label_names = label_names
+        self.options = dict(max_span_width=max_span_width, threshold=threshold,
+                            decoding=decoding, method=method)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        scores = evaluate_span_model(self.model, self.dataset, self.sentences,
+                                     self.label_names, **self.options)
+        for name in ("span_precision", "span_recall", "span_f1"):
+            logs[f"val_{name}"] = scores[name]

@@ -1,0 +1,159 @@
+"""The span NER model: encoder → word vectors → every span of ≤ L words → type or NONE."""
+
+import keras
+from keras import ops
+
+from layers import PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
+
+SPAN_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
+_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class SpanNER(keras.Model):
+    """Classifies every span of up to `max_span_width` words into an entity type or NONE.
+
+    Word vectors are the encoder outputs at each word's first subword; spans
+    are laid out as a [words, max_span_width] grid (`SpanGrid`), represented
+    by `SpanRepresentation` (boundary vectors, pooled content, a width
+    embedding) and scored by `SpanClassifier`. Memory grows with T·L.
+
+    `model(inputs)` returns float32 logits [batch, T·L, num_labels] (label 0 is
+    NONE); `predict_on_batch` returns the probabilities. Labels are [batch, T, L]
+    span label ids, -1 where the span runs past the sentence or is padding.
+    The loss is cross-entropy averaged over valid spans, NONE spans weighted
+    by `none_weight` (below 1 to favour recall on rare entities).
+
+    Args:
+        encoder: a functional encoder (inputs `token_ids`, `segment_ids`,
+            `padding_mask`; output `sequence_output`).
+        num_labels: entity types + 1 (NONE).
+        max_span_width: the longest span, in words.
+        combination: boundary terms for `SpanRepresentation` ("x,y", ...).
+        pooling: "attention", "mean" or None.
+        width_embedding_dim: size of the span-width embedding (0: none).
+        hidden_dim: width of the classifier's hidden layers.
+        dropout: dropout in the classifier.
+        none_weight: loss weight of NONE spans.
+
+    Examples:
+    >>> from zoo import build_encoder
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> model = SpanNER(encoder, num_labels=5, max_span_width=4)
+    >>> model.output_shape
+    (None, None, 5)
+    """
+
+    def __init__(self, encoder, num_labels, max_span_width=10, combination="x,y",
+                 pooling="attention", width_embedding_dim=32, hidden_dim=256,
+                 dropout=0.1, none_weight=1.0, **kwargs):
+        if num_labels < 2:
+            raise ValueError(f"num_labels counts NONE and must be >= 2, got {num_labels}")
+        if none_weight <= 0:
+            raise ValueError(f"none_weight must be > 0, got {none_weight}")
+
+        # === Layers ===
+        gather = PositionGather(name="first_subwords")
+        grid = SpanGrid(max_span_width, name="spans")
+        representation = SpanRepresentation(
+            combination=combination,
+            max_span_width=max_span_width,
+            width_embedding_dim=width_embedding_dim,
+            pooling=pooling,
+            name="span_representation",
+        )
+        classifier = SpanClassifier(num_labels, hidden_dim, dropout=dropout,
+                                    name="span_classifier")
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in SPAN_INPUTS}
+        sequence = encoder({name: inputs[name] for name in _ENCODER_INPUTS})["sequence_output"]
+        words = gather(sequence, inputs["word_starts"])
+        spans = grid(inputs["word_mask"])
+        logits = classifier(representation(sequence=words, **spans))
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.num_labels = int(num_labels)
+        self.max_span_width = int(max_span_width)
+        self.combination = combination
+        self.pooling = pooling
+        self.width_embedding_dim = int(width_embedding_dim)
+        self.hidden_dim = int(hidden_dim)
+        self.dropout = float(dropout)
+        self.none_weight = float(none_weight)
+        self._grid = grid
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        labels = ops.reshape(ops.cast(y, "int32"), (ops.shape(y)[0], -1))  # [B, T·L]
+        valid = ops.cast(self._grid(x["word_mask"])["span_mask"], "float32")
+        valid = valid * ops.cast(labels >= 0, "float32")
+        weight = valid * ops.where(labels == 0, self.none_weight, 1.0)
+        per_span = keras.losses.sparse_categorical_crossentropy(
+            ops.maximum(labels, 0), y_pred, from_logits=True)
+        loss = ops.sum(per_span * weight) / ops.maximum(ops.sum(weight), 1e-6)
+        for extra in self.losses:
+            loss = loss + ops.cast(extra, "float32")
+        return loss
+
+    def predict_step(self, data):
+        x = data[0] if isinstance(data, tuple) else data
+        return ops.softmax(self(x, training=False), axis=-1)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "max_span_width": self.max_span_width,
+            "combination": self.combination,
+            "pooling": self.pooling,
+            "width_embedding_dim": self.width_embedding_dim,
+            "hidden_dim": self.hidden_dim,
+            "dropout": self.dropout,
+            "none_weight": self.none_weight,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class SpanAccuracy(keras.metrics.Metric):
+    """Accuracy of arg-max span labels over valid spans (labels >= 0).
+
+    Most spans are NONE, so this is high from the start; entity-level
+    precision, recall and F1 come from decoding.
+
+    Examples:
+    >>> import numpy as np
+    >>> metric = SpanAccuracy()
+    >>> metric.update_state(np.array([[[1, -1]]]), np.array([[[0., 1.], [1., 0.]]]))
+    >>> float(metric.result())
+    1.0
+    """
+
+    def __init__(self, name="span_accuracy", dtype="float32", **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self.correct = self.add_variable((), initializer="zeros", name="correct")
+        self.total = self.add_variable((), initializer="zeros", name="total")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
+        predicted = ops.reshape(ops.cast(ops.argmax(y_pred, -1), "int32"), (-1,))
+        valid = ops.cast(y_true >= 0, "float32")
+        self.correct.assign_add(ops.sum(ops.cast(predicted == y_true, "float32") * valid))
+        self.total.assign_add(ops.sum(valid))
+
+    def result(self):
+        return self.correct / ops.maximum(self.total, 1.0)
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.total.assign(0.0)

@@ -1,0 +1,76 @@
+"""tf.data pipeline for span NER: word features plus a [words, L] span label grid.
+
+Features are those of `tasks.word_pipeline`. The label of the span that starts
+at word i and ends at word i + w sits at `labels[i, w]`: 0 for NONE, the
+entity type id otherwise, -1 where the span runs past the last kept word.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
+
+
+def span_label_grid(sentence, label_index, max_span_width):
+    """The [words, max_span_width] label grid of one `SpanSentence`.
+
+    Spans wider than `max_span_width` cannot be predicted and are left out
+    (they still count as missed in evaluation). Two gold labels on the same
+    span keep the first in sorted order.
+
+    Examples:
+    >>> from tasks.span_ner import SpanSentence
+    >>> s = SpanSentence(("New", "York", "rocks"), ((0, 1, "LOC"),))
+    >>> span_label_grid(s, {"NONE": 0, "LOC": 1}, 2).tolist()
+    [[0, 1], [0, 0], [0, -1]]
+    """
+    count = len(sentence.words)
+    grid = np.zeros((count, max_span_width), np.int32)
+    starts = np.arange(count)[:, None]
+    widths = np.arange(max_span_width)[None, :]
+    grid[starts + widths >= count] = LABEL_PADDING
+    for start, end, label in reversed(sentence.spans):
+        if label not in label_index:
+            raise ValueError(
+                f"{sentence.source}:{sentence.line}: entity type {label!r} was not seen in "
+                f"training (known types: {', '.join(list(label_index)[1:])})"
+            )
+        if end - start < max_span_width:
+            grid[start, end - start] = label_index[label]
+    return grid
+
+
+def make_dataset(
+    sentences,
+    tokenizer,
+    label_names,
+    max_span_width=10,
+    max_seq_length=128,
+    batch_size=32,
+    training=False,
+    seed=None,
+):
+    """Builds batched (features, span label grids) for `SpanSentence`s.
+
+    Args:
+        sentences: the sentences; their entity types must be in `label_names`.
+        tokenizer: a `WordPieceTokenizer`.
+        label_names: "NONE" then the entity types.
+        max_span_width: L, the widest span in words.
+        max_seq_length, batch_size, training, seed: as for `make_word_dataset`.
+    """
+    index = {name: i for i, name in enumerate(label_names)}
+    grids = [span_label_grid(s, index, max_span_width) for s in sentences]
+    dataset = make_word_dataset(
+        [s.words for s in sentences], grids, tokenizer, max_seq_length=max_seq_length,
+        batch_size=batch_size, training=training, seed=seed)
+
+    def hide_truncated_spans(features, labels):
+        # Spans that end past the last kept word (truncated sentences) are not labels.
+        kept = tf.reduce_sum(features["word_mask"], axis=1)
+        words = tf.shape(labels)[1]
+        ends = tf.range(words)[:, None] + tf.range(max_span_width)[None, :]
+        inside = ends[None, :, :] < kept[:, None, None]
+        return features, tf.where(inside, labels, LABEL_PADDING)
+
+    return dataset.map(hide_truncated_spans, num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,0 +1,61 @@
+"""Picks the span NER decoding threshold that maximises F1 on validation data.
+
+    python tools/calibrate.py --model_dir=runs/span --data=eng.testa
+
+The threshold applies to each span's best non-NONE probability; the chosen one
+is stored in the model directory's config.json, where evaluate.py and
+predict.py read it. Prints the chosen threshold and the F1 table as JSON.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import flags  # noqa: E402
+
+from tasks.registry import get_task  # noqa: E402
+from tasks.span_ner.evaluation import calibrate  # noqa: E402
+from tools import model_directory as md  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "A span NER model directory written by tools/train.py.")
+flags.DEFINE_string("data", None, "Validation data (not the test set).")
+flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
+flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_boolean("dry_run", False, "Print the table without changing config.json.")
+flags.mark_flags_as_required(["model_dir", "data"])
+
+
+def main(argv):
+    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
+    if config["task"] != "span_ner":
+        raise UserError(f"--model_dir={FLAGS.model_dir} holds a {config['task']} model; "
+                        "calibration is for span_ner")
+    task = get_task("span_ner", **config["task_options"])
+    sentences = task.read(FLAGS.data, FLAGS.data_format)
+    try:
+        dataset = task.make_dataset(sentences, tokenizer, labels, training=False,
+                                    max_seq_length=config["max_seq_length"],
+                                    batch_size=FLAGS.batch_size)
+    except ValueError as error:
+        raise UserError(str(error))
+    threshold, f1, table = calibrate(model, dataset, sentences, labels, task.max_span_width,
+                                     task.decoding, task.flat_method)
+    if not FLAGS.dry_run:
+        config["task_options"]["threshold"] = float(threshold)
+        config["calibrated_on"] = os.path.abspath(FLAGS.data)
+        md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+    print(json.dumps({"threshold": float(threshold), "span_f1": f1,
+                      "table": [[round(float(v), 6) for v in row] for row in table]}))
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()

