@@ -55,8 +55,9 @@ class SpanGrid(keras.layers.Layer):
     def compute_output_spec(self, word_mask):
         batch, num_words = word_mask.shape[0], word_mask.shape[1]
         spans = None if num_words is None else num_words * self.max_span_width
-        spec = keras.KerasTensor((batch, spans), dtype="int32")
-        return {"span_starts": spec, "span_ends": spec, "span_mask": spec}
+        # One KerasTensor per output: a shared one would alias them in a functional graph.
+        return {name: keras.KerasTensor((batch, spans), dtype="int32")
+                for name in ("span_starts", "span_ends", "span_mask")}
 
     def get_config(self):
         config = super().get_config()
