@@ -3,11 +3,12 @@
     python tools/predict.py --model_dir=runs/conll --input=sentences.txt --output=tags.conll
     python tools/predict.py --model_dir=runs/conll --input=eng.testb --output=entities.jsonl
 
-Tagging: the input is tokenized text, one sentence per line with words separated
+Tagging and span NER: the input is tokenized text, one sentence per line with words separated
 by spaces, or a CoNLL/column file (its tags are ignored). The output is CoNLL
 (`word tag` lines, a blank line between sentences) or, for a `.jsonl` output,
 one JSON object per sentence with its words, tags and entities (word offsets,
-`end` inclusive). Classification: the input is one text per line or a data
+`end` inclusive; span NER adds each entity's score, and nested decoding needs
+JSONL). Span NER also reads its JSONL span format as input. Classification: the input is one text per line or a data
 file of the model's format; the output is JSONL with the label and the class
 probabilities.
 """
@@ -25,7 +26,9 @@ from absl import flags  # noqa: E402
 from tasks.classification import ClassificationExample  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
 from tasks.registry import get_task  # noqa: E402
-from tasks.tagging import TaggedSentence, tags_to_spans  # noqa: E402
+from tasks.span_ner import SpanSentence  # noqa: E402
+from tasks.span_ner.evaluation import decode_all, span_probabilities  # noqa: E402
+from tasks.tagging import TaggedSentence, spans_to_tags, tags_to_spans  # noqa: E402
 from tasks.tagging.evaluation import predict_tags  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
@@ -68,6 +71,36 @@ def _read_tagging_input(task, path):
     if not sentences:
         raise UserError(f"{path}: no sentences found")
     return sentences
+
+
+def predict_span_ner(model, tokenizer, labels, config, task):
+    if FLAGS.input_format != "text" and FLAGS.input.endswith((".jsonl", ".json")):
+        read = task.read(FLAGS.input)  # the span JSONL format; its spans are ignored
+    else:  # plain text or a column file, read as for tagging
+        read = _read_tagging_input(get_task("tagging"), FLAGS.input)
+    sentences = [SpanSentence(s.words, (), s.source, s.line) for s in read]
+    dataset = task.make_dataset(sentences, tokenizer, labels, training=False,
+                                max_seq_length=config["max_seq_length"],
+                                batch_size=FLAGS.batch_size)
+    probabilities = span_probabilities(model, dataset, sentences, task.max_span_width)
+    entities = decode_all(probabilities, labels, task.threshold, task.decoding, task.flat_method)
+    as_jsonl = FLAGS.output_format == "jsonl" or (
+        FLAGS.output_format == "auto" and FLAGS.output.endswith(".jsonl"))
+    if not as_jsonl and task.decoding == "nested":
+        raise UserError("nested entities cannot be written as CoNLL tags; use a .jsonl output")
+    lines = []
+    for sentence, found in zip(sentences, entities):
+        if as_jsonl:
+            lines.append(json.dumps({"words": list(sentence.words), "entities": [
+                {"start": int(start), "end": int(end), "label": label,
+                 "score": round(float(score), 6),
+                 "text": " ".join(sentence.words[start:end + 1])}
+                for start, end, label, score in found]}, ensure_ascii=False) + "\n")
+        else:
+            tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
+            lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
+    _write_atomically(FLAGS.output, lines)
+    return len(sentences)
 
 
 def _read_classification_input(task, path, data_format):
@@ -140,10 +173,11 @@ def predict_classification(model, tokenizer, labels, config, task):
 def main(argv):
     model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
     task = get_task(config["task"], **config.get("task_options", {}))
-    predict = predict_tagging if task.name == "tagging" else predict_classification
+    predict = {"tagging": predict_tagging, "span_ner": predict_span_ner}.get(
+        task.name, predict_classification)
     count = predict(model, tokenizer, labels, config, task)
-    print(f"wrote predictions for {count} {'sentences' if task.name == 'tagging' else 'texts'}"
-          f" to {FLAGS.output}")
+    print(f"wrote predictions for {count} "
+          f"{'texts' if task.name == 'classification' else 'sentences'} to {FLAGS.output}")
 
 
 def entry_point():
