@@ -91,11 +91,13 @@ class WordPieceTokenizer(tf.Module):
             ),
             default_value=-1,
         )
+        # Lower-casing is done in `_normalize`, as Hugging Face does it; the
+        # tokenizer's own (full Unicode case folding) would turn "ß" into "ss".
         self._tokenizer = tf_text.BertTokenizer(
             self._table,
             token_out_type=tf.int64,
             unknown_token=UNK,
-            lower_case=self.lowercase,
+            lower_case=False,
         )
         index = {token: i for i, token in enumerate(self.vocabulary)}
         self.pad_id = index[PAD]
@@ -108,8 +110,25 @@ class WordPieceTokenizer(tf.Module):
     def vocabulary_size(self):
         return len(self.vocabulary)
 
+    def _normalize(self, texts):
+        """Uncased BERT normalisation: per-character lower case, NFD, no accents.
+
+        Characters are lower-cased one by one (no word-final sigma rule, "ß"
+        and ligatures kept), then combining marks (Unicode category Mn) are
+        removed after NFD, which is what `BertTokenizerFast` does for uncased
+        vocabularies.
+        """
+        characters = tf.strings.unicode_split(texts, "UTF-8")
+        lowered = tf.strings.reduce_join(
+            tf.strings.lower(characters, encoding="utf-8"), axis=-1)
+        decomposed = tf_text.normalize_utf8(lowered, "NFD")
+        return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
+
     def tokenize(self, texts):
         """[batch] strings → int32 RaggedTensor [batch, words, wordpieces]."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self.lowercase:
+            texts = self._normalize(texts)
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)
 
     def tokenize_flat(self, texts):

@@ -31,12 +31,9 @@ PARITY_TOLERANCE = 1e-4
 with open(TOKENIZATION, encoding="utf-8") as _f:
     _TOKENIZATION = json.load(_f)
 
-# tensorflow-text's BertTokenizer(lower_case=True) applies ICU case *folding*;
-# Hugging Face lower-cases one character at a time (Rust `char::to_lowercase`).
-# They differ on ß (→ ss), final ς (→ σ) and ligatures (ﬁ → fi). Fixing this
-# belongs in tasks/tokenizer.py (see the report of this change); the markers
-# below are strict, so they must be removed once it is fixed.
-_CASEFOLD_DIFFERENCES = ("ß", "ς", "ﬁ")
+# The fixture includes ß, final ς and the ligature ﬁ: Hugging Face lower-cases one
+# character at a time where tensorflow-text's own lower_case=True case-folds
+# (ß → ss); WordPieceTokenizer lower-cases as Hugging Face does.
 
 
 def _minilm_dir():
@@ -141,15 +138,7 @@ def _tokenization_cases():
     ids, offsets = _TOKENIZATION["ids"], _TOKENIZATION["offsets"]
     for index, sentence in enumerate(_TOKENIZATION["sentences"]):
         expected = ids[offsets[index]:offsets[index + 1]]
-        marks = []
-        if any(character in sentence for character in _CASEFOLD_DIFFERENCES):
-            marks.append(pytest.mark.xfail(
-                strict=True,
-                reason="tensorflow-text case-folds (ß→ss, ς→σ, ﬁ→fi) where Hugging Face "
-                       "lower-cases; remove this marker when tasks/tokenizer.py lower-cases "
-                       "per character",
-            ))
-        yield pytest.param(sentence, expected, id=f"sentence{index}", marks=marks)
+        yield pytest.param(sentence, expected, id=f"sentence{index}")
 
 
 def test_tokenizer_settings_come_from_tokenizer_config(minilm_dir, tokenizer):

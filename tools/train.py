@@ -27,6 +27,7 @@ from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabular
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from zoo import ENCODER_PRESETS, TASK_PRESETS, build_model, get_preset  # noqa: E402
+from zoo.checkpoints import load_hf_encoder, read_hf_lowercase  # noqa: E402
 from zoo.hardware import (  # noqa: E402
     JIT_COMPILE_CHOICES,
     MIXED_PRECISION_CHOICES,
@@ -52,8 +53,10 @@ flags.DEFINE_enum("task", "classification", task_names(), "The task.")
 flags.DEFINE_string("train_data", None, "Training data file.")
 flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
-flags.DEFINE_string("vocab", None, "vocab.txt to use; by default one is learned from the "
-                    "training text.")
+flags.DEFINE_string("vocab", None, "vocab.txt to use; by default the --init_checkpoint's, or "
+                    "one learned from the training text.")
+flags.DEFINE_string("init_checkpoint", None, "A Hugging Face BERT directory (config.json, "
+                    "model.safetensors, vocab.txt) whose encoder weights start training.")
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the training text.",
                      lower_bound=100)
 flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
@@ -95,6 +98,8 @@ def _task_preset(task, examples):
 def _vocabulary(task, examples, resuming):
     if FLAGS.vocab:
         return read_vocabulary(FLAGS.vocab)
+    if FLAGS.init_checkpoint:
+        return read_vocabulary(os.path.join(FLAGS.init_checkpoint, "vocab.txt"))
     if resuming and os.path.exists(md.path(FLAGS.model_dir, md.VOCAB)):
         return md.load_vocabulary(FLAGS.model_dir)
     logging.info("learning a %d-token WordPiece vocabulary from %s", FLAGS.vocab_size,
@@ -141,7 +146,13 @@ def main(argv):
 
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     tokens = _vocabulary(task, train_examples, resuming)
-    tokenizer = WordPieceTokenizer(tokens, lowercase=FLAGS.lowercase)
+    lowercase = FLAGS.lowercase
+    if FLAGS.init_checkpoint and not FLAGS.vocab:
+        try:
+            lowercase = read_hf_lowercase(FLAGS.init_checkpoint)
+        except ValueError as error:
+            raise UserError(f"--init_checkpoint: {error}")
+    tokenizer = WordPieceTokenizer(tokens, lowercase=lowercase)
     options = dict(max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size,
                    seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.
@@ -161,7 +172,8 @@ def main(argv):
         "task": task.name, "task_options": task_options, "tag_scheme": tag_scheme,
         "preset": preset, "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
-        "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": FLAGS.lowercase,
+        "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": lowercase,
+        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
         "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
@@ -188,7 +200,22 @@ def main(argv):
         if FLAGS.none_weight <= 0:
             raise UserError("--none_weight must be > 0")
         overrides.update(max_span_width=FLAGS.max_span_width, none_weight=FLAGS.none_weight)
-    model = build_model(preset, **overrides)
+    encoder = None
+    if FLAGS.init_checkpoint:
+        encoder_options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
+        try:
+            encoder = load_hf_encoder(FLAGS.init_checkpoint, **encoder_options)
+        except (ValueError, OSError) as error:
+            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+        transformer = encoder.get_layer("transformer")
+        if transformer.vocabulary_size != len(tokens):
+            raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
+                            f"has {transformer.vocabulary_size} token embeddings")
+        if FLAGS.max_seq_length > transformer.max_sequence_length:
+            raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
+                            f"{transformer.max_sequence_length} positions of --init_checkpoint")
+        overrides["vocabulary_size"] = transformer.vocabulary_size
+    model = build_model(preset, encoder=encoder, **overrides)
     # Task callbacks first: they add validation metrics the others log and monitor.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),

@@ -5,6 +5,7 @@
 """
 
 from zoo.builder import build_encoder, build_model, get_preset, list_presets
+from zoo.checkpoints import load_hf_encoder, load_hf_tokenizer
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset
 
 __all__ = [
@@ -16,4 +17,6 @@ __all__ = [
     "build_model",
     "get_preset",
     "list_presets",
+    "load_hf_encoder",
+    "load_hf_tokenizer",
 ]
