@@ -81,3 +81,21 @@ def _padding_value_structure(spec, padding_values):
     else:
         labels = tf.constant(padding_values.get("labels", 0), labels_spec.dtype)
     return features, labels
+
+
+def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_values, training,
+                            seed=None):
+    """The common tail of every input pipeline.
+
+    Training: shuffle every epoch, group examples of similar length into
+    buckets. Otherwise: keep the order and declare the number of batches
+    (Keras wants it to size progress bars and avoid a warning).
+    """
+    if training:
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    dataset = batch_to_buckets(dataset, batch_size, bucket_lengths(max_length),
+                               padding_values, group_by_length=training)
+    if not training:
+        batches = -(-count // batch_size)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    return dataset.prefetch(tf.data.AUTOTUNE)

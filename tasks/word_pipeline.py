@@ -12,7 +12,7 @@ every word after it; `word_mask` says how many were kept.
 
 import tensorflow as tf
 
-from tasks.batching import batch_to_buckets, bucket_lengths
+from tasks.batching import shuffle_batch_and_count
 
 LABEL_PADDING = -1
 _TOKENIZE_BATCH = 256
@@ -128,16 +128,5 @@ def make_word_dataset(
         .map(trim, num_parallel_calls=tf.data.AUTOTUNE)
         .cache()
     )
-    if training:
-        dataset = dataset.shuffle(len(words), seed=seed, reshuffle_each_iteration=True)
-    dataset = batch_to_buckets(
-        dataset,
-        batch_size,
-        bucket_lengths(max_seq_length),
-        padding_values={"token_ids": tokenizer.pad_id, "labels": LABEL_PADDING},
-        group_by_length=training,
-    )
-    if not training:
-        batches = -(-len(words) // batch_size)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return shuffle_batch_and_count(dataset, len(words), batch_size, max_seq_length,
+                                   {"token_ids": tokenizer.pad_id, "labels": LABEL_PADDING}, training, seed)

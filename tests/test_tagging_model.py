@@ -8,7 +8,7 @@ import pytest
 from tasks.tagging import read_column_file
 from tasks.tagging.evaluation import evaluate_tagger, predict_tags
 from tasks.tagging.metrics import entity_scores
-from tasks.tagging.model import MaskedTokenAccuracy, SequenceTagger
+from tasks.encoder_task_model import MaskedAccuracy
 from tasks.tagging.pipeline import make_dataset
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
 from zoo import build_model
@@ -118,6 +118,6 @@ def test_evaluation_matches_entity_scores_on_sample():
 
 
 def test_masked_token_accuracy_ignores_padding():
-    metric = MaskedTokenAccuracy()
+    metric = MaskedAccuracy()
     metric.update_state(np.array([[2, 1, -1, -1]]), np.eye(3)[[2, 0, 1, 1]][None])
     assert float(metric.result()) == 0.5

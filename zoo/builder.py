@@ -12,8 +12,9 @@ from tasks.classification import (
     classification_metrics,
 )
 from tasks.optimization import create_optimizer
-from tasks.span_ner.model import SpanAccuracy, SpanNER
-from tasks.tagging.model import MaskedTokenAccuracy, SequenceTagger
+from tasks.encoder_task_model import MaskedAccuracy
+from tasks.span_ner.model import SpanNER
+from tasks.tagging.model import SequenceTagger
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
@@ -182,7 +183,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             none_weight=overrides.get("none_weight", 1.0),
             name="span_ner",
         )
-        loss, metrics = None, [SpanAccuracy()]  # the model computes its own loss
+        loss, metrics = None, [MaskedAccuracy(name="span_accuracy")]  # the model computes its own loss
     else:
         tag_scheme = overrides.get("tag_scheme")
         if task.head == "crf" and labels is not None and tag_scheme is None:
@@ -196,7 +197,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             tag_scheme=tag_scheme if task.head == "crf" else None,
             name="tagger",
         )
-        loss, metrics = None, [MaskedTokenAccuracy()]  # the tagger computes its own loss
+        loss, metrics = None, [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)

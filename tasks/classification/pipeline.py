@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from tasks.batching import batch_to_buckets, bucket_lengths
+from tasks.batching import shuffle_batch_and_count
 
 _TOKENIZE_BATCH = 512
 
@@ -84,17 +84,5 @@ def make_dataset(
         .map(trim, num_parallel_calls=tf.data.AUTOTUNE)
         .cache()
     )
-    if training:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = batch_to_buckets(
-        dataset,
-        batch_size,
-        bucket_lengths(max_seq_length),
-        padding_values={"token_ids": tokenizer.pad_id},
-        group_by_length=training,
-    )
-    if not training:
-        # Order-preserving batches: their number is known, and Keras wants it.
-        batches = -(-len(examples) // batch_size)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return shuffle_batch_and_count(dataset, len(examples), batch_size, max_seq_length,
+                                   {"token_ids": tokenizer.pad_id}, training, seed)

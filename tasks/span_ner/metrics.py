@@ -6,18 +6,7 @@ Pure Python. On spans read from tags with `tags_to_spans`, the scores equal
 
 import collections
 
-
-def _divide(numerator, denominator):
-    """numerator / denominator, and 0.0 where the denominator is 0 (seqeval's default)."""
-    return numerator / denominator if denominator else 0.0
-
-
-def _scores(gold_count, predicted_count, correct_count):
-    """Precision, recall and F1 (F1 from P and R, as seqeval and entity_scores compute it)."""
-    precision = _divide(correct_count, predicted_count)
-    recall = _divide(correct_count, gold_count)
-    f1 = _divide(2 * precision * recall, precision + recall)
-    return {"precision": precision, "recall": recall, "f1": f1, "support": gold_count}
+from tasks.tagging.metrics import precision_recall_f1
 
 
 def _span_set(sentences, what):
@@ -77,9 +66,10 @@ def span_scores(gold, predicted):
     predicted_counts = count_by_type(predicted_spans)
     correct_counts = count_by_type(correct_spans)
     per_type = {
-        label: _scores(gold_counts[label], predicted_counts[label], correct_counts[label])
+        label: precision_recall_f1(
+            gold_counts[label], predicted_counts[label], correct_counts[label])
         for label in sorted(gold_counts | predicted_counts)
     }
-    overall = _scores(len(gold_spans), len(predicted_spans), len(correct_spans))
+    overall = precision_recall_f1(len(gold_spans), len(predicted_spans), len(correct_spans))
     overall["per_type"] = per_type
     return overall

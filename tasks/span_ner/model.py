@@ -4,13 +4,14 @@ import keras
 from keras import ops
 
 from layers import PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
+from tasks.encoder_task_model import EncoderTaskModel
 
 SPAN_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
 _ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
-class SpanNER(keras.Model):
+class SpanNER(EncoderTaskModel):
     """Classifies every span of up to `max_span_width` words into an entity type or NONE.
 
     Word vectors are the encoder outputs at each word's first subword; spans
@@ -94,17 +95,14 @@ class SpanNER(keras.Model):
         per_span = keras.losses.sparse_categorical_crossentropy(
             ops.maximum(labels, 0), y_pred, from_logits=True)
         loss = ops.sum(per_span * weight) / ops.maximum(ops.sum(weight), 1e-6)
-        for extra in self.losses:
-            loss = loss + ops.cast(extra, "float32")
-        return loss
+        return self._plus_layer_losses(loss)
 
     def predict_step(self, data):
         x = data[0] if isinstance(data, tuple) else data
         return ops.softmax(self(x, training=False), axis=-1)
 
-    def get_config(self):
+    def _task_config(self):
         return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_labels": self.num_labels,
             "max_span_width": self.max_span_width,
             "combination": self.combination,
@@ -113,47 +111,4 @@ class SpanNER(keras.Model):
             "hidden_dim": self.hidden_dim,
             "dropout": self.dropout,
             "none_weight": self.none_weight,
-            "name": self.name,
-            "trainable": self.trainable,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-
-@keras.saving.register_keras_serializable(package="nlpzoo")
-class SpanAccuracy(keras.metrics.Metric):
-    """Accuracy of arg-max span labels over valid spans (labels >= 0).
-
-    Most spans are NONE, so this is high from the start; entity-level
-    precision, recall and F1 come from decoding.
-
-    Examples:
-    >>> import numpy as np
-    >>> metric = SpanAccuracy()
-    >>> metric.update_state(np.array([[[1, -1]]]), np.array([[[0., 1.], [1., 0.]]]))
-    >>> float(metric.result())
-    1.0
-    """
-
-    def __init__(self, name="span_accuracy", dtype="float32", **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
-        self.correct = self.add_variable((), initializer="zeros", name="correct")
-        self.total = self.add_variable((), initializer="zeros", name="total")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
-        predicted = ops.reshape(ops.cast(ops.argmax(y_pred, -1), "int32"), (-1,))
-        valid = ops.cast(y_true >= 0, "float32")
-        self.correct.assign_add(ops.sum(ops.cast(predicted == y_true, "float32") * valid))
-        self.total.assign_add(ops.sum(valid))
-
-    def result(self):
-        return self.correct / ops.maximum(self.total, 1.0)
-
-    def reset_state(self):
-        self.correct.assign(0.0)
-        self.total.assign(0.0)

@@ -35,8 +35,13 @@ def _divide(numerator, denominator):
     return numerator / denominator if denominator else 0.0
 
 
-def _scores(true_count, pred_count, correct_count):
-    """Precision, recall and F1 computed the way seqeval does (F1 from the rounded P and R)."""
+def precision_recall_f1(true_count, pred_count, correct_count):
+    """Precision, recall and F1 computed the way seqeval does (F1 from P and R).
+
+    Examples:
+    >>> precision_recall_f1(4, 2, 2)["f1"]
+    0.6666666666666666
+    """
     precision = _divide(correct_count, pred_count)
     recall = _divide(correct_count, true_count)
     f1 = _divide(2 * precision * recall, precision + recall)
@@ -94,12 +99,12 @@ def entity_scores(true_tag_sequences, pred_tag_sequences):
     pred_counts = count_by_type(pred_entities)
     correct_counts = count_by_type(correct_entities)
     per_type = {
-        entity_type: _scores(
+        entity_type: precision_recall_f1(
             true_counts[entity_type], pred_counts[entity_type], correct_counts[entity_type]
         )
         for entity_type in sorted(true_counts | pred_counts)
     }
-    overall = _scores(len(true_entities), len(pred_entities), len(correct_entities))
+    overall = precision_recall_f1(len(true_entities), len(pred_entities), len(correct_entities))
     overall["token_accuracy"] = _token_accuracy(true_tag_sequences, pred_tag_sequences)
     overall["per_type"] = per_type
     return overall

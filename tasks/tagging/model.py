@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from layers import CRF, PositionGather, allowed_transitions
+from tasks.encoder_task_model import EncoderTaskModel
 
 HEADS = ("softmax", "crf")
 TAGGER_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
@@ -11,7 +12,7 @@ _ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
-class SequenceTagger(keras.Model):
+class SequenceTagger(EncoderTaskModel):
     """Tags every word from its first subword's encoder output.
 
     The encoder's `sequence_output` is gathered at `word_starts` into a
@@ -100,9 +101,7 @@ class SequenceTagger(keras.Model):
             per_word = keras.losses.sparse_categorical_crossentropy(
                 tags, y_pred, from_logits=True)
             loss = ops.sum(per_word * mask) / real_words
-        for extra in self.losses:
-            loss = loss + ops.cast(extra, "float32")
-        return loss
+        return self._plus_layer_losses(loss)
 
     def decode(self, inputs):
         """Tag ids [batch, words] (int32); 0 at padded words."""
@@ -117,56 +116,11 @@ class SequenceTagger(keras.Model):
         x = data[0] if isinstance(data, tuple) else data
         return self.decode(x)
 
-    def get_config(self):
+    def _task_config(self):
         return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_labels": self.num_labels,
             "head": self.head,
             "dropout": self.dropout,
             "labels": self.labels,
             "tag_scheme": self.tag_scheme,
-            "name": self.name,
-            "trainable": self.trainable,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-
-@keras.saving.register_keras_serializable(package="nlpzoo")
-class MaskedTokenAccuracy(keras.metrics.Metric):
-    """Accuracy of arg-max tag scores over real words (labels >= 0).
-
-    For a CRF tagger this is the accuracy of the emission scores alone; the
-    decoded accuracy is in the entity-level evaluation.
-
-    Examples:
-    >>> import numpy as np
-    >>> metric = MaskedTokenAccuracy()
-    >>> metric.update_state(np.array([[1, 0, -1]]),
-    ...     np.array([[[0., 1.], [0., 1.], [1., 0.]]]))
-    >>> float(metric.result())
-    0.5
-    """
-
-    def __init__(self, name="token_accuracy", dtype="float32", **kwargs):
-        super().__init__(name=name, dtype=dtype, **kwargs)
-        self.correct = self.add_variable((), initializer="zeros", name="correct")
-        self.total = self.add_variable((), initializer="zeros", name="total")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = ops.cast(y_true, "int32")
-        real = ops.cast(y_true >= 0, "float32")
-        hit = ops.cast(ops.cast(ops.argmax(y_pred, -1), "int32") == y_true, "float32")
-        self.correct.assign_add(ops.sum(hit * real))
-        self.total.assign_add(ops.sum(real))
-
-    def result(self):
-        return self.correct / ops.maximum(self.total, 1.0)
-
-    def reset_state(self):
-        self.correct.assign(0.0)
-        self.total.assign(0.0)
