@@ -1,0 +1,33 @@
+"""Pretraining: masked LM (token / whole-word), SpanBERT span masking, NSP pairs.
+
+The masking functions are TensorFlow-only and meant for `tf.data.Dataset.map`
+(see `tasks.pretraining.masking` for seeding and determinism); the heads live
+in `layers.masked_lm_head`, `layers.span_boundary_head` and
+`layers.next_sentence_head`.
+"""
+
+from tasks.pretraining.masking import (
+    KEEP,
+    MASK,
+    RANDOM,
+    make_nsp_pairs,
+    mlm_mask,
+    span_length_probabilities,
+    span_mask,
+    unigram_distribution,
+    word_start_flags,
+    zip_with_seeds,
+)
+
+__all__ = [
+    "KEEP",
+    "MASK",
+    "RANDOM",
+    "make_nsp_pairs",
+    "mlm_mask",
+    "span_length_probabilities",
+    "span_mask",
+    "unigram_distribution",
+    "word_start_flags",
+    "zip_with_seeds",
+]
