@@ -219,7 +219,7 @@ def test_from_config_needs_tie_and_validates():
 
 
 @register
-class _TinyPretrainer(keras.Model):
+class TinyTiedPretrainer(keras.Model):
     """An owner of an embedding and two tied heads, re-tying them in __init__."""
 
     def __init__(self, vocabulary_size, hidden_dim, **kwargs):
@@ -247,7 +247,7 @@ class _TinyPretrainer(keras.Model):
 
 
 def test_owner_model_round_trip_keeps_heads_tied():
-    model = _TinyPretrainer(V, H)
+    model = TinyTiedPretrainer(V, H)
     rng = np.random.default_rng(6)
     inputs = {
         "token_ids": rng.integers(0, V, size=(2, T)).astype("int32"),
@@ -272,3 +272,22 @@ def test_owner_model_round_trip_keeps_heads_tied():
         )
     assert loaded.mlm_head.get_embedding_layer() is loaded.token_embedding
     assert loaded.sbo_head.get_embedding_layer() is loaded.token_embedding
+
+
+def test_tied_heads_train_under_xla():
+    model = TinyTiedPretrainer(V, H)
+    rng = np.random.default_rng(7)
+    inputs = {
+        "token_ids": rng.integers(0, V, size=(2, T)).astype("int32"),
+        "mask_positions": _mlm_inputs()["mask_positions"],
+        **{k: v for k, v in _sbo_inputs().items() if k != "sequence_output"},
+    }
+    labels = {"mlm": rng.integers(0, V, size=(2, P)), "sbo": rng.integers(0, V, size=(2, P))}
+    model(inputs)
+    before = np.array(model.token_embedding.embeddings.numpy(), copy=True)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(optimizer=keras.optimizers.SGD(0.5), loss={"mlm": loss, "sbo": loss},
+                  jit_compile=True)
+    model.fit(inputs, labels, epochs=1, batch_size=2, verbose=0)
+    assert model.jit_compile is True
+    assert not np.array_equal(before, model.token_embedding.embeddings.numpy())
