@@ -7,8 +7,11 @@ and `zoo/` assemble these layers into models.
 from layers.classification_head import ClassificationHead
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
+from layers.masked_lm_head import MaskedLMHead
+from layers.next_sentence_head import NextSentenceHead
 from layers.position_gather import PositionGather
 from layers.self_attention import MultiHeadSelfAttention
+from layers.span_boundary_head import SpanBoundaryHead
 from layers.span_classifier import SpanClassifier
 from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
 from layers.span_grid import SpanGrid
@@ -20,8 +23,11 @@ from layers.transformer_encoder import TransformerEncoder
 __all__ = [
     "CRF",
     "ClassificationHead",
+    "MaskedLMHead",
     "MultiHeadSelfAttention",
+    "NextSentenceHead",
     "PositionGather",
+    "SpanBoundaryHead",
     "SpanClassifier",
     "SpanEnumeration",
     "SpanGrid",

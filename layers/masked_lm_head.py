@@ -173,7 +173,8 @@ class MaskedLMHead(_TiedHeadMixin, keras.layers.Layer):
     >>> hidden = embedding(np.array([[2, 7, 9, 3]]))
     >>> head = MaskedLMHead(vocabulary_size=50, embedding_layer=embedding)
     >>> logits = head(hidden, np.array([[1, 2]]))
-    >>> tuple(logits.shape), keras.backend.standardize_dtype(logits.dtype), len(head.weights)
+    >>> dtype = keras.backend.standardize_dtype(logits.dtype)
+    >>> tuple(logits.shape), dtype, len(head.weights)
     ((1, 2, 50), 'float32', 5)
     >>> restored = MaskedLMHead.from_config(head.get_config())
     >>> restored.is_tied, restored.tie(embedding).is_tied

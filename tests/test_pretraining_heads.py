@@ -182,7 +182,9 @@ def test_untied_heads_float32_under_bfloat16():
         MaskedLMHead, dict(vocabulary_size=V, tied=False), _mlm_inputs(),
         "mixed_bfloat16", (0,),
     )
-    check_mixed_precision(NextSentenceHead, {}, _sequence()[:, 0, :], "mixed_bfloat16", (0,))
+    check_mixed_precision(
+        NextSentenceHead, {}, _sequence()[:, 0, :], "mixed_bfloat16", (0,)
+    )
 
 
 # --- Tying: gradients reach the table; re-tying after from_config ---
@@ -282,7 +284,7 @@ def test_tied_heads_train_under_xla():
         "mask_positions": _mlm_inputs()["mask_positions"],
         **{k: v for k, v in _sbo_inputs().items() if k != "sequence_output"},
     }
-    labels = {"mlm": rng.integers(0, V, size=(2, P)), "sbo": rng.integers(0, V, size=(2, P))}
+    labels = {name: rng.integers(0, V, size=(2, P)) for name in ("mlm", "sbo")}
     model(inputs)
     before = np.array(model.token_embedding.embeddings.numpy(), copy=True)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

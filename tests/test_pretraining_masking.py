@@ -225,7 +225,9 @@ def test_span_masking_spans_and_boundaries():
             is_mask = new == MASK_ID
             assert is_mask.all() or not is_mask.any(), "mixed treatment in a span"
             changed = new != ids[n, start:end + 1]
-            treatments.append("mask" if is_mask.all() else "random" if changed.any() else "keep")
+            treatments.append(
+                "mask" if is_mask.all() else "random" if changed.any() else "keep"
+            )
             slot += width
         # Never over the budget by a whole span.
         assert counts[n] - budget[n] < max(end - start + 1 for start, end in spans)

@@ -12,12 +12,13 @@ Padding must therefore be special (pass `pad_id` in `special_ids`).
 Determinism. All randomness comes from stateless ops
 (`tf.random.stateless_*`) keyed by `seed`, a [2] integer tensor (a Python
 int `n` means `[0, n]`): the same inputs and the same seed give the same
-masks, on every run and with any `num_parallel_calls`, whatever the global
-seed. To draw a fresh seed per example and per epoch, zip the dataset with
-`zip_with_seeds(dataset, seed)`: it pairs every element with two values of
-`tf.data.Dataset.random(seed, rerandomize_each_iteration=True)`, so epoch k
-of a pipeline built with the same `seed` always sees the same masks, and
-two epochs see different ones::
+masks, on every run, in any order and with any `num_parallel_calls`,
+whatever the global seed. To draw a fresh seed per example and per epoch,
+zip the dataset with `zip_with_seeds(dataset, seed)`: it pairs every
+element with two values of `tf.data.Dataset.random(seed,
+rerandomize_each_iteration=True)`, so epoch k of a pipeline built with the
+same `seed` (and the same TensorFlow global seed, which that stream also
+depends on) always sees the same masks, and two epochs see different ones::
 
     dataset = zip_with_seeds(dataset, seed=42).map(
         lambda example, seed: mlm_mask(example["token_ids"], seed=seed, ...))
@@ -50,9 +51,9 @@ def zip_with_seeds(dataset, seed):
     """Pairs each element with a fresh [2] int64 seed: `(element, seed)`.
 
     The seeds come from `tf.data.Dataset.random(seed,
-    rerandomize_each_iteration=True)`: deterministic for a given `seed`,
-    different on each iteration (epoch) of the returned dataset. Zip before
-    `shuffle` so each seed stays with its position in the stream.
+    rerandomize_each_iteration=True)`: deterministic for a given `seed` and
+    TensorFlow global seed, different on each iteration (epoch) of the
+    returned dataset and on each pass of a `repeat()` applied after it.
 
     Examples:
     >>> ds = zip_with_seeds(tf.data.Dataset.range(3), seed=1)
@@ -66,7 +67,7 @@ def zip_with_seeds(dataset, seed):
 
 
 def word_start_flags(word_pieces):
-    """Ragged [batch, words, pieces] (the tokenizer's output) → ragged bool [batch, pieces].
+    """Ragged [batch, words, pieces] from the tokenizer → ragged bool [batch, pieces].
 
     True on the first piece of each word, aligned with `tokenize_flat`. Pack
     the flags like the ids (the same trimmer and `combine_segments` with
@@ -117,7 +118,9 @@ def unigram_distribution(token_id_sequences, vocabulary_size, special_ids=()):
 
     if isinstance(token_id_sequences, tf.RaggedTensor):
         add(token_id_sequences.flat_values.numpy())
-    elif tf.is_tensor(token_id_sequences) or isinstance(token_id_sequences, np.ndarray):
+    elif tf.is_tensor(token_id_sequences) or isinstance(
+        token_id_sequences, np.ndarray
+    ):
         add(np.asarray(token_id_sequences))
     else:
         for sequence in token_id_sequences:
@@ -209,7 +212,7 @@ def _special_positions(token_ids, special_mask, special_ids):
 
 
 def _budget(num_eligible, mask_rate, max_predictions):
-    """round-half-up(rate × eligible), ≥ 1 if any token is eligible, ≤ max_predictions."""
+    """round-half-up(rate × eligible), ≥ 1 if any is eligible, ≤ max_predictions."""
     wanted = tf.cast(
         tf.floor(tf.cast(num_eligible, tf.float32) * mask_rate + 0.5), tf.int32
     )
@@ -217,7 +220,9 @@ def _budget(num_eligible, mask_rate, max_predictions):
     return tf.minimum(wanted, max_predictions)
 
 
-def _replacement_distribution(vocabulary_size, unigram_probabilities, special_ids, mask_id):
+def _replacement_distribution(
+    vocabulary_size, unigram_probabilities, special_ids, mask_id
+):
     """Returns (cdf [V] float32, id of the last id with positive probability)."""
     if unigram_probabilities is None:
         probabilities = np.ones(vocabulary_size, np.float32)
@@ -355,7 +360,8 @@ def mlm_mask(
     ...                max_predictions=3, special_ids=(0, 1, 2, 3, 4), mask_rate=0.3)
     >>> out["mask_weights"].numpy().tolist()
     [1.0, 1.0, 0.0]
-    >>> bool(tf.reduce_all(tf.gather(ids, out["mask_positions"][:2]) == out["mask_ids"][:2]))
+    >>> positions = out["mask_positions"][:2]
+    >>> bool(tf.reduce_all(tf.gather(ids, positions) == out["mask_ids"][:2]))
     True
     """
     _validate(max_predictions, mask_rate, mask_token_rate, random_token_rate)
@@ -523,7 +529,9 @@ def span_mask(
     word_index, word_length, word_eligible = _word_structure(word_starts, special)
 
     # Each span holds ≥ 1 token, so P spans at most: draw all randomness now.
-    length_cdf = tf.constant(np.cumsum(span_length_probabilities(p, max_span_words)), tf.float32)
+    length_cdf = tf.constant(
+        np.cumsum(span_length_probabilities(p, max_span_words)), tf.float32
+    )
     span_lengths = 1 + tf.minimum(
         tf.searchsorted(
             length_cdf,
