@@ -1,5 +1,4 @@
 import json
-import os
 
 import keras
 import numpy as np
@@ -116,4 +115,3 @@ def test_jsonl_nested_example_reads(tmp_path):
         {"start": s, "end": e, "label": l} for s, e, l in NESTED[0].spans]}) + "\n")
     [sentence] = read_span_jsonl(str(path))
     assert sentence.spans == NESTED[0].spans
-    assert os.path.exists(path)
