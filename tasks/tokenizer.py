@@ -1,5 +1,6 @@
 """WordPiece tokenization with tensorflow-text, usable inside tf.data and SavedModels."""
 
+import collections
 import os
 
 import tensorflow as tf
@@ -32,32 +33,84 @@ def write_vocabulary(tokens, path):
     os.replace(temporary, path)
 
 
-def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2):
+def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, batch_size=4096,
+                     progress=None):
     """Learns a WordPiece vocabulary from an iterable of strings.
 
-    Uses tensorflow-text's BERT vocabulary learner; the reserved tokens
-    `[PAD] [UNK] [CLS] [SEP] [MASK]` come first, so `[PAD]` has id 0.
+    Words are split as `WordPieceTokenizer` splits them (the same uncased
+    normalisation, then BERT's whitespace and punctuation splitting) and
+    counted batch by batch; tensorflow-text's WordPiece learner then picks the
+    pieces. The reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` come first,
+    so `[PAD]` has id 0.
 
     Args:
-        texts: the training text, one string per example.
+        texts: the training text, one string per example (any iterable).
         vocab_size: the target size (small corpora give fewer tokens).
         lowercase: lower-case and strip accents first (uncased vocabulary).
         min_frequency: words seen fewer times are not learned whole.
+        batch_size: strings tokenized at once.
+        progress: called as `progress(texts_read, words_read)` after each batch.
 
     Returns:
         The list of tokens.
-    """
-    # Imported here: the learner pulls in Apache Beam-free but slow-to-import modules.
-    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-    dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(1024)
-    return bert_vocab_from_dataset.bert_vocab_from_dataset(
-        dataset,
-        vocab_size=vocab_size,
-        reserved_tokens=list(RESERVED_TOKENS),
-        bert_tokenizer_params={"lower_case": lowercase},
-        learn_params={"lower_thresh": min_frequency},
-    )
+    Examples:
+    >>> tokens = build_vocabulary(["the cat sat", "the cat ran"] * 5, vocab_size=40)
+    >>> tokens[:5], "cat" in tokens
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
+    """
+    # Imported here: the learner module is slow to import and only needed here.
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+
+    splitter = BasicTokenizer(lower_case=False)
+    counts = collections.Counter()
+    texts_read = words_read = 0
+
+    def count(batch):
+        nonlocal texts_read, words_read
+        batch = tf.constant(batch)
+        if lowercase:
+            batch = normalize_uncased(batch)
+        words = splitter.tokenize(batch).flat_values.numpy()
+        counts.update(words)
+        texts_read += len(batch)
+        words_read += len(words)
+        if progress is not None:
+            progress(texts_read, words_read)
+
+    batch = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == batch_size:
+            count(batch)
+            batch = []
+    if batch:
+        count(batch)
+    if not counts:
+        raise ValueError("no text to learn a vocabulary from")
+    word_counts = [(word.decode("utf-8"), n) for word, n in counts.items()]
+    return learner.learn(word_counts, vocab_size, list(RESERVED_TOKENS),
+                         lower_thresh=min_frequency)
+
+
+def normalize_uncased(texts):
+    """Uncased BERT normalisation: per-character lower case, NFD, no accents.
+
+    Characters are lower-cased one by one (no word-final sigma rule, "ß" and
+    ligatures kept), then combining marks (Unicode category Mn) are removed
+    after NFD, which is what `BertTokenizerFast` does for uncased
+    vocabularies.
+
+    Examples:
+    >>> normalize_uncased(tf.constant(["Café Straße"])).numpy()[0].decode()
+    'cafe straße'
+    """
+    characters = tf.strings.unicode_split(texts, "UTF-8")
+    lowered = tf.strings.reduce_join(tf.strings.lower(characters, encoding="utf-8"), axis=-1)
+    decomposed = tf_text.normalize_utf8(lowered, "NFD")
+    return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
 
 
 class WordPieceTokenizer(tf.Module):
@@ -91,7 +144,7 @@ class WordPieceTokenizer(tf.Module):
             ),
             default_value=-1,
         )
-        # Lower-casing is done in `_normalize`, as Hugging Face does it; the
+        # Lower-casing is done in `normalize_uncased`, as Hugging Face does it; the
         # tokenizer's own (full Unicode case folding) would turn "ß" into "ss".
         self._tokenizer = tf_text.BertTokenizer(
             self._table,
@@ -110,25 +163,11 @@ class WordPieceTokenizer(tf.Module):
     def vocabulary_size(self):
         return len(self.vocabulary)
 
-    def _normalize(self, texts):
-        """Uncased BERT normalisation: per-character lower case, NFD, no accents.
-
-        Characters are lower-cased one by one (no word-final sigma rule, "ß"
-        and ligatures kept), then combining marks (Unicode category Mn) are
-        removed after NFD, which is what `BertTokenizerFast` does for uncased
-        vocabularies.
-        """
-        characters = tf.strings.unicode_split(texts, "UTF-8")
-        lowered = tf.strings.reduce_join(
-            tf.strings.lower(characters, encoding="utf-8"), axis=-1)
-        decomposed = tf_text.normalize_utf8(lowered, "NFD")
-        return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
-
     def tokenize(self, texts):
         """[batch] strings → int32 RaggedTensor [batch, words, wordpieces]."""
         texts = tf.convert_to_tensor(texts, tf.string)
         if self.lowercase:
-            texts = self._normalize(texts)
+            texts = normalize_uncased(texts)
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)
 
     def tokenize_flat(self, texts):

@@ -4,16 +4,20 @@
       config.json          resolved configuration, written before training
       vocab.txt            the WordPiece vocabulary
       labels.json          label names in label-id order
-      best_model.keras     the best model by the validation metric
+      best_model.keras     the best model by the validation metric; it also carries
+                           its vocabulary, labels and task options, so it can be
+                           used on its own (`--model=best_model.keras`)
       best_model.keras.json  which metric, value and epoch
       metrics.json         final evaluation of the best model
       logs/train, logs/validation   TensorBoard event files
       checkpoints/         training state for resuming; removed when training ends
+      encoder/             tools/pretrain.py only: the pretrained encoder checkpoint
 """
 
 import json
 import os
 import shutil
+import zipfile
 
 import keras
 
@@ -29,7 +33,9 @@ BEST_MODEL = "best_model.keras"
 METRICS = "metrics.json"
 LOGS = "logs"
 CHECKPOINTS = "checkpoints"
-_ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS)
+ENCODER = "encoder"  # tools/pretrain.py's encoder checkpoint
+_ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS,
+              ENCODER)
 
 
 def path(model_dir, name):
@@ -105,15 +111,61 @@ def load_vocabulary(model_dir):
     return read_vocabulary(path(model_dir, VOCAB))
 
 
-def load_trained(model_dir):
-    """(model, tokenizer, label names, config) of a trained model directory."""
-    if not os.path.isdir(model_dir):
-        raise UserError(f"--model_dir={model_dir}: no such directory")
-    for name in (CONFIG, VOCAB, LABELS, BEST_MODEL):
+def load_trained(model_dir=None, model_path=None):
+    """(model, tokenizer, label names, config) of a trained model.
+
+    Give either `model_dir` (a directory written by tools/train.py; its
+    best_model.keras is used) or `model_path` (a `.keras` file on its own).
+
+    A model saved with its inference metadata (tools/train.py attaches it, see
+    `EncoderTaskModel.attach_metadata`) carries its vocabulary, lower-casing,
+    max_seq_length, labels and task options; those are what is used, whatever
+    lies beside it, and `config` is the directory's config.json (if any)
+    updated with them. Models saved before that need the directory's
+    config.json, vocab.txt and labels.json.
+    """
+    if (model_dir is None) == (model_path is None):
+        raise ValueError("give exactly one of model_dir and model_path")
+    if model_path is not None:
+        where = f"--model={model_path}"
+        if not os.path.isfile(model_path):
+            raise UserError(f"{where}: no such file")
+    else:
+        where = f"--model_dir={model_dir}"
+        if not os.path.isdir(model_dir):
+            raise UserError(f"{where}: no such directory")
+        model_path = path(model_dir, BEST_MODEL)
+        if not os.path.exists(model_path):
+            raise UserError(f"{where} has no {BEST_MODEL}: was training finished?")
+    try:
+        model = keras.saving.load_model(model_path)
+    except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UserError(f"{where}: cannot load {model_path}: {first_line}")
+    metadata = getattr(model, "task_metadata", None)
+    if metadata is not None:
+        config = {}
+        if model_dir is not None and os.path.exists(path(model_dir, CONFIG)):
+            config = read_json(path(model_dir, CONFIG))
+        preprocessor = model.preprocessor
+        config.update(metadata)
+        config.update(lowercase=preprocessor.lowercase,
+                      max_seq_length=preprocessor.max_seq_length)
+        return model, preprocessor.tokenizer(), list(metadata["labels"]), config
+    if model_dir is None:
+        raise UserError(f"{where} holds no vocabulary and labels (it was saved before models "
+                        "kept them); pass the directory it was trained in as --model_dir")
+    for name in (CONFIG, VOCAB, LABELS):
         if not os.path.exists(path(model_dir, name)):
-            raise UserError(f"--model_dir={model_dir} has no {name}: was training finished?")
+            raise UserError(f"{where} has no {name}: was training finished?")
     config = read_json(path(model_dir, CONFIG))
     tokenizer = WordPieceTokenizer(load_vocabulary(model_dir), lowercase=config["lowercase"])
     labels = read_json(path(model_dir, LABELS))
-    model = keras.saving.load_model(path(model_dir, BEST_MODEL))
     return model, tokenizer, labels, config
+
+
+def save_model_atomically(model, file_path):
+    """`model.save(file_path)` through a temporary file beside it, then a rename."""
+    temporary = file_path[: -len(".keras")] + ".partial.keras"
+    model.save(temporary)
+    os.replace(temporary, file_path)

@@ -1,0 +1,125 @@
+"""The pretraining model: an encoder with masked-LM, NSP or span-boundary heads."""
+
+import keras
+from keras import ops
+
+from layers import MaskedLMHead, NextSentenceHead, SpanBoundaryHead
+from tasks.encoder_task_model import EncoderTaskModel, MaskedAccuracy
+from tasks.pretraining.pipeline import OBJECTIVES
+
+_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+_SPAN_INPUTS = ("span_left", "span_right", "span_offset")
+
+
+def _masked_cross_entropy(labels, logits):
+    """Mean cross-entropy over the slots whose label is >= 0 (float32)."""
+    real = ops.cast(labels >= 0, "float32")
+    per_slot = keras.losses.sparse_categorical_crossentropy(
+        ops.maximum(labels, 0), logits, from_logits=True)
+    return ops.sum(per_slot * real) / ops.maximum(ops.sum(real), 1.0)
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class Pretrainer(EncoderTaskModel):
+    """Pretrains an encoder with one of three objectives.
+
+    - `"mlm"`: BERT's masked LM; loss = mean cross-entropy over the masked
+      positions.
+    - `"mlm_nsp"`: masked LM + next sentence prediction on `[CLS] a [SEP] b
+      [SEP]` pairs; loss = MLM + NSP.
+    - `"span_sbo"`: SpanBERT: masked LM on span-masked input + the span
+      boundary objective; loss = MLM + SBO; no NSP.
+
+    The MLM and SBO decoders are tied to the encoder's token embedding table;
+    the heads are re-created (and re-tied) from the encoder whenever the model
+    is rebuilt, so `.keras` files reload tied. Inputs and labels are the
+    elements of `make_pretraining_dataset`. Logged metrics: `mlm_loss`,
+    `mlm_accuracy` and, with their objectives, `nsp_loss`, `nsp_accuracy`,
+    `sbo_loss`, `sbo_accuracy`; `loss` is their sum.
+
+    Args:
+        encoder: a zoo encoder (`build_encoder`).
+        objective: "mlm", "mlm_nsp" or "span_sbo".
+        max_span_length: SBO relative-position embeddings (in tokens).
+
+    Examples:
+    >>> import numpy as np
+    >>> from zoo import build_encoder
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=50, num_layers=1)
+    >>> model = Pretrainer(encoder, objective="mlm_nsp")
+    >>> x = {"token_ids": np.array([[2, 4, 7, 3, 9, 3]]),
+    ...      "segment_ids": np.array([[0, 0, 0, 0, 1, 1]]),
+    ...      "padding_mask": np.ones((1, 6), "int32"), "mask_positions": np.array([[1]])}
+    >>> {name: tuple(value.shape) for name, value in sorted(model(x).items())}
+    {'mlm_logits': (1, 1, 50), 'nsp_logits': (1, 2)}
+    """
+
+    def __init__(self, encoder, objective="mlm", max_span_length=30, **kwargs):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        transformer = encoder.get_layer("transformer")
+        embedding = transformer.token_embedding
+
+        # === Layers ===
+        mlm_head = MaskedLMHead(transformer.vocabulary_size, embedding_layer=embedding,
+                                name="mlm_head")
+        nsp_head = NextSentenceHead(name="nsp_head") if objective == "mlm_nsp" else None
+        sbo_head = None
+        if objective == "span_sbo":
+            sbo_head = SpanBoundaryHead(transformer.vocabulary_size, embedding_layer=embedding,
+                                        max_span_length=max_span_length, name="sbo_head")
+
+        # === Functional Model ===
+        names = _ENCODER_INPUTS + ("mask_positions",)
+        if sbo_head is not None:
+            names += _SPAN_INPUTS
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        encoded = encoder({name: inputs[name] for name in _ENCODER_INPUTS})
+        sequence = encoded["sequence_output"]
+        outputs = {"mlm_logits": mlm_head(sequence, inputs["mask_positions"])}
+        if nsp_head is not None:
+            outputs["nsp_logits"] = nsp_head(encoded["pooled_output"])
+        if sbo_head is not None:
+            outputs["sbo_logits"] = sbo_head(
+                sequence, *(inputs[name] for name in _SPAN_INPUTS))
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.objective = objective
+        self.max_span_length = int(max_span_length)
+
+        # === Metrics === (updated by compute_loss, so fit and evaluate log them)
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = MaskedAccuracy(name="mlm_accuracy")
+        self.nsp_loss_tracker = self.nsp_accuracy = None
+        self.sbo_loss_tracker = self.sbo_accuracy = None
+        if nsp_head is not None:
+            self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
+            self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+        if sbo_head is not None:
+            self.sbo_loss_tracker = keras.metrics.Mean(name="sbo_loss")
+            self.sbo_accuracy = MaskedAccuracy(name="sbo_accuracy")
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        mlm_labels = ops.cast(y["mlm_labels"], "int32")
+        loss = _masked_cross_entropy(mlm_labels, y_pred["mlm_logits"])
+        self.mlm_loss_tracker.update_state(loss)
+        self.mlm_accuracy.update_state(mlm_labels, y_pred["mlm_logits"])
+        if self.nsp_loss_tracker is not None:
+            labels = ops.cast(y["next_sentence"], "int32")
+            nsp_loss = ops.mean(keras.losses.sparse_categorical_crossentropy(
+                labels, y_pred["nsp_logits"], from_logits=True))
+            self.nsp_loss_tracker.update_state(nsp_loss)
+            self.nsp_accuracy.update_state(labels, y_pred["nsp_logits"])
+            loss = loss + nsp_loss
+        if self.sbo_loss_tracker is not None:
+            sbo_labels = ops.cast(y["sbo_labels"], "int32")
+            sbo_loss = _masked_cross_entropy(sbo_labels, y_pred["sbo_logits"])
+            self.sbo_loss_tracker.update_state(sbo_loss)
+            self.sbo_accuracy.update_state(sbo_labels, y_pred["sbo_logits"])
+            loss = loss + sbo_loss
+        return self._plus_layer_losses(loss)
+
+    def _task_config(self):
+        return {"objective": self.objective, "max_span_length": self.max_span_length}

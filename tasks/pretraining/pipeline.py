@@ -1,0 +1,133 @@
+"""The pretraining `tf.data` pipeline: packed sequences in, masked batches out.
+
+Masks are drawn in `Dataset.map` from stateless seeds (`zip_with_seeds`), so
+every pass over the data sees new masks while a run stays reproducible; the
+evaluation pipeline keys its seeds by example index, so its masks never
+change and validation losses are comparable from one epoch to the next.
+
+Each element is `(inputs, labels)`:
+
+- inputs: `token_ids` (masked), `segment_ids`, `padding_mask` int32 [B, T],
+  `mask_positions` int32 [B, P]; for `span_sbo` also `span_left`,
+  `span_right`, `span_offset` int32 [B, P];
+- labels: `mlm_labels` int32 [B, P] (the original ids, -1 in unused slots);
+  `next_sentence` int32 [B] for `mlm_nsp`; `sbo_labels` int32 [B, P] for
+  `span_sbo` (-1 where a span touches an edge or in unused slots).
+"""
+
+import functools
+
+import numpy as np
+import tensorflow as tf
+
+from tasks.pretraining.masking import mlm_mask, span_mask, zip_with_seeds
+
+OBJECTIVES = ("mlm", "mlm_nsp", "span_sbo")
+
+
+def default_max_predictions(max_seq_length, mask_rate=0.15):
+    """Prediction slots per sequence: the 15% budget of a full sequence, rounded up."""
+    return int(np.ceil(mask_rate * max_seq_length))
+
+
+def _mask_function(objective, *, vocabulary_size, mask_id, special_ids, max_predictions,
+                   unigram_probabilities, whole_word, exact_budget):
+    common = dict(vocabulary_size=vocabulary_size, mask_id=mask_id, special_ids=special_ids,
+                  max_predictions=max_predictions, unigram_probabilities=unigram_probabilities)
+    if objective == "span_sbo":
+        return functools.partial(span_mask, exact_budget=exact_budget, **common)
+    return functools.partial(mlm_mask, whole_word=whole_word, **common)
+
+
+def make_pretraining_dataset(
+    arrays,
+    *,
+    objective,
+    continuation,
+    special_ids,
+    mask_id,
+    batch_size,
+    max_predictions,
+    unigram_probabilities=None,
+    whole_word=False,
+    exact_budget=True,
+    seed=0,
+    training=True,
+):
+    """Batches of masked sequences for `objective` ("mlm", "mlm_nsp", "span_sbo").
+
+    Args:
+        arrays: from `pack_single_segments` or `pack_sentence_pairs` (the
+            latter, with `next_sentence`, for "mlm_nsp").
+        continuation: bool [V], True for `##` pieces: word starts are the
+            other pieces (`continuation_flags`).
+        special_ids: ids never selected ([PAD], [CLS], [SEP], [MASK], [UNK]).
+        mask_id: the [MASK] id.
+        batch_size: sequences per batch; the last partial batch is dropped
+            when training so shapes stay static.
+        max_predictions: P.
+        unigram_probabilities: float [V] for random replacements; None draws
+            them uniformly.
+        whole_word: whole-word MLM.
+        exact_budget: span masking stops at exactly 15% of the tokens, the
+            last span cut short if need be (SpanBERT's rule).
+        seed: the masking and shuffling seed.
+        training: shuffle, repeat forever and draw new masks on every pass;
+            otherwise one pass with fixed masks.
+
+    Examples:
+    >>> arrays = {"token_ids": np.array([[2, 5, 6, 7, 8, 9, 3, 0]] * 4, np.int32),
+    ...           "segment_ids": np.zeros((4, 8), np.int32)}
+    >>> ds = make_pretraining_dataset(arrays, objective="mlm",
+    ...     continuation=np.zeros(10, bool), special_ids=(0, 1, 2, 3, 4), mask_id=4,
+    ...     batch_size=2, max_predictions=2, training=False)
+    >>> x, y = next(iter(ds))
+    >>> tuple(x["mask_positions"].shape), tuple(y["mlm_labels"].shape)
+    ((2, 2), (2, 2))
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if objective == "mlm_nsp" and "next_sentence" not in arrays:
+        raise ValueError("mlm_nsp needs sentence pairs (pack_sentence_pairs)")
+    vocabulary_size = len(continuation)
+    mask = _mask_function(
+        objective, vocabulary_size=vocabulary_size, mask_id=mask_id,
+        special_ids=tuple(special_ids), max_predictions=max_predictions,
+        unigram_probabilities=unigram_probabilities, whole_word=whole_word,
+        exact_budget=exact_budget,
+    )
+    continuation = tf.constant(continuation, tf.bool)
+    pad_id = special_ids[0] if special_ids else 0
+
+    def transform(example, example_seed):
+        token_ids = example["token_ids"]
+        word_starts = ~tf.gather(continuation, token_ids)
+        masked = mask(token_ids, seed=example_seed, word_starts=word_starts)
+        inputs = {
+            "token_ids": masked["masked_ids"],
+            "segment_ids": example["segment_ids"],
+            "padding_mask": tf.cast(token_ids != pad_id, tf.int32),
+            "mask_positions": masked["mask_positions"],
+        }
+        labels = {"mlm_labels": tf.where(masked["mask_weights"] > 0, masked["mask_ids"], -1)}
+        if objective == "mlm_nsp":
+            labels["next_sentence"] = example["next_sentence"]
+        if objective == "span_sbo":
+            for name in ("span_left", "span_right", "span_offset"):
+                inputs[name] = masked[name]
+            labels["sbo_labels"] = tf.where(masked["sbo_weights"] > 0, masked["mask_ids"], -1)
+        return inputs, labels
+
+    keys = ("token_ids", "segment_ids") + (("next_sentence",) if objective == "mlm_nsp" else ())
+    dataset = tf.data.Dataset.from_tensor_slices({key: arrays[key] for key in keys})
+    if training:
+        dataset = dataset.shuffle(len(arrays["token_ids"]), seed=seed,
+                                  reshuffle_each_iteration=True)
+        dataset = zip_with_seeds(dataset, seed).repeat()
+    else:
+        # Fixed masks: the seed of example i is [seed, i].
+        dataset = dataset.enumerate().map(
+            lambda index, example: (example, tf.stack([tf.cast(seed, tf.int64), index])))
+    dataset = dataset.map(transform, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=training)
+    return dataset.prefetch(tf.data.AUTOTUNE)

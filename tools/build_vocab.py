@@ -1,0 +1,75 @@
+"""Learns a WordPiece vocabulary from raw text.
+
+    python tools/build_vocab.py --corpus=wiki.train.txt --vocab_size=8000 \
+        --output=runs/vocab.txt
+
+The corpus is read as `tools/pretrain.py` reads it (blank-line or
+WikiText-style documents; comma-separate several files). The reserved
+tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4 (more with
+--reserved_tokens). Progress is printed as lines are counted.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import flags  # noqa: E402
+
+from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
+from tasks.tokenizer import build_vocabulary, write_vocabulary  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("corpus", None, "Text file(s), comma-separated.")
+flags.DEFINE_enum("corpus_format", "auto", CORPUS_FORMATS, "How documents are separated: "
+                  "blank lines, or WikiText '= Title =' headings; auto detects.")
+flags.DEFINE_integer("vocab_size", 8000, "Target vocabulary size (a small corpus may give "
+                     "fewer tokens).", lower_bound=10)
+flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents (uncased vocabulary).")
+flags.DEFINE_integer("min_frequency", 2, "Words seen fewer times are not learned whole.",
+                     lower_bound=1)
+flags.DEFINE_list("reserved_tokens", [], "Extra reserved tokens after [PAD] [UNK] [CLS] "
+                  "[SEP] [MASK].")
+flags.DEFINE_string("output", None, "Where to write vocab.txt.")
+flags.DEFINE_boolean("overwrite", False, "Replace an existing --output file.")
+flags.mark_flags_as_required(["corpus", "output"])
+
+
+def _lines(paths):
+    for path in paths:
+        for document in read_corpus(path, FLAGS.corpus_format):
+            yield from document
+
+
+def main(argv):
+    if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
+        raise UserError(f"--output={FLAGS.output} exists; pass --overwrite to replace it")
+    directory = os.path.dirname(os.path.abspath(FLAGS.output))
+    if not os.path.isdir(directory):
+        raise UserError(f"--output: no such directory {directory}")
+    start = time.time()
+
+    def progress(lines, words):
+        print(f"\rcounted {lines:,} lines, {words:,} words ({time.time() - start:.0f} s)",
+              end="", file=sys.stderr, flush=True)
+
+    tokens = build_vocabulary(_lines(FLAGS.corpus), FLAGS.vocab_size, FLAGS.lowercase,
+                              FLAGS.min_frequency, progress=progress)
+    print(file=sys.stderr)
+    for token in FLAGS.reserved_tokens:
+        if token in tokens:
+            raise UserError(f"--reserved_tokens: {token!r} is already in the vocabulary")
+    tokens = tokens[:5] + list(FLAGS.reserved_tokens) + tokens[5:]
+    write_vocabulary(tokens, FLAGS.output)
+    print(f"wrote {len(tokens):,} tokens to {FLAGS.output} in {time.time() - start:.0f} s")
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()
