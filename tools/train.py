@@ -10,6 +10,7 @@ An interrupted run resumes from its last finished epoch when started again
 with the same flags.
 """
 
+import functools
 import json
 import logging
 import os
@@ -27,7 +28,7 @@ from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabular
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from zoo import ENCODER_PRESETS, TASK_PRESETS, build_model, get_preset  # noqa: E402
-from zoo.checkpoints import load_hf_encoder, read_hf_lowercase  # noqa: E402
+from zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
 from zoo.hardware import (  # noqa: E402
     JIT_COMPILE_CHOICES,
     MIXED_PRECISION_CHOICES,
@@ -55,8 +56,10 @@ flags.DEFINE_string("eval_data", None, "Validation data file (picks the best mod
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_string("vocab", None, "vocab.txt to use; by default the --init_checkpoint's, or "
                     "one learned from the training text.")
-flags.DEFINE_string("init_checkpoint", None, "A Hugging Face BERT directory (config.json, "
-                    "model.safetensors, vocab.txt) whose encoder weights start training.")
+flags.DEFINE_string("init_checkpoint", None, "A checkpoint directory whose encoder weights "
+                    "start training: Hugging Face BERT (config.json, model.safetensors, "
+                    "vocab.txt), a KerasHub BertBackbone preset (save_to_preset), or ours "
+                    "(encoder.keras, from pretraining).")
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the training text.",
                      lower_bound=100)
 flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
@@ -95,11 +98,20 @@ def _task_preset(task, examples):
         raise UserError(f"--preset: {error}")
 
 
+@functools.lru_cache(maxsize=None)
+def _checkpoint_tokenizer_settings(path):
+    """(vocabulary, lowercase) of --init_checkpoint, in any checkpoint format."""
+    try:
+        return read_tokenizer_settings(path)
+    except (ValueError, OSError) as error:
+        raise UserError(f"--init_checkpoint={path}: {error}")
+
+
 def _vocabulary(task, examples, resuming):
     if FLAGS.vocab:
         return read_vocabulary(FLAGS.vocab)
     if FLAGS.init_checkpoint:
-        return read_vocabulary(os.path.join(FLAGS.init_checkpoint, "vocab.txt"))
+        return _checkpoint_tokenizer_settings(FLAGS.init_checkpoint)[0]
     if resuming and os.path.exists(md.path(FLAGS.model_dir, md.VOCAB)):
         return md.load_vocabulary(FLAGS.model_dir)
     logging.info("learning a %d-token WordPiece vocabulary from %s", FLAGS.vocab_size,
@@ -148,10 +160,7 @@ def main(argv):
     tokens = _vocabulary(task, train_examples, resuming)
     lowercase = FLAGS.lowercase
     if FLAGS.init_checkpoint and not FLAGS.vocab:
-        try:
-            lowercase = read_hf_lowercase(FLAGS.init_checkpoint)
-        except ValueError as error:
-            raise UserError(f"--init_checkpoint: {error}")
+        lowercase = _checkpoint_tokenizer_settings(FLAGS.init_checkpoint)[1]
     tokenizer = WordPieceTokenizer(tokens, lowercase=lowercase)
     options = dict(max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size,
                    seed=FLAGS.seed)
@@ -204,7 +213,7 @@ def main(argv):
     if FLAGS.init_checkpoint:
         encoder_options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
         try:
-            encoder = load_hf_encoder(FLAGS.init_checkpoint, **encoder_options)
+            encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
         except (ValueError, OSError) as error:
             raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
         transformer = encoder.get_layer("transformer")

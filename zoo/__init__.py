@@ -5,7 +5,13 @@
 """
 
 from zoo.builder import build_encoder, build_model, get_preset, list_presets
-from zoo.checkpoints import load_hf_encoder, load_hf_tokenizer
+from zoo.checkpoints import (
+    load_encoder,
+    load_hf_encoder,
+    load_hf_tokenizer,
+    load_pretrained,
+    load_tokenizer,
+)
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset
 
 __all__ = [
@@ -17,6 +23,9 @@ __all__ = [
     "build_model",
     "get_preset",
     "list_presets",
+    "load_encoder",
     "load_hf_encoder",
     "load_hf_tokenizer",
+    "load_pretrained",
+    "load_tokenizer",
 ]

@@ -1,8 +1,20 @@
-"""Importing pretrained weights into our encoders.
+"""Pretrained encoder checkpoints: load from (and write to) local directories.
 
->>> from zoo.checkpoints import load_hf_encoder, load_hf_tokenizer
+`load_encoder`, `load_tokenizer` and `load_pretrained` read any of three
+formats, told apart by their files (`checkpoint_format`): our own native
+directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
+(`export_keras_hub_preset` writes one) and a Hugging Face BERT directory.
+
+>>> from zoo.checkpoints import load_encoder, load_tokenizer, load_pretrained
 """
 
+from zoo.checkpoints.formats import (
+    checkpoint_format,
+    load_encoder,
+    load_pretrained,
+    load_tokenizer,
+    read_tokenizer_settings,
+)
 from zoo.checkpoints.huggingface import (
     load_hf_encoder,
     load_hf_tokenizer,
@@ -11,12 +23,30 @@ from zoo.checkpoints.huggingface import (
     read_hf_lowercase,
     read_hf_weights,
 )
+from zoo.checkpoints.keras_hub import (
+    export_keras_hub_preset,
+    load_keras_hub_encoder,
+    load_keras_hub_tokenizer,
+    read_keras_hub_config,
+)
+from zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
 
 __all__ = [
+    "checkpoint_format",
+    "export_keras_hub_preset",
+    "load_encoder",
     "load_hf_encoder",
     "load_hf_tokenizer",
     "load_hf_weights",
+    "load_keras_hub_encoder",
+    "load_keras_hub_tokenizer",
+    "load_native_encoder",
+    "load_pretrained",
+    "load_tokenizer",
     "read_hf_config",
     "read_hf_lowercase",
     "read_hf_weights",
+    "read_keras_hub_config",
+    "read_tokenizer_settings",
+    "save_encoder_checkpoint",
 ]

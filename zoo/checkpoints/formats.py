@@ -1,0 +1,218 @@
+"""One entry point for every checkpoint format: detect, load the encoder and tokenizer.
+
+Three local directory formats hold a pretrained BERT-family encoder:
+
+- "native": ours, written by `save_encoder_checkpoint` (pretraining):
+  `encoder.keras`, `vocab.txt`, `tokenizer_config.json`;
+- "keras_hub": a KerasHub `BertBackbone` preset (`save_to_preset`):
+  `config.json` naming a keras_hub class, `model.weights.h5`, `tokenizer.json`,
+  `assets/tokenizer/vocabulary.txt`;
+- "huggingface": a Hugging Face BERT directory: `config.json`,
+  `model.safetensors`, `vocab.txt`, `tokenizer_config.json`.
+
+`load_encoder(path)` and `load_tokenizer(path)` take any of them; the format
+is told by the files (`checkpoint_format`). `load_pretrained(path, task)` puts
+a task head on the loaded encoder and compiles it, with the defaults (learning
+rate, ...) of the encoder preset of the same shape. Each loader keeps the
+checkpoint's numerics: an encoder imported from KerasHub uses KerasHub's tanh
+GELU, one from Hugging Face the exact GELU.
+
+Examples (a tiny encoder saved first; any of the three formats loads alike):
+>>> import os, tempfile
+>>> from zoo import build_encoder
+>>> from zoo.checkpoints import save_encoder_checkpoint
+>>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"]
+>>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary))
+>>> directory = os.path.join(tempfile.mkdtemp(), "checkpoint")
+>>> save_encoder_checkpoint(encoder, directory, vocabulary, lowercase=True)
+>>> checkpoint_format(directory)
+'native'
+>>> load_tokenizer(directory).tokenize_flat(["Café opens"]).to_list()
+[[5, 7, 8]]
+>>> model = load_pretrained(directory, "classification", num_classes=3)
+>>> model.output_shape
+(None, 3)
+>>> tagger = load_pretrained(directory, "crf_tagging", labels=["O", "B-LOC", "I-LOC"])
+"""
+
+import logging
+import math
+import os
+
+from zoo.checkpoints import huggingface, keras_hub, native
+
+logger = logging.getLogger(__name__)
+
+NATIVE, KERAS_HUB, HUGGINGFACE = "native", "keras_hub", "huggingface"
+FORMATS = (NATIVE, KERAS_HUB, HUGGINGFACE)
+# load_pretrained task → task preset suffix (`<encoder preset>_<suffix>`).
+TASKS = {
+    "classification": "classifier",
+    "pair_classification": "pair_classifier",
+    "tagging": "tagger",
+    "crf_tagging": "crf_tagger",
+    "span_ner": "span_ner",
+}
+_SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim",
+                 "share_layers", "norm_first")
+_LOOKED_FOR = (
+    f"{native.ENCODER_FILE} (native, from save_encoder_checkpoint); "
+    f"{keras_hub.CONFIG_FILE} naming a keras_hub class with {keras_hub.WEIGHTS_FILE} "
+    f"(a KerasHub preset); {huggingface.CONFIG_FILE} with {huggingface.SAFETENSORS_FILE} "
+    "(a Hugging Face BERT directory)"
+)
+
+
+def _directory(path):
+    path = os.fspath(path)
+    if os.path.isfile(path):  # a file inside the checkpoint (config.json, encoder.keras)
+        path = os.path.dirname(path) or "."
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such checkpoint directory")
+    return path
+
+
+def checkpoint_format(path):
+    """"native", "keras_hub" or "huggingface": the format of a checkpoint directory.
+
+    `encoder.keras` makes it native; a config.json naming a keras_hub class
+    (`registered_name` "keras_hub>...") a KerasHub preset; any other
+    config.json a Hugging Face directory (whose loader then says what is
+    missing or unsupported).
+
+    Raises:
+        FileNotFoundError: `path` is not a directory.
+        ValueError: none of the three; the message lists what was looked for
+            and what the directory holds.
+    """
+    directory = _directory(path)
+    if native.is_native_checkpoint(directory):
+        return NATIVE
+    if keras_hub.is_keras_hub_preset(directory):
+        return KERAS_HUB
+    if os.path.isfile(os.path.join(directory, huggingface.CONFIG_FILE)):
+        return HUGGINGFACE
+    found = sorted(os.listdir(directory))
+    listing = ", ".join(found[:20]) + (", ..." if len(found) > 20 else "") if found else "nothing"
+    raise ValueError(f"{directory}: not a checkpoint directory of a known format; looked for "
+                     f"{_LOOKED_FOR}; found {listing}")
+
+
+def load_encoder(path, **overrides):
+    """A zoo encoder with the weights of a checkpoint directory of any format.
+
+    Args:
+        path: a native, KerasHub or Hugging Face checkpoint directory
+            (see `checkpoint_format`).
+        **overrides: `build_encoder` fields that replace the checkpoint's,
+            e.g. `dropout=0.0` or `max_sequence_length=128` (at most the
+            checkpoint's); shape-changing overrides fail naming the weights.
+
+    Returns:
+        The `keras.Model` named "encoder" (inputs token_ids, segment_ids,
+        padding_mask; outputs sequence_output, pooled_output, hidden_states),
+        built under the current dtype policy.
+    """
+    loader = {
+        NATIVE: native.load_native_encoder,
+        KERAS_HUB: keras_hub.load_keras_hub_encoder,
+        HUGGINGFACE: huggingface.load_hf_encoder,
+    }[checkpoint_format(path)]
+    return loader(_directory(path), **overrides)
+
+
+def read_tokenizer_settings(path):
+    """(vocabulary tokens, lowercase) of a checkpoint directory of any format.
+
+    The vocabulary is `vocab.txt` (native, Hugging Face) or
+    `assets/tokenizer/vocabulary.txt` (KerasHub); lower-casing comes from
+    `tokenizer_config.json`'s `do_lower_case` (native, Hugging Face) or from
+    KerasHub's `tokenizer.json`.
+    """
+    from tasks.tokenizer import read_vocabulary
+
+    directory = _directory(path)
+    form = checkpoint_format(directory)
+    if form == KERAS_HUB:
+        return keras_hub.read_keras_hub_tokenizer(directory)
+    tokens = read_vocabulary(os.path.join(directory, huggingface.VOCABULARY_FILE))
+    return tokens, huggingface.read_hf_lowercase(directory)
+
+
+def load_tokenizer(path):
+    """Our `WordPieceTokenizer` for a checkpoint directory of any format.
+
+    See `read_tokenizer_settings` for where the vocabulary and lower-casing
+    come from.
+    """
+    from tasks.tokenizer import WordPieceTokenizer
+
+    tokens, lowercase = read_tokenizer_settings(path)
+    return WordPieceTokenizer(tokens, lowercase=lowercase)
+
+
+def matching_encoder_preset(transformer):
+    """The encoder preset with `transformer`'s shape, else the nearest in width and depth."""
+    from zoo.presets import ENCODER_PRESETS
+
+    shape = {field: getattr(transformer, field) for field in _SHAPE_FIELDS}
+    for name, preset in ENCODER_PRESETS.items():
+        preset_shape = {field: getattr(preset, field) for field in _SHAPE_FIELDS}
+        preset_shape["embedding_dim"] = preset.embedding_dim or preset.hidden_dim
+        if preset_shape == shape:
+            return name
+
+    def distance(name):
+        preset = ENCODER_PRESETS[name]
+        return (abs(math.log(preset.hidden_dim / transformer.hidden_dim))
+                + 0.5 * abs(math.log(preset.num_layers / transformer.num_layers))
+                + (preset.norm_first != transformer.norm_first)
+                + (preset.share_layers != transformer.share_layers))
+
+    name = min(ENCODER_PRESETS, key=distance)
+    logger.info("no encoder preset has the checkpoint's shape; using the defaults of %s", name)
+    return name
+
+
+def load_pretrained(path, task, **head_options):
+    """A compiled task model whose encoder starts from a checkpoint directory.
+
+    The encoder comes from `load_encoder(path)`; the head and the training
+    defaults come from the task preset `<encoder preset>_<head>` built by
+    `zoo.build_model`, where the encoder preset is the one with the
+    checkpoint's shape (e.g. "minilm_l6_h384" for all-MiniLM-L6-v2, so its
+    learning rate applies), else the nearest one. The tokenizer to feed it is
+    `load_tokenizer(path)`.
+
+    Args:
+        path: a native, KerasHub or Hugging Face checkpoint directory.
+        task: "classification", "pair_classification", "tagging" (a softmax
+            per word), "crf_tagging" or "span_ner".
+        **head_options: `build_model` overrides: head fields (`num_classes`,
+            `labels`, `tag_scheme`, `head_hidden_dim`, span fields), training
+            fields (`learning_rate`, `total_steps`, `warmup_steps`,
+            `weight_decay`, `jit_compile`) and encoder fields, which are
+            applied to the loaded encoder (`dropout`, `attention_dropout`,
+            `max_sequence_length`).
+
+    Returns:
+        The compiled Keras model (a classifier, `SequenceTagger` or `SpanNER`).
+
+    Raises:
+        ValueError: an unknown task, a bad option, or a checkpoint that
+            cannot be loaded (see `load_encoder`).
+    """
+    from zoo.builder import _ENCODER_FIELDS, build_model
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    encoder_overrides = {name: value for name, value in head_options.items()
+                         if name in _ENCODER_FIELDS and name != "learning_rate"}
+    encoder = load_encoder(path, **encoder_overrides)
+    transformer = encoder.get_layer("transformer")
+    preset = f"{matching_encoder_preset(transformer)}_{TASKS[task]}"
+    options = dict(vocabulary_size=transformer.vocabulary_size,
+                   max_sequence_length=transformer.max_sequence_length,
+                   dropout=transformer.dropout)
+    options.update(head_options)
+    return build_model(preset, encoder=encoder, **options)

@@ -1,0 +1,509 @@
+"""KerasHub `BertBackbone` presets (a local directory) ↔ our functional encoder.
+
+A KerasHub preset directory, as written by `backbone.save_to_preset(dir)` and
+`tokenizer.save_to_preset(dir)`, holds
+
+    config.json                        the backbone class and its arguments
+    model.weights.h5                   the backbone's weights (Keras HDF5 layout)
+    metadata.json                      versions and parameter count
+    tokenizer.json                     the tokenizer class and its arguments
+    assets/tokenizer/vocabulary.txt    the WordPiece vocabulary
+
+Importing reads config.json and the HDF5 file directly (no KerasHub objects
+are built); only `BertBackbone` is accepted, because other backbones
+(DistilBERT, RoBERTa, ALBERT, ...) differ in architecture. KerasHub's BERT
+applies the tanh approximation of GELU, so an imported encoder has
+`gelu_approximate=True` and reproduces KerasHub's outputs. Every variable of
+the encoder is set, or import fails: a missing weight or one of the wrong
+shape raises `ValueError` naming it (by its KerasHub variable path and its
+place in model.weights.h5).
+
+Exporting (`export_keras_hub_preset`) builds a `keras_hub.models.BertBackbone`
+and a `BertTokenizer`, copies the weights and saves both with KerasHub's own
+`save_to_preset`, so `BertBackbone.from_preset(dir)` and
+`BertTokenizer.from_preset(dir)` load the result. Only encoders BertBackbone
+can represent are exported: post-LN (`norm_first=False`), no factorised
+embeddings, no layer sharing, `layer_norm_epsilon=1e-12`. An encoder with exact
+GELU (a Hugging Face import) is exported with a warning: the weights are
+carried over, and KerasHub computes its tanh GELU with them.
+
+Variable mapping (KerasHub path → ours; KerasHub keeps attention kernels per
+head, [hidden, heads, head_dim] and [heads, head_dim, hidden], which are
+reshaped to and from our [hidden, hidden] Dense kernels):
+
+    token_embedding/embeddings              → embeddings/token_embedding
+    position_embedding/embeddings           → embeddings/position_embedding
+    segment_embedding/embeddings            → embeddings/segment_embedding
+    embeddings_layer_norm                   → embeddings/layer_norm
+    transformer_layer_{i}/self_attention_layer/query (key, value)  → block_{i}/attention/query (...)
+    transformer_layer_{i}/self_attention_layer/attention_output  → block_{i}/attention/output
+    transformer_layer_{i}/self_attention_layer_norm              → block_{i}/attention_norm
+    transformer_layer_{i}/feedforward_intermediate_dense         → block_{i}/intermediate
+    transformer_layer_{i}/feedforward_output_dense               → block_{i}/output
+    transformer_layer_{i}/feedforward_layer_norm                 → block_{i}/feedforward_norm
+    pooled_dense                            → pooler
+
+Examples:
+>>> import os, tempfile
+>>> from zoo import build_encoder
+>>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
+>>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary), num_layers=1,
+...                         gelu_approximate=True)
+>>> directory = os.path.join(tempfile.mkdtemp(), "preset")
+>>> export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True)
+>>> read_keras_hub_config(directory)["gelu_approximate"]
+True
+>>> imported = load_keras_hub_encoder(directory)
+>>> imported.get_layer("transformer").num_layers
+1
+"""
+
+import json
+import logging
+import os
+
+import numpy as np
+
+from tasks.tokenizer import WordPieceTokenizer
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+SHARDED_WEIGHTS_FILE = "model.weights.json"
+TOKENIZER_FILE = "tokenizer.json"
+VOCABULARY_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+
+SUPPORTED_BACKBONES = ("BertBackbone",)
+SUPPORTED_TOKENIZERS = ("BertTokenizer", "WordPieceTokenizer")
+# KerasHub's BertBackbone fixes these; an encoder must match them to be exported.
+KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
+BASE_PRESET = "bert_base"
+
+# BertBackbone config field → (encoder argument, default when absent; None = required).
+_CONFIG_FIELDS = {
+    "vocabulary_size": ("vocabulary_size", None),
+    "num_layers": ("num_layers", None),
+    "num_heads": ("num_heads", None),
+    "hidden_dim": ("hidden_dim", None),
+    "intermediate_dim": ("intermediate_dim", None),
+    "max_sequence_length": ("max_sequence_length", 512),
+    "num_segments": ("num_segments", 2),
+    "dropout": ("dropout", 0.1),
+}
+# Fields of a Keras layer config that do not change the computation.
+_IGNORED_FIELDS = ("name", "trainable", "dtype")
+# Tokenizer settings WordPieceTokenizer always has: field → (value, meaning).
+_TOKENIZER_FIXED = {
+    "split": (True, "WordPieceTokenizer always splits on whitespace and punctuation"),
+    "split_on_cjk": (True, "WordPieceTokenizer always splits CJK characters"),
+    "suffix_indicator": ("##", "WordPieceTokenizer marks word continuations with ##"),
+    "oov_token": ("[UNK]", "WordPieceTokenizer's unknown token is [UNK]"),
+}
+_KERAS_HUB_SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
+
+
+def _read_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no {what} (is this a KerasHub preset directory?)")
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON: {error}")
+
+
+def _directory(path):
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        path = os.path.dirname(path) or "."
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such preset directory")
+    return path
+
+
+def _is_keras_hub_object(config):
+    if not isinstance(config, dict):
+        return False
+    registered = str(config.get("registered_name") or "")
+    module = str(config.get("module") or "")
+    return registered.startswith("keras_hub>") or module.startswith(("keras_hub.", "keras_nlp."))
+
+
+def is_keras_hub_preset(path):
+    """Whether `path` is a directory whose config.json names a KerasHub class."""
+    config_path = os.path.join(os.fspath(path), CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        return False
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            return _is_keras_hub_object(json.load(f))
+    except (OSError, ValueError):
+        return False
+
+
+def read_keras_hub_config(path):
+    """Reads a KerasHub preset's config.json into `build_encoder` overrides.
+
+    Returns:
+        A dict of encoder fields: the shape (`vocabulary_size`, `num_layers`,
+        `num_heads`, `hidden_dim`, `intermediate_dim`, `max_sequence_length`,
+        `num_segments`), the dropout rates, and BertBackbone's fixed numerics
+        (`gelu_approximate=True`, `layer_norm_epsilon=1e-12`, post-LN, no
+        factorised embeddings, no layer sharing).
+
+    Raises:
+        ValueError: the backbone is not a `BertBackbone` (the message names
+            config.json's `class_name`), a required field is missing, or a
+            field this importer does not know is set (named).
+    """
+    config_path = os.path.join(_directory(path), CONFIG_FILE)
+    saved = _read_json(config_path, CONFIG_FILE)
+    if not _is_keras_hub_object(saved):
+        raise ValueError(f"{config_path}: not a KerasHub preset config (no 'registered_name' "
+                         "or 'module' naming keras_hub)")
+    class_name = saved.get("class_name")
+    if class_name not in SUPPORTED_BACKBONES:
+        raise ValueError(
+            f"{config_path}: class_name={class_name!r} is not supported; only KerasHub "
+            f"{', '.join(SUPPORTED_BACKBONES)} presets can be imported (other backbones have "
+            "different architectures)"
+        )
+    fields = saved.get("config")
+    if not isinstance(fields, dict):
+        raise ValueError(f"{config_path}: the field 'config' (the backbone's arguments) is "
+                         "missing")
+    unknown = sorted(set(fields) - set(_CONFIG_FIELDS) - set(_IGNORED_FIELDS))
+    if unknown:
+        raise ValueError(f"{config_path}: config field(s) {', '.join(map(repr, unknown))} are "
+                         f"not supported; a {class_name} with them cannot be imported exactly")
+    encoder_config = {}
+    for field, (argument, default) in _CONFIG_FIELDS.items():
+        value = fields.get(field, default)
+        if value is None:
+            raise ValueError(f"{config_path}: the required field {field!r} is missing")
+        if argument == "dropout":
+            value = float(value)
+        else:
+            if isinstance(value, bool) or not float(value).is_integer():
+                raise ValueError(f"{config_path}: {field}={value!r} is not an integer")
+            value = int(value)
+        encoder_config[argument] = value
+    encoder_config.update(
+        attention_dropout=encoder_config["dropout"],  # BertBackbone uses one rate
+        embedding_dim=None,
+        gelu_approximate=True,  # keras_hub's BertBackbone: gelu(approximate=True)
+        layer_norm_epsilon=KERAS_HUB_LAYER_NORM_EPSILON,
+        norm_first=False,
+        share_layers=False,
+    )
+    return encoder_config
+
+
+def _weight_plan(transformer):
+    """One entry per encoder variable, as a dict:
+
+    name (KerasHub variable path), h5 (group, index in model.weights.h5),
+    variable (ours), shape (KerasHub's), to_ours and to_keras_hub (reshapes).
+    """
+    hidden, heads = transformer.hidden_dim, transformer.num_heads
+    head_dim = hidden // heads
+    plan = []
+
+    def add(name, group, index, variable, shape=None):
+        shape = tuple(variable.shape) if shape is None else shape
+        plan.append({
+            "name": name, "h5": (group, index), "variable": variable, "shape": shape,
+            "to_ours": lambda value, target=tuple(variable.shape): value.reshape(target),
+            "to_keras_hub": lambda value, target=shape: value.reshape(target),
+        })
+
+    def dense(name, group, layer, kernel_shape=None, bias_shape=None):
+        add(f"{name}/kernel", group, 0, layer.kernel, kernel_shape)
+        add(f"{name}/bias", group, 1, layer.bias, bias_shape)
+
+    def layer_norm(name, group, layer):
+        add(f"{name}/gamma", group, 0, layer.gamma)
+        add(f"{name}/beta", group, 1, layer.beta)
+
+    if transformer.embeddings.projection is not None:
+        raise ValueError(f"embedding_dim={transformer.embedding_dim} differs from hidden_dim="
+                         f"{hidden}: BertBackbone has no factorised embeddings")
+    if transformer.norm_first:
+        raise ValueError("norm_first=True: BertBackbone is post-LN (norm_first=False)")
+    if transformer.share_layers:
+        raise ValueError("share_layers=True: BertBackbone has no cross-layer sharing")
+    embeddings = transformer.embeddings
+    add("token_embedding/embeddings", "layers/reversible_embedding", 0,
+        embeddings.token_embedding.embeddings)
+    add("position_embedding/embeddings", "layers/position_embedding", 0,
+        embeddings.position_embedding.embeddings)
+    add("segment_embedding/embeddings", "layers/embedding", 0,
+        embeddings.segment_embedding.embeddings)
+    layer_norm("embeddings_layer_norm", "layers/layer_normalization", embeddings.layer_norm)
+    for index, block in enumerate(transformer.blocks):
+        name = f"transformer_layer_{index}"
+        # Keras names the i-th TransformerEncoder of the functional model so in the file.
+        group = "layers/transformer_encoder" + (f"_{index}" if index else "")
+        attention = block.attention
+        for part, layer in (("query", attention.query_dense), ("key", attention.key_dense),
+                            ("value", attention.value_dense)):
+            dense(f"{name}/self_attention_layer/{part}",
+                  f"{group}/_self_attention_layer/{part}_dense", layer,
+                  (hidden, heads, head_dim), (heads, head_dim))
+        dense(f"{name}/self_attention_layer/attention_output",
+              f"{group}/_self_attention_layer/output_dense", attention.output_dense,
+              (heads, head_dim, hidden))
+        layer_norm(f"{name}/self_attention_layer_norm", f"{group}/_self_attention_layer_norm",
+                   block.attention_norm)
+        dense(f"{name}/feedforward_intermediate_dense",
+              f"{group}/_feedforward_intermediate_dense", block.intermediate_dense)
+        dense(f"{name}/feedforward_output_dense", f"{group}/_feedforward_output_dense",
+              block.output_dense)
+        layer_norm(f"{name}/feedforward_layer_norm", f"{group}/_feedforward_layer_norm",
+                   block.feedforward_norm)
+    dense("pooled_dense", "layers/dense", transformer.pooler)
+    return plan
+
+
+def _h5_value(dataset):
+    if dataset.attrs.get("dtype") == "bfloat16":  # as Keras writes bfloat16 variables
+        import ml_dtypes
+
+        return np.array(dataset, dtype=ml_dtypes.bfloat16)
+    return np.asarray(dataset[()])
+
+
+def read_keras_hub_weights(path):
+    """Every weight in a preset's model.weights.h5, by "group/vars/index", as numpy arrays."""
+    import h5py
+
+    directory = _directory(path)
+    file = os.path.join(directory, WEIGHTS_FILE)
+    if not os.path.isfile(file):
+        if os.path.isfile(os.path.join(directory, SHARDED_WEIGHTS_FILE)):
+            raise ValueError(f"{directory}: sharded weights ({SHARDED_WEIGHTS_FILE}) are not "
+                             "supported; save the backbone unsharded (save_to_preset without "
+                             "max_shard_size)")
+        raise FileNotFoundError(f"{directory}: no {WEIGHTS_FILE} (is this a KerasHub preset "
+                                "directory written by save_to_preset?)")
+    weights = {}
+    with h5py.File(file, "r") as h5:
+        def visit(name, item):
+            if isinstance(item, h5py.Dataset):
+                weights[name] = _h5_value(item)
+        h5.visititems(visit)
+    return weights
+
+
+def load_keras_hub_weights(encoder, path, weights=None):
+    """Sets every variable of `encoder` from a KerasHub BertBackbone preset.
+
+    Args:
+        encoder: a zoo encoder (or its `TransformerEncoder` layer) with the
+            preset's shape; a smaller `max_sequence_length` keeps the first
+            positions.
+        path: the preset directory.
+        weights: `read_keras_hub_weights(path)` if already read.
+
+    Returns:
+        The sorted names of datasets in model.weights.h5 that were not used.
+
+    Raises:
+        ValueError: a weight is missing or has the wrong shape; the message
+            names it (KerasHub variable path and HDF5 dataset) with both
+            shapes in KerasHub's layout. Nothing is assigned then.
+    """
+    directory = _directory(path)
+    transformer = encoder.get_layer("transformer") if hasattr(encoder, "get_layer") else encoder
+    if weights is None:
+        weights = read_keras_hub_weights(directory)
+    assignments, missing, wrong, used = [], [], [], set()
+    for entry in _weight_plan(transformer):
+        group, index = entry["h5"]
+        key = f"{group}/vars/{index}"
+        where = f"{entry['name']} (model.weights.h5: {key})"
+        if key not in weights:
+            missing.append(where)
+            continue
+        used.add(key)
+        value = weights[key]
+        expected = entry["shape"]
+        if (entry["name"] == "position_embedding/embeddings" and value.ndim == 2
+                and value.shape[1] == expected[1] and value.shape[0] > expected[0]):
+            logger.info("using the first %d of the preset's %d positions",
+                        expected[0], value.shape[0])
+            value = value[: expected[0]]
+        if tuple(value.shape) != tuple(expected):
+            wrong.append(f"{where}: preset shape {tuple(value.shape)}, encoder expects "
+                         f"{tuple(expected)}")
+            continue
+        assignments.append((entry["variable"], entry["to_ours"](value)))
+    if missing:
+        raise ValueError(f"{directory}: the preset lacks {len(missing)} weight(s) the encoder "
+                         f"needs: {', '.join(missing)}")
+    if wrong:
+        raise ValueError(f"{directory}: {len(wrong)} weight(s) have the wrong shape (is "
+                         f"config.json consistent with the weights?): {'; '.join(wrong)}")
+    for variable, value in assignments:
+        variable.assign(value.astype(variable.dtype, copy=False))
+    unused = sorted(set(weights) - used)
+    if unused:
+        logger.info("%s: %d weight(s) not used by the encoder: %s", directory, len(unused),
+                    ", ".join(unused))
+    return unused
+
+
+def load_keras_hub_encoder(path, **overrides):
+    """Our functional encoder with the weights of a KerasHub BertBackbone preset.
+
+    Args:
+        path: a local KerasHub preset directory (config.json naming
+            BertBackbone, model.weights.h5).
+        **overrides: `build_encoder` fields that replace the preset's, e.g.
+            `dropout=0.0` or `max_sequence_length=128` (at most the preset's).
+            `gelu_approximate=False` would not reproduce KerasHub.
+
+    Returns:
+        The `keras.Model` named "encoder" from `zoo.build_encoder`, with
+        `gelu_approximate=True`, built under the current dtype policy.
+    """
+    from zoo.builder import build_encoder  # zoo.builder pulls in the task modules
+
+    config = read_keras_hub_config(path)
+    config.update(overrides)
+    weights = read_keras_hub_weights(path)
+    encoder = build_encoder(BASE_PRESET, **config)
+    load_keras_hub_weights(encoder, path, weights=weights)
+    return encoder
+
+
+def read_keras_hub_tokenizer(path):
+    """(vocabulary, lowercase) of a KerasHub preset's BertTokenizer.
+
+    Reads tokenizer.json and assets/tokenizer/vocabulary.txt. Settings
+    `WordPieceTokenizer` cannot reproduce (split, split_on_cjk,
+    suffix_indicator, oov_token other than BERT's; another tokenizer class)
+    raise `ValueError` naming the field. KerasHub's `strip_accents` defaults to
+    False even for lower-cased vocabularies, where `WordPieceTokenizer` (like
+    BERT) strips accents whenever it lower-cases; that difference is logged as
+    a warning, not refused: stripping maps "café" to "cafe" where KerasHub
+    gives [UNK].
+    """
+    from tasks.tokenizer import read_vocabulary
+
+    directory = _directory(path)
+    config_path = os.path.join(directory, TOKENIZER_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{config_path}: no {TOKENIZER_FILE}; save the tokenizer too, "
+                                "with tokenizer.save_to_preset(directory)")
+    saved = _read_json(config_path, TOKENIZER_FILE)
+    class_name = saved.get("class_name") if isinstance(saved, dict) else None
+    if class_name not in SUPPORTED_TOKENIZERS:
+        raise ValueError(f"{config_path}: class_name={class_name!r} is not supported; expected "
+                         f"one of {', '.join(SUPPORTED_TOKENIZERS)}")
+    config = saved.get("config") or {}
+    for field, (value, reason) in _TOKENIZER_FIXED.items():
+        if field in config and config[field] != value:
+            raise ValueError(f"{config_path}: {field}={config[field]!r} is not supported: "
+                             f"{reason}")
+    lowercase = bool(config.get("lowercase", False))
+    strip_accents = bool(config.get("strip_accents", False))
+    if strip_accents != lowercase:
+        logger.warning(
+            "%s: strip_accents=%s with lowercase=%s; WordPieceTokenizer strips accents exactly "
+            "when it lower-cases (as BERT does), so accented words may tokenize differently "
+            "from KerasHub", config_path, strip_accents, lowercase)
+    vocabulary = config.get("vocabulary")
+    if isinstance(vocabulary, list):
+        tokens = [str(token) for token in vocabulary]
+    else:
+        tokens = read_vocabulary(os.path.join(directory, VOCABULARY_FILE))
+    return tokens, lowercase
+
+
+def load_keras_hub_tokenizer(path):
+    """A `WordPieceTokenizer` for a KerasHub preset (see `read_keras_hub_tokenizer`)."""
+    tokens, lowercase = read_keras_hub_tokenizer(path)
+    return WordPieceTokenizer(tokens, lowercase=lowercase)
+
+
+def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite=False):
+    """Writes `encoder` and its tokenizer as a KerasHub BertBackbone preset directory.
+
+    `keras_hub.models.BertBackbone.from_preset(directory)` and
+    `keras_hub.models.BertTokenizer.from_preset(directory)` load the result.
+    The directory is written atomically (a temporary sibling, then a rename).
+
+    Args:
+        encoder: a zoo encoder (or its `TransformerEncoder` layer).
+        directory: the preset directory to create.
+        vocabulary: the WordPiece tokens (id = position), as many as the
+            encoder's `vocabulary_size`, including [CLS], [SEP], [PAD], [MASK]
+            and [UNK] (KerasHub's BertTokenizer needs all five).
+        lowercase: whether the tokenizer lower-cases; accents are stripped
+            exactly when it does, as our `WordPieceTokenizer` does.
+        overwrite: replace an existing non-empty `directory`.
+
+    Raises:
+        ValueError: the encoder has a setting BertBackbone cannot represent
+            (`norm_first`, `embedding_dim`, `share_layers`,
+            `layer_norm_epsilon`; named), the vocabulary does not fit, or the
+            directory exists and is not empty (without `overwrite`).
+    """
+    import keras
+    import keras_hub
+
+    from zoo.checkpoints.native import _check_vocabulary, _functional_encoder
+    from zoo.checkpoints.native import write_directory_atomically
+
+    transformer = _functional_encoder(encoder).get_layer("transformer")
+    if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
+        raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
+                         f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")
+    plan = _weight_plan(transformer)  # refuses norm_first, embedding_dim, share_layers
+    tokens = _check_vocabulary(vocabulary, transformer)
+    missing = [token for token in _KERAS_HUB_SPECIAL_TOKENS if token not in tokens]
+    if missing:
+        raise ValueError(f"the vocabulary lacks {missing}, which KerasHub's BertTokenizer needs")
+    if not transformer.gelu_approximate:
+        logger.warning("the encoder uses exact GELU (gelu_approximate=False); KerasHub's "
+                       "BertBackbone always applies the tanh approximation, so its outputs "
+                       "will differ slightly (typically ~1e-3) from this encoder's")
+    if transformer.attention_dropout != transformer.dropout:
+        logger.warning("attention_dropout=%g differs from dropout=%g; BertBackbone uses "
+                       "dropout for both (this only matters when training)",
+                       transformer.attention_dropout, transformer.dropout)
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=transformer.vocabulary_size,
+        num_layers=transformer.num_layers,
+        num_heads=transformer.num_heads,
+        hidden_dim=transformer.hidden_dim,
+        intermediate_dim=transformer.intermediate_dim,
+        dropout=transformer.dropout,
+        max_sequence_length=transformer.max_sequence_length,
+        num_segments=transformer.num_segments,
+        dtype="float32",
+    )
+    variables = {variable.path: variable for variable in backbone.weights}
+    unassigned = set(variables)
+    for entry in plan:
+        target = variables.get(entry["name"])
+        if target is None:
+            raise ValueError(f"this keras_hub's BertBackbone has no variable {entry['name']!r}; "
+                             "the installed KerasHub version is not supported")
+        value = np.asarray(keras.ops.convert_to_numpy(entry["variable"]), dtype="float32")
+        target.assign(entry["to_keras_hub"](value))
+        unassigned.discard(entry["name"])
+    if unassigned:
+        raise ValueError(f"this keras_hub's BertBackbone has variables with no counterpart "
+                         f"here: {', '.join(sorted(unassigned))}")
+    tokenizer = keras_hub.models.BertTokenizer(
+        vocabulary=tokens, lowercase=bool(lowercase), strip_accents=bool(lowercase))
+
+    def write(temporary):
+        backbone.save_to_preset(temporary)
+        tokenizer.save_to_preset(temporary)
+
+    write_directory_atomically(directory, write, overwrite=overwrite)
