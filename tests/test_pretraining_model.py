@@ -215,3 +215,22 @@ def test_fine_tuning_starts_from_the_pretrained_encoder(pretrained, task, data, 
     for mine, theirs in zip(ours, original.weights):
         assert mine.path.split("/")[-1] == theirs.path.split("/")[-1]
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), atol=1e-7)
+
+
+def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, tmp_path):
+    import keras_hub
+
+    model_dir, _ = pretrained
+    output = str(tmp_path / "keras_hub_preset")
+    result = _run("convert.py", f"--input={model_dir}", "--output_format=keras_hub",
+                  f"--output={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    original = load_encoder(os.path.join(model_dir, "encoder"))
+    converted = load_encoder(output)
+    assert converted.get_layer("transformer").gelu_approximate  # KerasHub's GELU
+    for ours, theirs in zip(original.weights, converted.weights):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    backbone = keras_hub.models.BertBackbone.from_preset(output)
+    assert backbone.count_params() == original.count_params()
+    again = _run("convert.py", f"--input={model_dir}", f"--output={output}")
+    assert again.returncode == 1 and "--overwrite" in again.stderr

@@ -1,0 +1,78 @@
+"""Converts an encoder checkpoint between formats.
+
+    python tools/convert.py --input=/path/to/all-MiniLM-L6-v2 \
+        --output_format=keras_hub --output=runs/minilm_keras_hub
+
+--input is a checkpoint directory in any format `zoo.load_encoder` reads
+(Hugging Face BERT, KerasHub BertBackbone preset, ours), a model directory of
+tools/pretrain.py (its `encoder/` is used), or one of tools/train.py (the
+encoder of its `best_model.keras`, e.g. to share a fine-tuned encoder).
+--output_format is `native` (ours: `encoder.keras`, `vocab.txt`,
+`tokenizer_config.json`) or `keras_hub` (loads with
+`keras_hub.models.BertBackbone.from_preset`). The output is written to a
+temporary directory and renamed into place; an existing one is only replaced
+with --overwrite.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import flags  # noqa: E402
+
+from tools import model_directory as md  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, "Checkpoint or model directory to convert.")
+flags.DEFINE_enum("output_format", "native", ("native", "keras_hub"), "Format to write.")
+flags.DEFINE_string("output", None, "Directory to create.")
+flags.DEFINE_boolean("overwrite", False, "Replace an existing --output directory.")
+flags.mark_flags_as_required(["input", "output"])
+
+
+def _source(path):
+    """(encoder, vocabulary, lowercase, what) read from --input."""
+    from zoo.checkpoints import load_encoder, read_tokenizer_settings
+
+    if not os.path.isdir(path):
+        raise UserError(f"--input={path}: no such directory")
+    if os.path.isdir(md.path(path, md.ENCODER)):  # a tools/pretrain.py model directory
+        path = md.path(path, md.ENCODER)
+    if os.path.exists(md.path(path, md.BEST_MODEL)):  # a tools/train.py model directory
+        model, tokenizer, _, _ = md.load_trained(path)
+        return (model.get_layer("encoder"), tokenizer.vocabulary, tokenizer.lowercase,
+                f"the encoder of {md.path(path, md.BEST_MODEL)}")
+    try:
+        encoder = load_encoder(path)
+        vocabulary, lowercase = read_tokenizer_settings(path)
+    except (ValueError, OSError) as error:
+        raise UserError(f"--input={path}: {error}")
+    return encoder, vocabulary, lowercase, path
+
+
+def main(argv):
+    from zoo.checkpoints import export_keras_hub_preset, save_encoder_checkpoint
+
+    output = os.path.abspath(FLAGS.output)
+    if os.path.exists(output) and os.listdir(output) and not FLAGS.overwrite:
+        raise UserError(f"--output={FLAGS.output} exists and is not empty; pass --overwrite "
+                        "to replace it")
+    encoder, vocabulary, lowercase, what = _source(FLAGS.input)
+    write = export_keras_hub_preset if FLAGS.output_format == "keras_hub" else (
+        save_encoder_checkpoint)
+    try:
+        write(encoder, output, vocabulary, lowercase, overwrite=FLAGS.overwrite)
+    except ValueError as error:
+        raise UserError(f"cannot write {what} as --output_format={FLAGS.output_format}: {error}")
+    print(f"wrote {what} as a {FLAGS.output_format} checkpoint to {output}")
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()
