@@ -234,3 +234,23 @@ def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, 
     assert backbone.count_params() == original.count_params()
     again = _run("convert.py", f"--input={model_dir}", f"--output={output}")
     assert again.returncode == 1 and "--overwrite" in again.stderr
+
+
+def test_build_vocab_binary(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(doc) for doc in _sample_documents()) + "\n",
+                      encoding="utf-8")
+    output = str(tmp_path / "vocab.txt")
+    result = _run("build_vocab.py", f"--corpus={corpus}", "--vocab_size=300",
+                  "--reserved_tokens=[unused0]", f"--output={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "counted" in result.stderr  # progress
+    tokens = open(output, encoding="utf-8").read().splitlines()
+    assert tokens[:6] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
+    assert 100 < len(tokens) <= 301 and len(set(tokens)) == len(tokens)
+    # Every sample question tokenizes without [UNK] except for unseen characters.
+    tokenizer = WordPieceTokenizer(tokens)
+    ids = tokenizer.tokenize_flat([line for doc in _sample_documents() for line in doc])
+    assert (ids.flat_values.numpy() == tokenizer.unk_id).mean() < 0.01
+    again = _run("build_vocab.py", f"--corpus={corpus}", f"--output={output}")
+    assert again.returncode == 1 and "--overwrite" in again.stderr
