@@ -21,9 +21,8 @@ from tasks.optimization import create_optimizer
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
 from tests.conftest import shared_data_path
 from tests.test_train_binary import ROOT, _run, _scalars
-from zoo import build_encoder, load_encoder
+from zoo import build_encoder, load_encoder, load_pretrained
 
-CONLL_SAMPLES = os.path.join(ROOT, "samples", "conll2003")
 TREC_SAMPLES = os.path.join(ROOT, "samples", "trec")
 
 
@@ -188,33 +187,23 @@ def test_pretrain_binary_rejects_bad_flags(tmp_path):
     assert result.returncode == 1 and "--max_steps" in result.stderr
 
 
-@pytest.mark.parametrize("task, data, extra", [
-    ("classification", os.path.join(TREC_SAMPLES, "{}.label"), []),
-    ("tagging", os.path.join(CONLL_SAMPLES, "{}.txt"), ["--head=crf"]),
+@pytest.mark.parametrize("task, options", [
+    ("classification", {"num_classes": 6}),
+    ("crf_tagging", {"labels": ["O", "B-LOC", "I-LOC"]}),
 ])
-def test_fine_tuning_starts_from_the_pretrained_encoder(pretrained, task, data, extra,
-                                                        tmp_path):
+def test_pretrained_encoder_loads_into_a_classifier_and_a_tagger(pretrained, task, options):
+    # tools/train.py --init_checkpoint on native checkpoints: tests/test_checkpoint_formats.py.
     model_dir, _ = pretrained
     checkpoint = os.path.join(model_dir, "encoder")
-    splits = ("train", "test") if task == "classification" else ("train", "dev")
-    output = str(tmp_path / task)
-    result = _run("train.py", f"--task={task}", "--preset=bert_tiny",
-                  f"--init_checkpoint={checkpoint}", f"--train_data={data.format(splits[0])}",
-                  f"--eval_data={data.format(splits[1])}", f"--model_dir={output}",
-                  "--epochs=1", "--batch_size=16", "--max_seq_length=64",
-                  "--learning_rate=1e-12", "--warmup_fraction=0", "--dropout=0",
-                  "--mixed_precision=float32", *extra)
-    assert result.returncode == 0, result.stderr[-3000:]
-    with open(os.path.join(checkpoint, "vocab.txt"), encoding="utf-8") as f:
-        assert open(os.path.join(output, "vocab.txt"), encoding="utf-8").read() == f.read()
-    trained = keras.saving.load_model(os.path.join(output, "best_model.keras"))
-    original = load_encoder(checkpoint)
-    ours = trained.get_layer("encoder").weights if task == "classification" else (
-        trained.encoder.weights)
-    assert len(ours) == len(original.weights)
-    for mine, theirs in zip(ours, original.weights):
+    model = load_pretrained(checkpoint, task, **options)
+    saved = keras.saving.load_model(os.path.join(checkpoint, "encoder.keras"))
+    ours = model.get_layer("encoder").weights
+    assert len(ours) == len(saved.weights)
+    for mine, theirs in zip(ours, saved.weights):
         assert mine.path.split("/")[-1] == theirs.path.split("/")[-1]
-        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), atol=1e-7)
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    # The pooler is trainable again for fine-tuning (pretraining froze it without NSP).
+    assert model.get_layer("encoder").get_layer("transformer").pooler.trainable
 
 
 def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, tmp_path):
