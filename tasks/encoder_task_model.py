@@ -1,7 +1,12 @@
-"""What every encoder-plus-head task model shares: its config, its own loss, accuracy."""
+"""What every encoder-plus-head task model shares: its config, its own loss, accuracy,
+and the metadata that makes its `.keras` file self-contained."""
+
+import json
 
 import keras
 from keras import ops
+
+from tasks.preprocessor import TextPreprocessor
 
 
 class EncoderTaskModel(keras.Model):
@@ -9,25 +14,86 @@ class EncoderTaskModel(keras.Model):
 
     Subclasses build their layers, call `super().__init__(inputs=..., outputs=...)`
     and list their own constructor arguments in `_task_config()`; the encoder
-    is serialised here so `.keras` files load with no `custom_objects`.
+    is serialised here so `.keras` files load with no `custom_objects` (once
+    our classes are registered: `import zoo`, or any `tasks` model module).
+
+    Inference metadata (`attach_metadata`): a trained model can carry what is
+    needed to use it on raw text, so its `.keras` file alone is enough to
+    predict, evaluate and export:
+
+    - `model.preprocessor`: a `TextPreprocessor` (vocabulary, lower-casing,
+      `max_seq_length`); the vocabulary is saved as a Keras asset inside the
+      `.keras` archive, the rest in the config;
+    - `model.task_metadata`: a small JSON dict saved in the config: `task`
+      (a `tasks.registry` name), `labels` (label names in id order),
+      `task_options` (the task's constructor options: span NER decoding and
+      threshold, ...) and any extra keys given (`tag_scheme`, `preset`, ...).
+
+    Both are None on a model without metadata (and on `.keras` files saved
+    before it existed); they are left out of the config then.
     """
+
+    preprocessor = None
+    task_metadata = None
+
+    def attach_metadata(self, *, vocabulary, lowercase, max_seq_length, task, labels,
+                        task_options=None, **extra):
+        """Attaches the inference metadata that `get_config` and `.keras` files keep.
+
+        Args:
+            vocabulary: the WordPiece tokens in id order.
+            lowercase: whether text is lower-cased and accent-stripped.
+            max_seq_length: the longest packed sequence the model was trained on.
+            task: the task name ("classification", "tagging", "span_ner").
+            labels: the label names in label-id order.
+            task_options: the task's options, as `tasks.registry.get_task` takes them.
+            **extra: further JSON-serialisable facts to keep (`tag_scheme`, `preset`).
+
+        Returns:
+            The model.
+        """
+        preprocessor = TextPreprocessor(vocabulary, lowercase=lowercase,
+                                        max_seq_length=max_seq_length, name="preprocessor")
+        metadata = {"task": task, "labels": [str(label) for label in labels],
+                    "task_options": dict(task_options or {}), **extra}
+        self._set_metadata(preprocessor, metadata)
+        return self
+
+    def _set_metadata(self, preprocessor, metadata):
+        try:
+            # A copy through JSON: the config must hold plain JSON values only.
+            metadata = json.loads(json.dumps(metadata))
+        except TypeError as error:
+            raise ValueError(f"task metadata must be JSON-serialisable: {error}") from None
+        self.preprocessor = preprocessor
+        self.task_metadata = metadata
 
     def _task_config(self):
         raise NotImplementedError
 
     def get_config(self):
-        return {
+        config = {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             **self._task_config(),
             "name": self.name,
             "trainable": self.trainable,
         }
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+            config["task_metadata"] = self.task_metadata
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        preprocessor = config.pop("preprocessor", None)
+        metadata = config.pop("task_metadata", None)
+        model = cls(**config)
+        if preprocessor is not None:
+            # Its vocabulary comes afterwards, from the archive's assets (`load_assets`).
+            model._set_metadata(keras.saving.deserialize_keras_object(preprocessor), metadata)
+        return model
 
     def _plus_layer_losses(self, loss):
         """Adds regularisation losses that layers registered with `add_loss`."""

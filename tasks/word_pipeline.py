@@ -40,6 +40,43 @@ def _row_exclusive_cumsum(lengths):
     return lengths.with_flat_values(global_exclusive - per_value_offset)
 
 
+def encode_words(tokenizer, words, max_seq_length):
+    """`[CLS] subwords [SEP]` and first-subword positions of split words, in TF ops.
+
+    The same encoding as `make_word_dataset` (first-subword labelling), for
+    graphs that start from words, such as exported serving functions.
+
+    Args:
+        tokenizer: a `WordPieceTokenizer`.
+        words: a string RaggedTensor [batch, words].
+        max_seq_length: the longest `[CLS] … [SEP]` sequence; a word whose
+            subwords do not all fit is dropped with every word after it.
+
+    Returns:
+        `(token_ids, word_starts)`: int32 RaggedTensors [batch, tokens] and
+        [batch, kept words]; the row lengths of `word_starts` are the numbers
+        of words kept.
+
+    Examples:
+    >>> from tasks.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"])
+    >>> token_ids, starts = encode_words(tokenizer, tf.ragged.constant([["opens", "x"]]), 4)
+    >>> token_ids.to_list(), starts.to_list()
+    ([[2, 4, 5, 3]], [[1]])
+    """
+    pieces = _word_pieces(tokenizer, words)  # [b, W, P]
+    lengths = tf.cast(pieces.row_lengths(axis=2), tf.int32)  # [b, W]
+    kept = _row_exclusive_cumsum(lengths) + lengths <= max_seq_length - 2
+    pieces = tf.ragged.boolean_mask(pieces, kept)
+    lengths = tf.ragged.boolean_mask(lengths, kept)
+    flat = pieces.merge_dims(1, 2)  # [b, T']
+    batch = flat.nrows()
+    cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.sep_id))
+    token_ids = tf.concat([cls, flat, sep], axis=1)
+    return token_ids, _row_exclusive_cumsum(lengths) + 1
+
+
 def make_word_dataset(
     words,
     labels,

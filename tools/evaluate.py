@@ -1,6 +1,7 @@
-"""Evaluates a trained model directory on a data file; prints one JSON line.
+"""Evaluates a trained model directory (or its .keras file) on a data file; prints one JSON line.
 
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label
+    python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
 """
 
 import json
@@ -18,14 +19,17 @@ from tools.errors import UserError, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
+flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
+                    "tools/train.py (it carries its vocabulary, labels and task options).")
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
-flags.mark_flags_as_required(["model_dir", "data"])
+flags.mark_flags_as_required(["data"])
+flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True)
 
 
 def main(argv):
-    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
+    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = get_task(config["task"], **config.get("task_options", {}))
     examples = task.read(FLAGS.data, FLAGS.data_format or config.get("data_format"))
     try:

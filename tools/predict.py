@@ -2,6 +2,7 @@
 
     python tools/predict.py --model_dir=runs/conll --input=sentences.txt --output=tags.conll
     python tools/predict.py --model_dir=runs/conll --input=eng.testb --output=entities.jsonl
+    python tools/predict.py --model=runs/conll/best_model.keras --input=eng.testb --output=e.jsonl
 
 Tagging and span NER: the input is tokenized text, one sentence per line with words separated
 by spaces, or a CoNLL/column file (its tags are ignored). The output is CoNLL
@@ -35,6 +36,8 @@ from tools.errors import UserError, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
+flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
+                    "tools/train.py (it carries its vocabulary, labels and task options).")
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically).")
 flags.DEFINE_enum("input_format", "auto", ("auto", "text", "data"),
@@ -43,7 +46,8 @@ flags.DEFINE_enum("input_format", "auto", ("auto", "text", "data"),
 flags.DEFINE_enum("output_format", "auto", ("auto", "conll", "jsonl"),
                   "Tagging output; auto: jsonl for a .jsonl file, CoNLL otherwise.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.", lower_bound=1)
-flags.mark_flags_as_required(["model_dir", "input", "output"])
+flags.mark_flags_as_required(["input", "output"])
+flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True)
 
 
 def _text_lines(path):
@@ -171,7 +175,7 @@ def predict_classification(model, tokenizer, labels, config, task):
 
 
 def main(argv):
-    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir)
+    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = get_task(config["task"], **config.get("task_options", {}))
     predict = {"tagging": predict_tagging, "span_ner": predict_span_ner}.get(
         task.name, predict_classification)

@@ -225,6 +225,12 @@ def main(argv):
                             f"{transformer.max_sequence_length} positions of --init_checkpoint")
         overrides["vocabulary_size"] = transformer.vocabulary_size
     model = build_model(preset, encoder=encoder, **overrides)
+    # What inference needs rides in the .keras file (vocabulary as an asset), so that
+    # best_model.keras alone predicts, evaluates and exports (--model=...keras).
+    model.attach_metadata(vocabulary=tokens, lowercase=lowercase,
+                          max_seq_length=FLAGS.max_seq_length, task=task.name, labels=labels,
+                          task_options=task_options, tag_scheme=tag_scheme, preset=preset,
+                          data_format=FLAGS.data_format)
     # Task callbacks first: they add validation metrics the others log and monitor.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),

@@ -2,6 +2,7 @@
 
 from tasks.classification.metrics import BinaryF1
 from tasks.classification.model import (
+    Classifier,
     build_classifier,
     classification_loss,
     classification_metrics,
@@ -18,6 +19,7 @@ __all__ = [
     "FORMATS",
     "BinaryF1",
     "ClassificationExample",
+    "Classifier",
     "build_classifier",
     "classification_loss",
     "classification_metrics",

@@ -4,10 +4,69 @@ import keras
 
 from layers import ClassificationHead
 from tasks.classification.metrics import BinaryF1
+from tasks.encoder_task_model import EncoderTaskModel
+
+CLASSIFIER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class Classifier(EncoderTaskModel):
+    """Encoder inputs → the encoder's pooled output → `num_classes` float32 logits.
+
+    A functional model (as `build_classifier` always built) that is also an
+    `EncoderTaskModel`, so it can carry its labels, vocabulary and task
+    options in its `.keras` file (`attach_metadata`). `.keras` files of the
+    earlier plain functional classifier still load, as `keras.Model`s.
+
+    Args:
+        encoder: a functional encoder model with inputs `token_ids`,
+            `segment_ids`, `padding_mask` and a `pooled_output` output.
+        num_classes: number of classes (2 or more).
+        dropout: dropout before the logits.
+        head_hidden_dim: width of an optional extra dense + tanh layer.
+
+    Examples:
+    >>> from zoo import build_encoder
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> Classifier(encoder, num_classes=3).output_shape
+    (None, 3)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, head_hidden_dim=None, **kwargs):
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        kwargs.setdefault("name", "classifier")
+
+        # === Layers ===
+        head = ClassificationHead(
+            num_classes,
+            dropout=dropout,
+            hidden_dim=head_hidden_dim,
+            name="classification_head",
+        )
+
+        # === Functional Model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in CLASSIFIER_INPUTS}
+        logits = head(encoder(inputs)["pooled_output"])
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.num_classes = int(num_classes)
+        self.dropout = float(dropout)
+        self.head_hidden_dim = None if head_hidden_dim is None else int(head_hidden_dim)
+
+    def _task_config(self):
+        return {
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "head_hidden_dim": self.head_hidden_dim,
+        }
 
 
 def build_classifier(encoder, num_classes, dropout=0.1, head_hidden_dim=None):
-    """A functional model from encoder inputs to `num_classes` float32 logits.
+    """A `Classifier` from encoder inputs to `num_classes` float32 logits.
 
     Args:
         encoder: a functional encoder model with inputs `token_ids`,
@@ -16,18 +75,8 @@ def build_classifier(encoder, num_classes, dropout=0.1, head_hidden_dim=None):
         dropout: dropout before the logits.
         head_hidden_dim: width of an optional extra dense + tanh layer.
     """
-    if num_classes < 2:
-        raise ValueError(f"num_classes must be at least 2, got {num_classes}")
-    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-              for name in ("token_ids", "segment_ids", "padding_mask")}
-    pooled = encoder(inputs)["pooled_output"]
-    logits = ClassificationHead(
-        num_classes,
-        dropout=dropout,
-        hidden_dim=head_hidden_dim,
-        name="classification_head",
-    )(pooled)
-    return keras.Model(inputs, logits, name="classifier")
+    return Classifier(encoder, num_classes, dropout=dropout, head_hidden_dim=head_hidden_dim,
+                      name="classifier")
 
 
 def classification_loss():

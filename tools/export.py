@@ -1,0 +1,110 @@
+"""Exports a trained model as a TensorFlow SavedModel that serves raw text.
+
+    python tools/export.py --model_dir=runs/conll --output=exported/conll
+    python tools/export.py --model=runs/trec/best_model.keras --output=exported/trec
+
+The SavedModel's `serving_default` signature takes a 1-D string tensor `text`
+of raw sentences (a pair classifier: `text` and `text_pair`); tokenization,
+packing, truncation to max_seq_length and decoding (CRF Viterbi, span NER
+decoding at the model's threshold) all run inside the graph. Outputs:
+classification `label`, `label_id`, `probabilities`; tagging and span NER
+`words`, `num_words`, `entity_label`, `entity_start`, `entity_end` (word
+offsets, end inclusive, -1 as padding), `num_entities`, plus `tags` (tagging)
+or `entity_score` (span NER). See `tasks/serving.py`.
+
+    import tensorflow as tf
+    serve = tf.saved_model.load("exported/conll").signatures["serving_default"]
+    serve(tf.constant(["EU rejects German call to boycott British lamb ."]))
+
+The output is written into a temporary directory beside --output, then
+renamed; an existing --output is only replaced with --overwrite (and only
+when it is an earlier export).
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import flags  # noqa: E402
+
+from tools.errors import UserError, run  # noqa: E402
+
+# TensorFlow, Keras and the model code are imported in `main`, once the flags are
+# checked: a refused --output costs no TensorFlow start-up.
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
+flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
+                    "tools/train.py (it carries its vocabulary, labels and task options).")
+flags.DEFINE_string("output", None, "Directory to write the SavedModel to.")
+flags.DEFINE_boolean("overwrite", False, "Replace an existing export at --output.")
+flags.mark_flags_as_required(["output"])
+flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True)
+
+
+def _is_inside(path, directory):
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _check_output(output):
+    """Refuses an --output that exists (without --overwrite) or that holds the model."""
+    source = FLAGS.model_dir or FLAGS.model
+    if _is_inside(source, output):
+        raise UserError(f"--output={output} would replace the model being exported")
+    if not os.path.lexists(output):
+        return
+    if not FLAGS.overwrite:
+        raise UserError(f"--output={output} already exists; pass --overwrite to replace it")
+    is_export = os.path.isdir(output) and (
+        not os.listdir(output) or os.path.exists(os.path.join(output, "saved_model.pb")))
+    if not is_export:
+        raise UserError(f"--output={output} exists and is not an exported model "
+                        "(no saved_model.pb): refusing to replace it")
+
+
+def _replace(temporary, output):
+    """Moves the finished export to `output`, replacing an earlier one."""
+    if not os.path.lexists(output):
+        os.rename(temporary, output)
+        return
+    previous = tempfile.mkdtemp(dir=os.path.dirname(temporary), prefix=".previous-")
+    os.rename(output, os.path.join(previous, "export"))
+    os.rename(temporary, output)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def main(argv):
+    output = FLAGS.output.rstrip(os.sep) or FLAGS.output
+    _check_output(output)
+    from tasks.serving import SIGNATURE, export_saved_model
+    from tools import model_directory as md
+
+    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir, FLAGS.model)
+    if config.get("task") not in ("classification", "tagging", "span_ner"):
+        raise UserError(f"cannot export a {config.get('task')!r} model")
+    parent = os.path.dirname(os.path.abspath(output))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--output={output}: cannot create {parent}: {error.strerror}")
+    staging = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output)}.partial-")
+    try:
+        export_saved_model(model, tokenizer, labels, config, os.path.join(staging, "export"))
+        _replace(os.path.join(staging, "export"), output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"exported the {config['task']} model to {output} "
+          f"(signature {SIGNATURE!r}, max_seq_length={config['max_seq_length']})")
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()
