@@ -9,7 +9,12 @@
 #
 #   benchmarks/pretrain_transfer.sh OUT_DIR [PRETRAIN_STEPS] [FINETUNE_EPOCHS]
 #
-# Prints one line per run; everything else goes to OUT_DIR/*.log.
+# Prints one line per run; everything else goes to OUT_DIR/*.log. Each step is
+# skipped when its result exists, so an interrupted run continues, and the
+# pretraining or fine-tuning runs can be started in parallel by hand with the
+# same commands (the figures in the README were made that way on 2 cores).
+# LOW_RESOURCE=N also fine-tunes on only the first N training questions
+# (10 epochs), where pretraining should matter more.
 set -euo pipefail
 OUT=${1:?usage: $0 OUT_DIR [PRETRAIN_STEPS] [FINETUNE_EPOCHS]}
 STEPS=${2:-1200}
@@ -42,20 +47,29 @@ for objective in mlm mlm_nsp span_sbo; do
   fi
 done
 
+finetune() {  # finetune NAME TRAIN_FILE EPOCHS INIT LR
+  local run="$OUT/$1_$4_lr$5" checkpoint=()
+  [ -f "$run/metrics.json" ] && [ -f "$run/test.json" ] && return
+  [ "$4" != random ] && checkpoint=(--init_checkpoint="$OUT/pretrain_$4/encoder")
+  local start=$(date +%s)
+  "$PY" "$ROOT/tools/train.py" --task=classification --preset=bert_mini \
+      --vocab="$OUT/vocab.txt" "${checkpoint[@]}" \
+      --train_data="$2" --eval_data="$OUT/trec_dev.label" \
+      --model_dir="$run" --overwrite --epochs="$3" --batch_size=32 \
+      --learning_rate="$5" --max_seq_length=64 > "$run.log" 2>&1
+  "$PY" "$ROOT/tools/evaluate.py" --model_dir="$run" \
+      --data="$DATA/trec/TREC_10.label" > "$run/test.json" 2>> "$run.log"
+  echo "$1 init=$4 lr=$5: $(( $(date +%s) - start )) s, test $(cat "$run/test.json")"
+}
+
 for lr in $LEARNING_RATES; do
   for init in random mlm mlm_nsp span_sbo; do
-    run="$OUT/trec_${init}_lr$lr"
-    [ -f "$run/metrics.json" ] && [ -f "$run/test.json" ] && continue
-    checkpoint=()
-    [ "$init" != random ] && checkpoint=(--init_checkpoint="$OUT/pretrain_$init/encoder")
-    start=$(date +%s)
-    "$PY" "$ROOT/tools/train.py" --task=classification --preset=bert_mini \
-        --vocab="$OUT/vocab.txt" "${checkpoint[@]}" \
-        --train_data="$OUT/trec_train.label" --eval_data="$OUT/trec_dev.label" \
-        --model_dir="$run" --overwrite --epochs="$EPOCHS" --batch_size=32 \
-        --learning_rate="$lr" --max_seq_length=64 > "$run.log" 2>&1
-    "$PY" "$ROOT/tools/evaluate.py" --model_dir="$run" \
-        --data="$DATA/trec/TREC_10.label" > "$run/test.json" 2>> "$run.log"
-    echo "trec init=$init lr=$lr: $(( $(date +%s) - start )) s, test $(cat "$run/test.json")"
+    finetune trec "$OUT/trec_train.label" "$EPOCHS" $init $lr
   done
 done
+if [ -n "${LOW_RESOURCE:-}" ]; then
+  head -n "$LOW_RESOURCE" "$OUT/trec_train.label" > "$OUT/trec_train$LOW_RESOURCE.label"
+  for init in random mlm mlm_nsp span_sbo; do
+    finetune "trec$LOW_RESOURCE" "$OUT/trec_train$LOW_RESOURCE.label" 10 $init 5e-4
+  done
+fi
