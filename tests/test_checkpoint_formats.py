@@ -395,7 +395,10 @@ def small_trec(tmp_path_factory):
     return str(directory / "train.label"), str(directory / "test.label")
 
 
-@pytest.mark.parametrize("source", ["keras_hub", "native"])
+# The KerasHub run is `slow` (pytest -m slow): it adds a minute to `make test`, and the
+# loader it reaches is the one the in-process KerasHub tests check; `native` stays.
+@pytest.mark.parametrize("source", [pytest.param("keras_hub", marks=pytest.mark.slow),
+                                    "native"])
 def test_train_binary_fine_tunes_from(source, request, tmp_path, vocabulary, small_trec):
     checkpoint = request.getfixturevalue(f"{source}_dir")
     model_dir = str(tmp_path / "model")
