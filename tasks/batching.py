@@ -15,16 +15,21 @@ def bucket_lengths(max_length, buckets=DEFAULT_BUCKETS):
     return tuple(b for b in buckets if b < max_length) + (int(max_length),)
 
 
-def _bucket_for(length, lengths):
-    """The smallest bucket length >= `length` (a scalar int32 tensor)."""
-    lengths = tf.constant(lengths, tf.int32)
+def bucket_length(length, max_length, buckets=DEFAULT_BUCKETS):
+    """The smallest of `bucket_lengths(max_length)` that is >= `length` (int32 tensors).
+
+    Examples:
+    >>> int(bucket_length(17, 100)), int(bucket_length(64, 100)), int(bucket_length(90, 100))
+    (32, 64, 100)
+    """
+    lengths = tf.constant(bucket_lengths(max_length, buckets), tf.int32)
     return tf.gather(lengths, tf.reduce_sum(tf.cast(lengths < length, tf.int32)))
 
 
-def pad_batch_to_bucket(features, labels, lengths, padding_values):
+def pad_batch_to_bucket(features, labels, max_length, padding_values):
     """Right-pads each [batch, time, ...] feature to the bucket of its length."""
     time = tf.shape(features["token_ids"])[1]
-    target = _bucket_for(time, lengths)
+    target = bucket_length(time, max_length)
 
     def pad(name, tensor):
         # Word-level features may be shorter than the tokens: pad each to the target.
@@ -41,13 +46,14 @@ def pad_batch_to_bucket(features, labels, lengths, padding_values):
     return features, labels
 
 
-def batch_to_buckets(dataset, batch_size, lengths, padding_values, group_by_length):
+def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_length):
     """Batches (features, labels) examples whose features are [time, ...] tensors.
 
     `group_by_length=True` (training) puts examples of similar length together
     with `bucket_by_sequence_length`; otherwise (evaluation, prediction) the
     order is kept and each batch is padded to the bucket of its longest example.
     """
+    lengths = bucket_lengths(max_length)
     spec = dataset.element_spec
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, spec)
     values = _padding_value_structure(spec, padding_values)
@@ -62,7 +68,7 @@ def batch_to_buckets(dataset, batch_size, lengths, padding_values, group_by_leng
         )
     dataset = dataset.padded_batch(batch_size, padded_shapes, values)
     return dataset.map(
-        lambda features, labels: pad_batch_to_bucket(features, labels, lengths, padding_values),
+        lambda features, labels: pad_batch_to_bucket(features, labels, max_length, padding_values),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
 
@@ -93,8 +99,8 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     """
     if training:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    dataset = batch_to_buckets(dataset, batch_size, bucket_lengths(max_length),
-                               padding_values, group_by_length=training)
+    dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
+                               group_by_length=training)
     if not training:
         batches = -(-count // batch_size)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))

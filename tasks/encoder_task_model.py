@@ -36,24 +36,27 @@ class EncoderTaskModel(keras.Model):
     preprocessor = None
     task_metadata = None
 
-    def attach_metadata(self, *, vocabulary, lowercase, max_seq_length, task, labels,
-                        task_options=None, **extra):
+    def attach_metadata(self, *, task, labels, preprocessor=None, vocabulary=None,
+                        lowercase=True, max_seq_length=128, task_options=None, **extra):
         """Attaches the inference metadata that `get_config` and `.keras` files keep.
 
         Args:
+            task: the task name (a `tasks.registry` name).
+            labels: the label names in label-id order.
+            preprocessor: the task's preprocessor (`task.make_preprocessor`);
+                or, to make a `TextPreprocessor`, give the next three.
             vocabulary: the WordPiece tokens in id order.
             lowercase: whether text is lower-cased and accent-stripped.
             max_seq_length: the longest packed sequence the model was trained on.
-            task: the task name ("classification", "tagging", "span_ner").
-            labels: the label names in label-id order.
             task_options: the task's options, as `tasks.registry.get_task` takes them.
             **extra: further JSON-serialisable facts to keep (`tag_scheme`, `preset`).
 
         Returns:
             The model.
         """
-        preprocessor = TextPreprocessor(vocabulary, lowercase=lowercase,
-                                        max_seq_length=max_seq_length, name="preprocessor")
+        if preprocessor is None:
+            preprocessor = TextPreprocessor(vocabulary, lowercase=lowercase,
+                                            max_seq_length=max_seq_length, name="preprocessor")
         metadata = {"task": task, "labels": [str(label) for label in labels],
                     "task_options": dict(task_options or {}), **extra}
         self._set_metadata(preprocessor, metadata)

@@ -1,8 +1,14 @@
-"""The text side of a trained model, saved inside its `.keras` file.
+"""Raw text → model features, the same in `tf.data` and in an exported model.
 
 A `TextPreprocessor` holds what turns raw text into a model's inputs: the
 WordPiece vocabulary, whether it is uncased (lower-casing and accent
-stripping) and the longest packed sequence. Task models carry one (see
+stripping) and the longest packed sequence. It packs one text, or a text
+pair, as `[CLS] a [SEP] (b [SEP])`; `tasks.word_preprocessor.WordPreprocessor`
+does the same for pre-split words (tagging, span NER). Both have one
+transform, `encode` (ragged rows, for `tf.data` pipelines, which then group
+by length), and `call` = `encode` + padding to the bucket length of the
+batch (for exported models and direct use), so training and serving cannot
+drift. Task models carry their preprocessor (see
 `EncoderTaskModel.attach_metadata`), so a `.keras` file is enough to tokenize,
 predict and export (`tools/predict.py --model`, `tools/export.py`).
 
@@ -15,7 +21,9 @@ The layer has no weights and takes no part in the model's computation.
 import os
 
 import keras
+import tensorflow as tf
 
+from tasks.batching import bucket_length
 from tasks.tokenizer import PAD, UNK, CLS, SEP, WordPieceTokenizer, read_vocabulary
 
 VOCABULARY_FILE = "vocabulary.txt"
@@ -26,9 +34,10 @@ class TextPreprocessor(keras.layers.Layer):
     """Vocabulary, lower-casing and `max_seq_length` of a model, saved with it.
 
     Args:
-        vocabulary: the WordPiece tokens in id order, or the path of a
-            `vocab.txt`; None when it comes later from `load_assets` (that is
-            how `.keras` files restore it).
+        vocabulary: the WordPiece tokens in id order, the path of a
+            `vocab.txt`, or a `WordPieceTokenizer` (its vocabulary and its
+            lower-casing); None when it comes later from `load_assets` (that
+            is how `.keras` files restore it).
         lowercase: lower-case and strip accents before WordPiece.
         max_seq_length: the longest packed `[CLS] … [SEP]` sequence.
 
@@ -37,6 +46,9 @@ class TextPreprocessor(keras.layers.Layer):
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cafe", "open"], max_seq_length=16)
     >>> preprocessor.tokenizer().tokenize(["Café open"]).to_list()
     [[[4], [5]]]
+    >>> features = preprocessor(tf.constant(["Café open", "open"]))
+    >>> features["token_ids"].numpy().tolist()[0]
+    [2, 4, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
     >>> sorted(preprocessor.get_config())[:3]
     ['dtype', 'lowercase', 'max_seq_length']
     """
@@ -49,7 +61,11 @@ class TextPreprocessor(keras.layers.Layer):
         self.max_seq_length = int(max_seq_length)
         self._vocabulary = None
         self._tokenizer = None
-        if vocabulary is not None:
+        if isinstance(vocabulary, WordPieceTokenizer):
+            self.lowercase = vocabulary.lowercase
+            self.set_vocabulary(vocabulary.vocabulary)
+            self._tokenizer = vocabulary
+        elif vocabulary is not None:
             self.set_vocabulary(vocabulary)
         self.built = True  # nothing to build: no weights
 
@@ -76,14 +92,51 @@ class TextPreprocessor(keras.layers.Layer):
         if self._vocabulary is None:
             raise ValueError(f"{self.name}: no vocabulary was set or loaded")
         if self._tokenizer is None:
-            self._tokenizer = WordPieceTokenizer(list(self._vocabulary),
-                                                 lowercase=self.lowercase)
+            # Outside any graph being traced (a tf.data map, a serving function): the
+            # lookup table is a resource that must outlive that graph.
+            with tf.init_scope():
+                self._tokenizer = WordPieceTokenizer(list(self._vocabulary),
+                                                     lowercase=self.lowercase)
         return self._tokenizer
 
-    def call(self, inputs):
-        raise NotImplementedError(
-            "TextPreprocessor is not called in a model: use tokenizer(), or "
-            "tasks.serving for the in-graph preprocessing of an exported model")
+    @property
+    def padding_values(self):
+        """Padding value of each feature that is not padded with 0."""
+        return {"token_ids": self.tokenizer().pad_id}
+
+    def encode(self, text, text_pair=None):
+        """[B] strings (and [B] second texts) → ragged int32 features [B, (tokens)].
+
+        `token_ids`, `segment_ids`, `padding_mask`: `[CLS] a [SEP] (b [SEP])`,
+        truncated longest-first to `max_seq_length`.
+        """
+        tokenizer = self.tokenizer()
+        segments = [tokenizer.tokenize_flat(text)]
+        if text_pair is not None:
+            segments.append(tokenizer.tokenize_flat(text_pair))
+        token_ids, segment_ids = tokenizer.pack(segments, self.max_seq_length)
+        return {"token_ids": token_ids, "segment_ids": segment_ids,
+                "padding_mask": tf.ones_like(token_ids)}
+
+    def pad(self, features):
+        """Ragged [B, (n)] features → dense [B, bucket length], the bucket of the longest row.
+
+        Every feature is padded to the same length (word-level ones too), as
+        the training pipeline does.
+        """
+        longest = tf.reduce_max(tf.concat(
+            [tf.cast(features["token_ids"].row_lengths(), tf.int32), [1]], 0))
+        length = bucket_length(longest, self.max_seq_length)
+        padded = {}
+        for name, value in features.items():
+            value = value.to_tensor(self.padding_values.get(name, 0))
+            padded[name] = tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]],
+                                  constant_values=self.padding_values.get(name, 0))
+        return padded
+
+    def call(self, text, text_pair=None):
+        """Dense features of raw texts, padded as `pad` does."""
+        return self.pad(self.encode(text, text_pair))
 
     def save_assets(self, dir_path):
         if self._vocabulary is None:
@@ -98,3 +151,20 @@ class TextPreprocessor(keras.layers.Layer):
         config = super().get_config()
         config.update({"lowercase": self.lowercase, "max_seq_length": self.max_seq_length})
         return config
+
+
+def as_preprocessor(preprocessor, max_seq_length=None, preprocessor_class=TextPreprocessor):
+    """`preprocessor` as a `preprocessor_class`, or one made from a `WordPieceTokenizer`.
+
+    The dataset functions take either: a preprocessor carries its own
+    `max_seq_length`; a tokenizer needs one (128 when None).
+    """
+    if isinstance(preprocessor, preprocessor_class):
+        return preprocessor
+    if isinstance(preprocessor, TextPreprocessor):
+        return preprocessor_class(preprocessor.tokenizer(),
+                                  max_seq_length=max_seq_length or preprocessor.max_seq_length)
+    if isinstance(preprocessor, WordPieceTokenizer):
+        return preprocessor_class(preprocessor, max_seq_length=max_seq_length or 128)
+    raise TypeError(f"expected a {preprocessor_class.__name__} or a WordPieceTokenizer, "
+                    f"got {type(preprocessor).__name__}")

@@ -1,22 +1,73 @@
-"""Task names → task objects, for the binaries."""
+"""Task names → `Task` classes: the only place that maps a name to a task.
 
-from tasks.classification.task import ClassificationTask
-from tasks.span_ner.task import SpanNERTask
-from tasks.tagging.task import TaggingTask
+Built-in tasks register themselves when this module is imported; a task of
+your own registers with the `register_task` decorator (and, for the binaries,
+lives in a module they import with `--task_module=your.module`).
 
-_TASKS = {
-    "classification": ClassificationTask,
-    "span_ner": SpanNERTask,
-    "tagging": TaggingTask,
-}
+Examples:
+>>> task_names()[:3]
+['classification', 'span_ner', 'tagging']
+>>> get_task("span_ner", max_span_width=4).max_span_width
+4
+"""
+
+import difflib
+import importlib
+
+_TASKS = {}
+
+
+def register_task(task_class):
+    """Class decorator: makes `task_class` available under `task_class.name`.
+
+    Registering the same class twice is harmless; another class under a taken
+    name is an error.
+    """
+    name = task_class.name
+    if not name or not isinstance(name, str):
+        raise ValueError(f"{task_class.__name__} needs a `name` to be registered")
+    existing = _TASKS.get(name)
+    if existing is not None and existing is not task_class:
+        raise ValueError(f"task name {name!r} is taken by {existing.__module__}."
+                         f"{existing.__name__}")
+    _TASKS[name] = task_class
+    return task_class
 
 
 def task_names():
+    """The registered task names, sorted."""
     return sorted(_TASKS)
 
 
-def get_task(name, **options):
-    """The task object for `name` ("classification", "tagging", "span_ner"), with its options."""
+def get_task_class(name):
+    """The `Task` subclass registered as `name`; unknown names list the valid ones."""
     if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; expected one of {', '.join(task_names())}")
-    return _TASKS[name](**options)
+        close = difflib.get_close_matches(str(name), task_names(), n=len(_TASKS), cutoff=0.0)
+        raise ValueError(f"unknown task {name!r}; valid names (closest first): "
+                         f"{', '.join(close)}")
+    return _TASKS[name]
+
+
+def get_task(name, **options):
+    """An instance of the task registered as `name`, with its options."""
+    return get_task_class(name)(**options)
+
+
+def task_from_metadata(metadata):
+    """The task of a trained model, from its metadata (`task`, `task_options`, ...)."""
+    return get_task_class(metadata["task"]).from_metadata(metadata)
+
+
+def import_task_modules(modules):
+    """Imports modules that register tasks of their own (`--task_module`)."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"cannot import task module {module!r}: {error}") from None
+
+
+# The built-in tasks; imported last, as they import this module to register.
+importlib.import_module("tasks.classification.task")
+importlib.import_module("tasks.tagging.task")
+importlib.import_module("tasks.span_ner.task")

@@ -9,36 +9,33 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tasks.registry import get_task  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
-flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
-                    "tools/train.py (it carries its vocabulary, labels and task options).")
+define_task_module_flag()
+define_model_flags()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
 flags.mark_flags_as_required(["data"])
-flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True)
 
 
 def main(argv):
-    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir, FLAGS.model)
-    task = get_task(config["task"], **config.get("task_options", {}))
-    examples = task.read(FLAGS.data, FLAGS.data_format or config.get("data_format"))
+    trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
+    task = trained.task
+    examples = task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"))
     try:
-        dataset = task.make_dataset(examples, tokenizer, labels, training=False,
-                                    max_seq_length=config["max_seq_length"],
-                                    batch_size=FLAGS.batch_size)
+        dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
+                                    training=False, batch_size=FLAGS.batch_size)
     except ValueError as error:
         raise UserError(str(error))
-    metrics = task.evaluate(model, dataset, examples, labels)
+    metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
     print(json.dumps(metrics, sort_keys=True))
 
 

@@ -10,7 +10,8 @@ decoding at the model's threshold) all run inside the graph. Outputs:
 classification `label`, `label_id`, `probabilities`; tagging and span NER
 `words`, `num_words`, `entity_label`, `entity_start`, `entity_end` (word
 offsets, end inclusive, -1 as padding), `num_entities`, plus `tags` (tagging)
-or `entity_score` (span NER). See `tasks/serving.py`.
+or `entity_score` (span NER). See `tasks/serving.py` and each task's
+`serving.py`.
 
     import tensorflow as tf
     serve = tf.saved_model.load("exported/conll").signatures["serving_default"]
@@ -27,23 +28,22 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
 from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
 
 # TensorFlow, Keras and the model code are imported in `main`, once the flags are
 # checked: a refused --output costs no TensorFlow start-up.
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "A model directory written by tools/train.py.")
-flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
-                    "tools/train.py (it carries its vocabulary, labels and task options).")
+define_task_module_flag()
+define_model_flags()
 flags.DEFINE_string("output", None, "Directory to write the SavedModel to.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing export at --output.")
 flags.mark_flags_as_required(["output"])
-flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True)
 
 
 def _is_inside(path, directory):
@@ -84,9 +84,7 @@ def main(argv):
     from tasks.serving import SIGNATURE, export_saved_model
     from tools import model_directory as md
 
-    model, tokenizer, labels, config = md.load_trained(FLAGS.model_dir, FLAGS.model)
-    if config.get("task") not in ("classification", "tagging", "span_ner"):
-        raise UserError(f"cannot export a {config.get('task')!r} model")
+    trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     parent = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(parent, exist_ok=True)
@@ -94,12 +92,13 @@ def main(argv):
         raise UserError(f"--output={output}: cannot create {parent}: {error.strerror}")
     staging = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output)}.partial-")
     try:
-        export_saved_model(model, tokenizer, labels, config, os.path.join(staging, "export"))
+        export_saved_model(trained.task, trained.model, trained.preprocessor, trained.labels,
+                           os.path.join(staging, "export"))
         _replace(os.path.join(staging, "export"), output)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    print(f"exported the {config['task']} model to {output} "
-          f"(signature {SIGNATURE!r}, max_seq_length={config['max_seq_length']})")
+    print(f"exported the {trained.task.name} model to {output} (signature {SIGNATURE!r}, "
+          f"max_seq_length={trained.preprocessor.max_seq_length})")
 
 
 def entry_point():

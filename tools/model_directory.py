@@ -14,6 +14,7 @@
       encoder/             tools/pretrain.py only: the pretrained encoder checkpoint
 """
 
+import collections
 import json
 import os
 import shutil
@@ -23,7 +24,9 @@ import keras
 
 import zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
 
-from tasks.tokenizer import WordPieceTokenizer, read_vocabulary, write_vocabulary
+from tasks.atomic_files import write_json_atomically
+from tasks.registry import task_from_metadata
+from tasks.tokenizer import read_vocabulary, write_vocabulary
 from tools.errors import UserError
 
 CONFIG = "config.json"
@@ -42,12 +45,7 @@ def path(model_dir, name):
     return os.path.join(model_dir, name)
 
 
-def write_json(data, file_path):
-    """Writes JSON atomically (temporary file, then rename)."""
-    with open(file_path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(file_path + ".tmp", file_path)
+write_json = write_json_atomically
 
 
 def read_json(file_path):
@@ -111,18 +109,23 @@ def load_vocabulary(model_dir):
     return read_vocabulary(path(model_dir, VOCAB))
 
 
+TrainedModel = collections.namedtuple(
+    "TrainedModel", ["model", "task", "preprocessor", "labels", "config"])
+
+
 def load_trained(model_dir=None, model_path=None):
-    """(model, tokenizer, label names, config) of a trained model.
+    """A `TrainedModel` (model, task, preprocessor, label names, config).
 
     Give either `model_dir` (a directory written by tools/train.py; its
     best_model.keras is used) or `model_path` (a `.keras` file on its own).
 
     A model saved with its inference metadata (tools/train.py attaches it, see
-    `EncoderTaskModel.attach_metadata`) carries its vocabulary, lower-casing,
-    max_seq_length, labels and task options; those are what is used, whatever
-    lies beside it, and `config` is the directory's config.json (if any)
-    updated with them. Models saved before that need the directory's
-    config.json, vocab.txt and labels.json.
+    `EncoderTaskModel.attach_metadata`) carries its preprocessor (vocabulary,
+    lower-casing, max_seq_length), labels and task options; those are what is
+    used, whatever lies beside it, and `config` is the directory's config.json
+    (if any) updated with them. Models saved before that need the directory's
+    config.json, vocab.txt and labels.json. The task is the registered one
+    named in the metadata, with its options (`task_from_metadata`).
     """
     if (model_dir is None) == (model_path is None):
         raise ValueError("give exactly one of model_dir and model_path")
@@ -151,21 +154,24 @@ def load_trained(model_dir=None, model_path=None):
         config.update(metadata)
         config.update(lowercase=preprocessor.lowercase,
                       max_seq_length=preprocessor.max_seq_length)
-        return model, preprocessor.tokenizer(), list(metadata["labels"]), config
-    if model_dir is None:
-        raise UserError(f"{where} holds no vocabulary and labels (it was saved before models "
-                        "kept them); pass the directory it was trained in as --model_dir")
-    for name in (CONFIG, VOCAB, LABELS):
-        if not os.path.exists(path(model_dir, name)):
-            raise UserError(f"{where} has no {name}: was training finished?")
-    config = read_json(path(model_dir, CONFIG))
-    tokenizer = WordPieceTokenizer(load_vocabulary(model_dir), lowercase=config["lowercase"])
-    labels = read_json(path(model_dir, LABELS))
-    return model, tokenizer, labels, config
+        labels = list(metadata["labels"])
+    else:
+        if model_dir is None:
+            raise UserError(f"{where} holds no vocabulary and labels (it was saved before "
+                            "models kept them); pass the directory it was trained in as "
+                            "--model_dir")
+        for name in (CONFIG, VOCAB, LABELS):
+            if not os.path.exists(path(model_dir, name)):
+                raise UserError(f"{where} has no {name}: was training finished?")
+        config = read_json(path(model_dir, CONFIG))
+        preprocessor = None
+        labels = read_json(path(model_dir, LABELS))
+    try:
+        task = task_from_metadata(config)
+    except ValueError as error:
+        raise UserError(f"{where}: {error}")
+    if preprocessor is None:
+        preprocessor = task.make_preprocessor(load_vocabulary(model_dir), config["lowercase"],
+                                              config["max_seq_length"])
+    return TrainedModel(model, task, task.preprocessor_of(preprocessor), labels, config)
 
-
-def save_model_atomically(model, file_path):
-    """`model.save(file_path)` through a temporary file beside it, then a rename."""
-    temporary = file_path[: -len(".keras")] + ".partial.keras"
-    model.save(temporary)
-    os.replace(temporary, file_path)

@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -45,11 +45,10 @@ from tasks.pretraining.pipeline import (  # noqa: E402
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_hardware_flags  # noqa: E402
 from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
 from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 from zoo.hardware import (  # noqa: E402
-    JIT_COMPILE_CHOICES,
-    MIXED_PRECISION_CHOICES,
     resolve_jit_compile,
     resolve_mixed_precision,
 )
@@ -93,10 +92,7 @@ flags.DEFINE_float("short_sequence_probability", 0.1, "Share of sequences packed
 flags.DEFINE_float("eval_fraction", 0.02, "Share of packed sequences held out for validation.",
                    lower_bound=0.0, upper_bound=0.5)
 flags.DEFINE_integer("seed", 42, "Random seed (packing, masking, initialisation).")
-flags.DEFINE_enum("mixed_precision", "auto", MIXED_PRECISION_CHOICES,
-                  "Dtype policy; auto: mixed_bfloat16 on GPUs and CPUs that support it.")
-flags.DEFINE_enum("jit_compile", "auto", JIT_COMPILE_CHOICES,
-                  "XLA compilation; auto: on with a GPU, off on CPU.")
+define_hardware_flags()
 flags.mark_flags_as_required(["corpus", "model_dir"])
 
 # Settings that shape the model or the data: a resumed run must not change them.

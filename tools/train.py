@@ -17,40 +17,29 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tasks.callbacks import BestModelCheckpoint  # noqa: E402
-from tasks.registry import get_task, task_names  # noqa: E402
-from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
+from tasks.registry import get_task_class, task_names  # noqa: E402
+from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from zoo import ENCODER_PRESETS, TASK_PRESETS, build_model, get_preset  # noqa: E402
+from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from zoo import ENCODER_PRESETS, TASK_PRESETS, build_task_model, get_preset  # noqa: E402
 from zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
-from zoo.hardware import (  # noqa: E402
-    JIT_COMPILE_CHOICES,
-    MIXED_PRECISION_CHOICES,
-    resolve_jit_compile,
-    resolve_mixed_precision,
-)
+from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 FLAGS = flags.FLAGS
+define_task_module_flag()
 flags.DEFINE_string("preset", "bert_tiny", "Encoder preset (bert_tiny, ...) or task preset "
                     "(bert_tiny_classifier, bert_tiny_crf_tagger, ...).")
-flags.DEFINE_enum("head", "crf", ("softmax", "crf"), "Tagging head, when --preset names an "
-                  "encoder: a softmax per word or a CRF over words.")
-flags.DEFINE_boolean("label_all_subwords", False, "Tagging: train on every subword (B-x "
-                     "continues as I-x), not only each word's first subword.")
-flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to IOB2 when reading.")
-flags.DEFINE_integer("max_span_width", 10, "Span NER: the widest span, in words.", lower_bound=1)
-flags.DEFINE_enum("span_decoding", "flat", ("flat", "nested"), "Span NER: non-overlapping "
-                  "entities (flat) or every span above the threshold (nested).")
-flags.DEFINE_enum("flat_method", "greedy", ("greedy", "exact"), "Span NER flat decoding: "
-                  "greedy by score, or exact weighted interval scheduling.")
-flags.DEFINE_float("none_weight", 1.0, "Span NER: loss weight of NONE spans.", lower_bound=0.0)
-flags.DEFINE_enum("task", "classification", task_names(), "The task.")
+flags.DEFINE_string("task", "classification", "The task: a registered task name ("
+                    f"{', '.join(task_names())}, or one of a --task_module).")
+for _name in task_names():
+    get_task_class(_name).define_flags(FLAGS)
 flags.DEFINE_string("train_data", None, "Training data file.")
 flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
@@ -76,10 +65,7 @@ flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omi
 flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence, in wordpieces.",
                      lower_bound=8)
 flags.DEFINE_integer("seed", 42, "Random seed.")
-flags.DEFINE_enum("mixed_precision", "auto", MIXED_PRECISION_CHOICES,
-                  "Dtype policy; auto: mixed_bfloat16 on GPUs and CPUs that support it.")
-flags.DEFINE_enum("jit_compile", "auto", JIT_COMPILE_CHOICES,
-                  "XLA compilation; auto: on with a GPU, off on CPU.")
+define_hardware_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
@@ -87,11 +73,22 @@ _RESUME_KEYS = ("task", "preset", "train_data", "max_seq_length", "lowercase", "
                 "vocabulary_size", "batch_size", "epochs", "learning_rate")
 
 
-def _task_preset(task, examples):
+def _resolve_preset(task, head_options):
+    """(encoder preset, task preset or None, head options) from --preset.
+
+    A task preset gives its encoder and head; an encoder preset takes the
+    task's head options from its flags and, when the zoo has one, the name of
+    the matching task preset (kept in config.json).
+    """
     if FLAGS.preset in TASK_PRESETS:
-        return FLAGS.preset
+        preset = TASK_PRESETS[FLAGS.preset]
+        if preset.task != task.name:
+            raise UserError(f"--preset={FLAGS.preset} is a {preset.task} preset, "
+                            f"not one for --task={task.name}")
+        return preset.encoder, FLAGS.preset, {**head_options, **preset.head_options}
     if FLAGS.preset in ENCODER_PRESETS:
-        return task.preset_for(FLAGS.preset, examples, head=FLAGS.head)
+        name = task.preset_for(FLAGS.preset, head_options)
+        return FLAGS.preset, name if name in TASK_PRESETS else None, head_options
     try:
         get_preset(FLAGS.preset)
     except ValueError as error:
@@ -123,18 +120,32 @@ def _count_batches(dataset):
     return int(dataset.reduce(0, lambda count, _: count + 1))
 
 
-def _task_options():
-    if FLAGS.task == "tagging":
-        return {"convert_iob1": FLAGS.convert_iob1, "label_all_subwords": FLAGS.label_all_subwords}
-    if FLAGS.task == "span_ner":
-        return {"max_span_width": FLAGS.max_span_width, "decoding": FLAGS.span_decoding,
-                "flat_method": FLAGS.flat_method, "threshold": 0.5}
-    return {}
+def _load_encoder(tokens):
+    """The --init_checkpoint encoder (None without one), checked against the data settings."""
+    if not FLAGS.init_checkpoint:
+        return None
+    encoder_options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
+    try:
+        encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
+    except (ValueError, OSError) as error:
+        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+    transformer = encoder.get_layer("transformer")
+    if transformer.vocabulary_size != len(tokens):
+        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
+                        f"has {transformer.vocabulary_size} token embeddings")
+    if FLAGS.max_seq_length > transformer.max_sequence_length:
+        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
+                        f"{transformer.max_sequence_length} positions of --init_checkpoint")
+    return encoder
 
 
 def main(argv):
-    task_options = _task_options()
-    task = get_task(FLAGS.task, **task_options)
+    try:
+        task_class = get_task_class(FLAGS.task)
+        task_options, head_options = task_class.options_from_flags(FLAGS)
+        task = task_class(**task_options)
+    except ValueError as error:
+        raise UserError(f"--task={FLAGS.task}: {error}")
     if FLAGS.data_format and FLAGS.data_format not in task.formats:
         raise UserError(f"--data_format={FLAGS.data_format} is not one of "
                         f"{', '.join(task.formats)} for --task={task.name}")
@@ -145,41 +156,39 @@ def main(argv):
 
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
-    preset = _task_preset(task, train_examples)
-    if TASK_PRESETS[preset].task != task.name:
-        raise UserError(f"--preset={preset} is a {TASK_PRESETS[preset].task} preset, "
-                        f"not one for --task={task.name}")
-    encoder_preset = ENCODER_PRESETS[TASK_PRESETS[preset].encoder]
-    if FLAGS.max_seq_length > encoder_preset.max_sequence_length:
+    task = task.adapt(train_examples)
+    encoder_preset, preset, head_options = _resolve_preset(task, head_options)
+    positions = ENCODER_PRESETS[encoder_preset].max_sequence_length
+    if FLAGS.max_seq_length > positions:
         raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
-                        f"{encoder_preset.max_sequence_length} positions of {preset}")
+                        f"{positions} positions of {preset or encoder_preset}")
     labels = task.label_names(train_examples)
-    tag_scheme = task.tag_scheme(train_examples)
 
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     tokens = _vocabulary(task, train_examples, resuming)
     lowercase = FLAGS.lowercase
     if FLAGS.init_checkpoint and not FLAGS.vocab:
         lowercase = _checkpoint_tokenizer_settings(FLAGS.init_checkpoint)[1]
-    tokenizer = WordPieceTokenizer(tokens, lowercase=lowercase)
-    options = dict(max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size,
-                   seed=FLAGS.seed)
+    preprocessor = task.make_preprocessor(tokens, lowercase, FLAGS.max_seq_length)
+    options = dict(batch_size=FLAGS.batch_size, seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.
     try:
-        eval_dataset = task.make_dataset(eval_examples, tokenizer, labels, training=False,
+        eval_dataset = task.make_dataset(eval_examples, preprocessor, labels, training=False,
                                          **options)
-        train_dataset = task.make_dataset(train_examples, tokenizer, labels, training=True,
+        train_dataset = task.make_dataset(train_examples, preprocessor, labels, training=True,
                                           **options)
     except ValueError as error:
         raise UserError(str(error))
     steps_per_epoch = _count_batches(train_dataset)
     total_steps = steps_per_epoch * FLAGS.epochs
-    learning_rate = FLAGS.learning_rate or encoder_preset.learning_rate
+    learning_rate = FLAGS.learning_rate or ENCODER_PRESETS[encoder_preset].learning_rate
     monitor, mode = task.monitor(len(labels))
 
+    task_options = task.options_dict()
     config = {
-        "task": task.name, "task_options": task_options, "tag_scheme": tag_scheme,
-        "preset": preset, "train_data": os.path.abspath(FLAGS.train_data),
+        "task": task.name, "task_options": task_options,
+        "tag_scheme": task_options.get("tag_scheme"),
+        "preset": preset or encoder_preset, "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
         "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
@@ -197,48 +206,32 @@ def main(argv):
     md.save_vocabulary(FLAGS.model_dir, tokens)
     md.write_json(labels, md.path(FLAGS.model_dir, md.LABELS))
 
-    overrides = dict(num_classes=len(labels), vocabulary_size=len(tokens),
-                     learning_rate=learning_rate, total_steps=total_steps,
-                     warmup_steps=int(FLAGS.warmup_fraction * total_steps),
+    overrides = dict(head_options, **task.model_head_options(labels),
+                     vocabulary_size=len(tokens), learning_rate=learning_rate,
+                     total_steps=total_steps, warmup_steps=int(FLAGS.warmup_fraction * total_steps),
                      jit_compile=jit_compile)
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
-    if task.name == "tagging":
-        overrides.update(labels=labels, tag_scheme=tag_scheme)
-    if task.name == "span_ner":
-        if FLAGS.none_weight <= 0:
-            raise UserError("--none_weight must be > 0")
-        overrides.update(max_span_width=FLAGS.max_span_width, none_weight=FLAGS.none_weight)
-    encoder = None
-    if FLAGS.init_checkpoint:
-        encoder_options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
-        try:
-            encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
-        except (ValueError, OSError) as error:
-            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-        transformer = encoder.get_layer("transformer")
-        if transformer.vocabulary_size != len(tokens):
-            raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
-                            f"has {transformer.vocabulary_size} token embeddings")
-        if FLAGS.max_seq_length > transformer.max_sequence_length:
-            raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
-                            f"{transformer.max_sequence_length} positions of --init_checkpoint")
-        overrides["vocabulary_size"] = transformer.vocabulary_size
-    model = build_model(preset, encoder=encoder, **overrides)
+    try:
+        model = build_task_model(task, encoder_preset, encoder=_load_encoder(tokens),
+                                 **overrides)
+    except ValueError as error:
+        raise UserError(str(error))
     # What inference needs rides in the .keras file (vocabulary as an asset), so that
     # best_model.keras alone predicts, evaluates and exports (--model=...keras).
-    model.attach_metadata(vocabulary=tokens, lowercase=lowercase,
-                          max_seq_length=FLAGS.max_seq_length, task=task.name, labels=labels,
-                          task_options=task_options, tag_scheme=tag_scheme, preset=preset,
-                          data_format=FLAGS.data_format)
+    model.attach_metadata(preprocessor=preprocessor, task=task.name, labels=labels,
+                          task_options=task_options, preset=preset or encoder_preset,
+                          data_format=FLAGS.data_format,
+                          task_module=type(task).__module__)
     # Task callbacks first: they add validation metrics the others log and monitor.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
     ]
-    print(f"training {preset} ({policy}, jit_compile={jit_compile}) on "
-          f"{len(train_examples)} examples, {steps_per_epoch} steps per epoch", flush=True)
+    print(f"training {preset or task.name + ' on ' + encoder_preset} ({policy}, "
+          f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
+          f"{steps_per_epoch} steps per epoch", flush=True)
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
     model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,

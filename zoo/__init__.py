@@ -4,7 +4,7 @@
 >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
 """
 
-from zoo.builder import build_encoder, build_model, get_preset, list_presets
+from zoo.builder import build_encoder, build_model, build_task_model, get_preset, list_presets
 from zoo.checkpoints import (
     load_encoder,
     load_hf_encoder,
@@ -21,6 +21,7 @@ __all__ = [
     "TaskPreset",
     "build_encoder",
     "build_model",
+    "build_task_model",
     "get_preset",
     "list_presets",
     "load_encoder",

@@ -6,15 +6,8 @@ import difflib
 import keras
 
 from layers import TransformerEncoder
-from tasks.classification import (
-    build_classifier,
-    classification_loss,
-    classification_metrics,
-)
 from tasks.optimization import create_optimizer
-from tasks.encoder_task_model import MaskedAccuracy
-from tasks.span_ner.model import SpanNER
-from tasks.tagging.model import SequenceTagger
+from tasks.registry import get_task
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
@@ -22,9 +15,6 @@ ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
-_HEAD_FIELDS = ("num_classes", "head_hidden_dim", "labels", "tag_scheme")
-_SPAN_FIELDS = ("max_span_width", "span_combination", "span_pooling", "width_embedding_dim",
-                "span_hidden_dim", "none_weight")
 _TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile")
 
 
@@ -123,15 +113,16 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             weights); by default a new, randomly initialised one.
         compile: compile with the task's optimizer, loss and metrics.
         **overrides: encoder fields (`num_layers`, `hidden_dim`, `dropout`,
-            `max_sequence_length`, `vocabulary_size`, ...), head fields
-            (`num_classes`, `head_hidden_dim`; for taggers `labels`, the tag
-            names, and `tag_scheme`, which constrains a CRF and defaults to
+            `max_sequence_length`, `vocabulary_size`, ...), the task's head
+            fields (`Task.head_options`: `num_classes` and `labels` for every
+            task; `head_hidden_dim` for classifiers; `head` and `tag_scheme`
+            for taggers, where the scheme constrains a CRF and defaults to
             "IOB2" when `labels` are given; for span NER `max_span_width`,
             `span_combination`, `span_pooling`, `width_embedding_dim`,
-            `span_hidden_dim`, `none_weight`; `num_classes` counts NONE) and
-            training fields
-            (`learning_rate`, `warmup_steps`, `total_steps`, `weight_decay`,
-            `jit_compile`). Unknown names or bad values raise `ValueError`.
+            `span_hidden_dim`, `none_weight`, and `num_classes` counts NONE)
+            and training fields (`learning_rate`, `warmup_steps`,
+            `total_steps`, `weight_decay`, `jit_compile`). Unknown names or
+            bad values raise `ValueError`.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
@@ -141,63 +132,60 @@ def build_model(preset, encoder=None, compile=True, **overrides):
     if preset not in TASK_PRESETS:
         if preset in ENCODER_PRESETS:
             raise ValueError(
-                f"{preset!r} is an encoder preset; use build_encoder({preset!r}) or a task "
-                f"preset such as {preset + '_classifier'!r}"
+                f"{preset!r} is an encoder preset; use build_encoder({preset!r}), "
+                f"build_task_model(task, {preset!r}) or a task preset such as "
+                f"{preset + '_classifier'!r}"
             )
         raise _unknown("task preset", preset, TASK_PRESETS)
-    task = TASK_PRESETS[preset]
-    valid = _ENCODER_FIELDS + _HEAD_FIELDS + _SPAN_FIELDS + _TRAINING_FIELDS
+    task_preset = TASK_PRESETS[preset]
+    task = get_task(task_preset.task, **task_preset.task_options)
+    defaults = dict(task_preset.head_options)
+    if overrides.get("labels") is not None and "num_classes" not in overrides:
+        defaults.pop("num_classes", None)  # the labels say how many
+    return build_task_model(task, task_preset.encoder, encoder=encoder, compile=compile,
+                            **{**defaults, **overrides})
+
+
+def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrides):
+    """A compiled model for a task on an encoder preset: any registered task, no task preset.
+
+    Args:
+        task: a `tasks.task.Task`, or the name of a registered one.
+        encoder_preset: an encoder preset name ("bert_tiny", ...): the shape
+            of a new encoder and the training defaults (learning rate).
+        encoder: an existing encoder model to put the head on (pretrained
+            weights); by default a new, randomly initialised one.
+        compile: compile with the task's optimizer, loss and metrics.
+        **overrides: as for `build_model`; the head fields are the task's
+            `head_options`.
+
+    Examples:
+    >>> tagger = build_task_model("tagging", "bert_tiny", labels=["O", "B-PER", "I-PER"],
+    ...                           vocabulary_size=1000)
+    >>> tagger.output_shape
+    (None, None, 3)
+    """
+    if isinstance(task, str):
+        task = get_task(task)
+    if encoder_preset not in ENCODER_PRESETS:
+        raise _unknown("encoder preset", encoder_preset, ENCODER_PRESETS)
+    valid = _ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
-    encoder_config = _validated_encoder_config(ENCODER_PRESETS[task.encoder], overrides)
-    num_classes = overrides.get("num_classes", task.num_classes)
-    _check_number("num_classes", num_classes, int, low=2)
+    encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
+    head = {name: value for name, value in overrides.items() if name in task.head_options}
+    labels = head.get("labels")
+    if "num_classes" in head:
+        _check_number("num_classes", head["num_classes"], int, low=2)
+        if labels is not None and head["num_classes"] != len(labels):
+            raise ValueError(f"num_classes={head['num_classes']} but {len(labels)} labels "
+                             "were given")
     if encoder is None:
         encoder_overrides = {k: v for k, v in overrides.items()
                              if k in _ENCODER_FIELDS and k != "learning_rate"}
-        encoder = build_encoder(task.encoder, **encoder_overrides)
-    labels = overrides.get("labels")
-    if labels is not None:
-        if overrides.get("num_classes", len(labels)) != len(labels):
-            raise ValueError(f"num_classes={num_classes} but {len(labels)} labels were given")
-        num_classes = len(labels)
-    if task.task == "classification":
-        model = build_classifier(
-            encoder,
-            num_classes,
-            dropout=encoder_config["dropout"],
-            head_hidden_dim=overrides.get("head_hidden_dim"),
-        )
-        loss, metrics = classification_loss(), classification_metrics(num_classes)
-    elif task.task == "span_ner":
-        model = SpanNER(
-            encoder,
-            num_classes,
-            max_span_width=overrides.get("max_span_width", 10),
-            combination=overrides.get("span_combination", "x,y"),
-            pooling=overrides.get("span_pooling", "attention"),
-            width_embedding_dim=overrides.get("width_embedding_dim", 32),
-            hidden_dim=overrides.get("span_hidden_dim", 256),
-            dropout=encoder_config["dropout"],
-            none_weight=overrides.get("none_weight", 1.0),
-            name="span_ner",
-        )
-        loss, metrics = None, [MaskedAccuracy(name="span_accuracy")]  # the model computes its own loss
-    else:
-        tag_scheme = overrides.get("tag_scheme")
-        if task.head == "crf" and labels is not None and tag_scheme is None:
-            tag_scheme = "IOB2"
-        model = SequenceTagger(
-            encoder,
-            num_classes,
-            head=task.head,
-            dropout=encoder_config["dropout"],
-            labels=labels,
-            tag_scheme=tag_scheme if task.head == "crf" else None,
-            name="tagger",
-        )
-        loss, metrics = None, [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss
+        encoder = build_encoder(encoder_preset, **encoder_overrides)
+    model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
@@ -210,8 +198,8 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             optimizer=create_optimizer(
                 encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay
             ),
-            loss=loss,
-            metrics=metrics,
+            loss=task.loss(),
+            metrics=task.metrics(model),
             jit_compile=resolve_jit_compile(overrides.get("jit_compile", "auto")),
         )
     return model

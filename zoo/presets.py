@@ -33,13 +33,16 @@ class EncoderPreset:
 
 @dataclasses.dataclass(frozen=True)
 class TaskPreset:
-    """A task head on a named encoder, with the head's defaults."""
+    """A registered task (`tasks.registry`) with its head on a named encoder.
+
+    `head_options` are the task's `build_model` arguments (`num_classes`,
+    `head`, ...); `task_options` its options (`paired_input`, ...).
+    """
 
     encoder: str
-    task: str  # "classification", "tagging" or "span_ner"
-    head: str = "classifier"  # "classifier"; tagging: "softmax" or "crf"; span_ner: "span"
-    paired_input: bool = False
-    num_classes: int = 2
+    task: str
+    head_options: dict = dataclasses.field(default_factory=dict)
+    task_options: dict = dataclasses.field(default_factory=dict)
     description: str = ""
 
 
@@ -72,19 +75,19 @@ def _task_presets():
     presets = {}
     for name in ENCODER_PRESETS:
         presets[f"{name}_classifier"] = TaskPreset(
-            name, "classification",
+            name, "classification", {"num_classes": 2},
             description=f"{name} + pooled-output classifier (single text)")
         presets[f"{name}_pair_classifier"] = TaskPreset(
-            name, "classification", paired_input=True,
+            name, "classification", {"num_classes": 2}, {"paired_input": True},
             description=f"{name} + pooled-output classifier ([CLS] a [SEP] b [SEP])")
         presets[f"{name}_tagger"] = TaskPreset(
-            name, "tagging", head="softmax", num_classes=9,
+            name, "tagging", {"head": "softmax", "num_classes": 9},
             description=f"{name} + per-word softmax tagger (first subword)")
         presets[f"{name}_crf_tagger"] = TaskPreset(
-            name, "tagging", head="crf", num_classes=9,
+            name, "tagging", {"head": "crf", "num_classes": 9},
             description=f"{name} + linear-chain CRF tagger over words")
         presets[f"{name}_span_ner"] = TaskPreset(
-            name, "span_ner", head="span", num_classes=5,
+            name, "span_ner", {"num_classes": 5},
             description=f"{name} + span classifier over every span of <= L words")
     return presets
 

@@ -1,22 +1,64 @@
-"""What the training binaries need to know about classification, in one place."""
+"""Single-text and text-pair classification as a `Task`."""
+
+import dataclasses
+import json
+
+import numpy as np
 
 from tasks.classification import readers
+from tasks.classification.model import Classifier, classification_loss, classification_metrics
 from tasks.classification.pipeline import make_dataset
+from tasks.classification.serving import classification_outputs
+from tasks.atomic_files import write_text_atomically
+from tasks.errors import DataFormatError
+from tasks.prediction_io import read_text_lines
+from tasks.registry import register_task
+from tasks.task import Task
 
 
-class ClassificationTask:
+@dataclasses.dataclass(frozen=True)
+class ClassificationOptions:
+    """paired_input: the model reads text pairs (`[CLS] a [SEP] b [SEP]`)."""
+
+    paired_input: bool = False
+
+
+@register_task
+class ClassificationTask(Task):
     """Single-text and text-pair classification (TREC, MRPC, JSONL).
+
+    The model is a `Classifier` (the encoder's pooled output → logits); the
+    best model is the one with the highest validation F1 of class 1 for two
+    classes, accuracy otherwise. Predictions are JSONL records with the label
+    and the class probabilities.
 
     Examples:
     >>> ClassificationTask().monitor(num_labels=2)
     ('val_f1', 'max')
+    >>> ClassificationTask(paired_input=True).serving_inputs()
+    ('text', 'text_pair')
     """
 
     name = "classification"
     formats = readers.FORMATS
+    Options = ClassificationOptions
+    head_options = ("num_classes", "labels", "head_hidden_dim")
+
+    @classmethod
+    def from_metadata(cls, metadata):
+        options = dict(metadata.get("task_options") or {})
+        # Models saved before the option existed: their preset said whether they read pairs.
+        options.setdefault("paired_input", str(metadata.get("preset", "")).endswith(
+            "_pair_classifier"))
+        return cls(**options)
+
+    # === Data ===
 
     def read(self, path, data_format=None):
         return readers.read_examples(path, data_format)
+
+    def adapt(self, examples):
+        return self.with_options(paired_input=examples[0].text_pair is not None)
 
     def label_names(self, examples):
         """Labels in a stable order: sorted, numerically when all are integers."""
@@ -26,31 +68,79 @@ class ClassificationTask:
         return sorted(labels)
 
     def texts(self, examples):
-        """Every text of `examples`, for learning a vocabulary."""
         for example in examples:
             yield example.text
             if example.text_pair is not None:
                 yield example.text_pair
 
-    def tag_scheme(self, examples):
-        return None
+    def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
+                     seed=None):
+        return make_dataset(examples, preprocessor, labels, batch_size=batch_size,
+                            training=training, seed=seed)
 
-    def preset_for(self, encoder_preset, examples, head=None):
-        paired = examples[0].text_pair is not None
-        return f"{encoder_preset}_{'pair_' if paired else ''}classifier"
+    # === Model ===
 
-    def make_dataset(self, examples, tokenizer, label_names, **options):
-        return make_dataset(examples, tokenizer, label_names, **options)
+    def preset_for(self, encoder_preset, head_options):
+        return f"{encoder_preset}_{'pair_' if self.paired_input else ''}classifier"
 
-    def callbacks(self, eval_dataset, eval_examples, label_names):
-        return []
+    def build_model(self, encoder, num_classes=2, labels=None, dropout=0.1,
+                    head_hidden_dim=None):
+        if labels is not None:
+            num_classes = len(labels)
+        return Classifier(encoder, num_classes, dropout=dropout, head_hidden_dim=head_hidden_dim,
+                          name="classifier")
 
-    def evaluate(self, model, dataset, examples, label_names):
-        metrics = model.evaluate(dataset, return_dict=True, verbose=0)
-        metrics = {name: float(value) for name, value in metrics.items()}
-        metrics["examples"] = len(examples)
-        return metrics
+    def loss(self):
+        return classification_loss()
+
+    def metrics(self, model):
+        return classification_metrics(model.output_shape[-1])
 
     def monitor(self, num_labels):
         """The validation metric that picks the best model."""
         return ("val_f1", "max") if num_labels == 2 else ("val_accuracy", "max")
+
+    # === Prediction ===
+
+    def read_prediction_input(self, path, input_format="auto", data_format=None):
+        if input_format != "text":
+            try:
+                return self.read(path, data_format)
+            except DataFormatError:
+                if input_format == "data":
+                    raise
+        examples = [readers.ClassificationExample(text=line, label="", source=path, line=number)
+                    for number, line in read_text_lines(path)]
+        if not examples:
+            raise DataFormatError(f"{path}: no texts found")
+        return examples
+
+    def write_predictions(self, model, preprocessor, examples, labels, output,
+                          output_format="auto", batch_size=64):
+        """JSONL: the text (and text pair), the label and every class's probability."""
+        # Labels of the input (if any) are not used: tag every example with a known one.
+        unlabeled = [readers.ClassificationExample(e.text, labels[0], e.text_pair, e.source,
+                                                   e.line) for e in examples]
+        dataset = self.make_dataset(unlabeled, self.preprocessor_of(preprocessor), labels,
+                                    batch_size=batch_size)
+        logits = np.asarray(model.predict(dataset, verbose=0))
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        lines = []
+        for example, row in zip(examples, probabilities):
+            record = {"text": example.text, "label": labels[int(row.argmax())],
+                      "probabilities": {label: round(float(p), 6)
+                                        for label, p in zip(labels, row)}}
+            if example.text_pair is not None:
+                record["text_pair"] = example.text_pair
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        write_text_atomically(output, lines)
+        return f"{len(examples)} texts"
+
+    # === Serving ===
+
+    def serving_inputs(self):
+        return ("text", "text_pair") if self.paired_input else ("text",)
+
+    def serving_outputs(self, model, preprocessor, labels, text, text_pair=None):
+        return classification_outputs(model, preprocessor, labels, text, text_pair)

@@ -8,10 +8,11 @@ entity type id otherwise, -1 where the span runs past the last kept word.
 import numpy as np
 import tensorflow as tf
 
+from tasks.labels import LabelSet
 from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 
 
-def span_label_grid(sentence, label_index, max_span_width):
+def span_label_grid(sentence, labels, max_span_width):
     """The [words, max_span_width] label grid of one `SpanSentence`.
 
     Spans wider than `max_span_width` cannot be predicted and are left out
@@ -21,7 +22,7 @@ def span_label_grid(sentence, label_index, max_span_width):
     Examples:
     >>> from tasks.span_ner import SpanSentence
     >>> s = SpanSentence(("New", "York", "rocks"), ((0, 1, "LOC"),))
-    >>> span_label_grid(s, {"NONE": 0, "LOC": 1}, 2).tolist()
+    >>> span_label_grid(s, LabelSet(["NONE", "LOC"]), 2).tolist()
     [[0, 1], [0, 0], [0, -1]]
     """
     count = len(sentence.words)
@@ -30,22 +31,18 @@ def span_label_grid(sentence, label_index, max_span_width):
     widths = np.arange(max_span_width)[None, :]
     grid[starts + widths >= count] = LABEL_PADDING
     for start, end, label in reversed(sentence.spans):
-        if label not in label_index:
-            raise ValueError(
-                f"{sentence.source}:{sentence.line}: entity type {label!r} was not seen in "
-                f"training (known types: {', '.join(list(label_index)[1:])})"
-            )
+        label_id = labels.id(label, f"{sentence.source}:{sentence.line}")
         if end - start < max_span_width:
-            grid[start, end - start] = label_index[label]
+            grid[start, end - start] = label_id
     return grid
 
 
 def make_dataset(
     sentences,
-    tokenizer,
+    preprocessor,
     label_names,
     max_span_width=10,
-    max_seq_length=128,
+    max_seq_length=None,
     batch_size=32,
     training=False,
     seed=None,
@@ -54,15 +51,16 @@ def make_dataset(
 
     Args:
         sentences: the sentences; their entity types must be in `label_names`.
-        tokenizer: a `WordPieceTokenizer`.
+        preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
+            with `max_seq_length`, 128 by default).
         label_names: "NONE" then the entity types.
         max_span_width: L, the widest span in words.
         max_seq_length, batch_size, training, seed: as for `make_word_dataset`.
     """
-    index = {name: i for i, name in enumerate(label_names)}
-    grids = [span_label_grid(s, index, max_span_width) for s in sentences]
+    labels = LabelSet(label_names, kind="entity type")
+    grids = [span_label_grid(s, labels, max_span_width) for s in sentences]
     dataset = make_word_dataset(
-        [s.words for s in sentences], grids, tokenizer, max_seq_length=max_seq_length,
+        [s.words for s in sentences], grids, preprocessor, max_seq_length=max_seq_length,
         batch_size=batch_size, training=training, seed=seed)
 
     def hide_truncated_spans(features, labels):

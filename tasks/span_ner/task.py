@@ -1,42 +1,102 @@
-"""What the training binaries need to know about span NER, in one place."""
+"""Span-based NER (flat or nested) as a `Task`."""
 
+import dataclasses
+import json
+
+from absl import flags
+
+from tasks.atomic_files import write_text_atomically
+from tasks.encoder_task_model import MaskedAccuracy
+from tasks.errors import DataFormatError
+from tasks.prediction_io import read_word_input, wants_jsonl
+from tasks.registry import register_task
 from tasks.span_ner import readers
-from tasks.span_ner.evaluation import SpanF1Callback, evaluate_span_model
+from tasks.span_ner.evaluation import (
+    SpanF1Callback,
+    calibrate,
+    decode_all,
+    evaluate_span_model,
+    span_probabilities,
+)
+from tasks.span_ner.model import SpanNER
 from tasks.span_ner.pipeline import make_dataset
+from tasks.span_ner.serving import span_ner_outputs
+from tasks.tagging.readers import read_column_file, spans_to_tags
+from tasks.task import Task
+from tasks.word_preprocessor import WordPreprocessor
 
 DECODINGS = ("flat", "nested")
+FLAT_METHODS = ("greedy", "exact")
 
 
-class SpanNERTask:
+@dataclasses.dataclass(frozen=True)
+class SpanNEROptions:
+    """max_span_width: the widest span the model scores, in words. decoding:
+    "flat" (non-overlapping entities) or "nested". flat_method: "greedy" or
+    "exact" (weighted interval scheduling). threshold: minimum best non-NONE
+    probability of an entity (see `tools/calibrate.py`)."""
+
+    max_span_width: int = 10
+    decoding: str = "flat"
+    flat_method: str = "greedy"
+    threshold: float = 0.5
+
+    def __post_init__(self):
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {DECODINGS}, got {self.decoding!r}")
+        if self.flat_method not in FLAT_METHODS:
+            raise ValueError(f"flat_method must be one of {FLAT_METHODS}, "
+                             f"got {self.flat_method!r}")
+        if int(self.max_span_width) < 1:
+            raise ValueError(f"max_span_width must be >= 1, got {self.max_span_width}")
+
+
+@register_task
+class SpanNERTask(Task):
     """Span-based NER from BIO column files or JSONL with (possibly nested) spans.
 
-    Args:
-        max_span_width: the widest span the model scores, in words.
-        decoding: "flat" (non-overlapping entities) or "nested".
-        flat_method: "greedy" or "exact" (weighted interval scheduling).
-        threshold: minimum best non-NONE probability of an entity (see
-            `tools/calibrate.py`).
+    Head options: `num_classes` (entity types + NONE), `labels`,
+    `max_span_width`, `span_combination`, `span_pooling`,
+    `width_embedding_dim`, `span_hidden_dim`, `none_weight`. Predictions are
+    CoNLL columns (flat decoding) or JSONL entities with scores.
 
     Examples:
     >>> SpanNERTask().monitor(num_labels=5)
     ('val_span_f1', 'max')
+    >>> SpanNERTask(decoding="nested").options_dict()["decoding"]
+    'nested'
     """
 
     name = "span_ner"
     formats = readers.DATA_FORMATS
+    Options = SpanNEROptions
+    head_options = ("num_classes", "labels", "max_span_width", "span_combination",
+                    "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight")
+    preprocessor_class = WordPreprocessor
 
-    def __init__(self, max_span_width=10, decoding="flat", flat_method="greedy",
-                 threshold=0.5):
-        if decoding not in DECODINGS:
-            raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
-        self.max_span_width = int(max_span_width)
-        self.decoding = decoding
-        self.flat_method = flat_method
-        self.threshold = float(threshold)
+    @classmethod
+    def define_flags(cls, flag_values):
+        flags.DEFINE_integer("max_span_width", 10, "Span NER: the widest span, in words.",
+                                   lower_bound=1, flag_values=flag_values)
+        flags.DEFINE_enum("span_decoding", "flat", DECODINGS, "Span NER: "
+                                "non-overlapping entities (flat) or every span above the "
+                                "threshold (nested).", flag_values=flag_values)
+        flags.DEFINE_enum("flat_method", "greedy", FLAT_METHODS, "Span NER flat "
+                                "decoding: greedy by score, or exact weighted interval "
+                                "scheduling.", flag_values=flag_values)
+        flags.DEFINE_float("none_weight", 1.0, "Span NER: loss weight of NONE spans.",
+                                 lower_bound=0.0, flag_values=flag_values)
 
-    def options(self):
-        return {"max_span_width": self.max_span_width, "decoding": self.decoding,
-                "flat_method": self.flat_method, "threshold": self.threshold}
+    @classmethod
+    def options_from_flags(cls, flag_values):
+        if flag_values.none_weight <= 0:
+            raise ValueError("--none_weight must be > 0")
+        return ({"max_span_width": flag_values.max_span_width,
+                 "decoding": flag_values.span_decoding,
+                 "flat_method": flag_values.flat_method, "threshold": 0.5},
+                {"none_weight": flag_values.none_weight})
+
+    # === Data ===
 
     def read(self, path, data_format=None):
         return readers.read_span_file(path, data_format)
@@ -44,19 +104,36 @@ class SpanNERTask:
     def label_names(self, sentences):
         return readers.span_label_names(sentences)
 
-    def tag_scheme(self, sentences):
-        return None
-
     def texts(self, sentences):
         for sentence in sentences:
             yield " ".join(sentence.words)
 
-    def preset_for(self, encoder_preset, sentences, head=None):
+    def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
+                     seed=None):
+        return make_dataset(sentences, preprocessor, labels,
+                            max_span_width=self.max_span_width, batch_size=batch_size,
+                            training=training, seed=seed)
+
+    # === Model ===
+
+    def preset_for(self, encoder_preset, head_options):
         return f"{encoder_preset}_span_ner"
 
-    def make_dataset(self, sentences, tokenizer, label_names, **options):
-        return make_dataset(sentences, tokenizer, label_names,
-                            max_span_width=self.max_span_width, **options)
+    def model_head_options(self, labels):
+        return {"num_classes": len(labels), "max_span_width": self.max_span_width}
+
+    def build_model(self, encoder, num_classes=5, labels=None, max_span_width=10,
+                    span_combination="x,y", span_pooling="attention", width_embedding_dim=32,
+                    span_hidden_dim=256, none_weight=1.0, dropout=0.1):
+        if labels is not None:
+            num_classes = len(labels)
+        return SpanNER(encoder, num_classes, max_span_width=max_span_width,
+                       combination=span_combination, pooling=span_pooling,
+                       width_embedding_dim=width_embedding_dim, hidden_dim=span_hidden_dim,
+                       dropout=dropout, none_weight=none_weight, name="span_ner")
+
+    def metrics(self, model):
+        return [MaskedAccuracy(name="span_accuracy")]  # the model computes its own loss
 
     def monitor(self, num_labels):
         return ("val_span_f1", "max")
@@ -65,10 +142,57 @@ class SpanNERTask:
         return dict(max_span_width=self.max_span_width, threshold=self.threshold,
                     decoding=self.decoding, method=self.flat_method)
 
-    def callbacks(self, eval_dataset, eval_sentences, label_names):
-        return [SpanF1Callback(eval_dataset, eval_sentences, label_names,
+    def callbacks(self, eval_dataset, eval_sentences, labels):
+        return [SpanF1Callback(eval_dataset, eval_sentences, labels,
                                **self._decoding_options())]
 
-    def evaluate(self, model, dataset, sentences, label_names):
-        return evaluate_span_model(model, dataset, sentences, label_names,
+    def evaluate(self, model, dataset, sentences, labels):
+        return evaluate_span_model(model, dataset, sentences, labels,
                                    **self._decoding_options())
+
+    def calibrate(self, model, dataset, sentences, labels):
+        """`(threshold, F1, table)`: the threshold that maximises F1 on `sentences`."""
+        return calibrate(model, dataset, sentences, labels, self.max_span_width,
+                         self.decoding, self.flat_method)
+
+    # === Prediction ===
+
+    def read_prediction_input(self, path, input_format="auto", data_format=None):
+        if input_format != "text" and path.endswith((".jsonl", ".json")):
+            read = self.read(path)  # the span JSONL format; its spans are ignored
+            return [readers.SpanSentence(s.words, (), s.source, s.line) for s in read]
+        return [readers.SpanSentence(words, (), source, line)
+                for words, source, line in read_word_input(path, input_format,
+                                                           read_column_file)]
+
+    def write_predictions(self, model, preprocessor, sentences, labels, output,
+                          output_format="auto", batch_size=64):
+        """JSONL entities with scores, or CoNLL tags (flat decoding only)."""
+        as_jsonl = wants_jsonl(output, output_format)
+        if not as_jsonl and self.decoding == "nested":
+            raise DataFormatError("nested entities cannot be written as CoNLL tags; "
+                                  "use a .jsonl output")
+        dataset = self.make_dataset(sentences, self.preprocessor_of(preprocessor), labels,
+                                    batch_size=batch_size)
+        probabilities = span_probabilities(model, dataset, sentences, self.max_span_width)
+        entities = decode_all(probabilities, labels, self.threshold, self.decoding,
+                              self.flat_method)
+        lines = []
+        for sentence, found in zip(sentences, entities):
+            if as_jsonl:
+                lines.append(json.dumps({"words": list(sentence.words), "entities": [
+                    {"start": int(start), "end": int(end), "label": label,
+                     "score": round(float(score), 6),
+                     "text": " ".join(sentence.words[start:end + 1])}
+                    for start, end, label, score in found]}, ensure_ascii=False) + "\n")
+            else:
+                tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
+                lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
+        write_text_atomically(output, lines)
+        return f"{len(sentences)} sentences"
+
+    # === Serving ===
+
+    def serving_outputs(self, model, preprocessor, labels, text):
+        return span_ner_outputs(model, preprocessor, labels, text, threshold=self.threshold,
+                                decoding=self.decoding, method=self.flat_method)

@@ -6,6 +6,7 @@ padded words.
 
 import numpy as np
 
+from tasks.labels import LabelSet
 from tasks.tagging.readers import split_tag
 from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 
@@ -14,19 +15,9 @@ __all__ = ["LABEL_PADDING", "continuation_ids", "encode_tags", "make_dataset"]
 
 def encode_tags(sentences, label_names):
     """Tag ids per sentence; a tag not in `label_names` is an error naming the line."""
-    index = {name: i for i, name in enumerate(label_names)}
-    encoded = []
-    for sentence in sentences:
-        ids = []
-        for offset, tag in enumerate(sentence.tags):
-            if tag not in index:
-                raise ValueError(
-                    f"{sentence.source}:{sentence.line + offset}: tag {tag!r} was not seen "
-                    f"in training (known tags: {', '.join(label_names)})"
-                )
-            ids.append(index[tag])
-        encoded.append(ids)
-    return encoded
+    tags = LabelSet(label_names, kind="tag")
+    return [[tags.id(tag, f"{sentence.source}:{sentence.line + offset}")
+             for offset, tag in enumerate(sentence.tags)] for sentence in sentences]
 
 
 def continuation_ids(label_names):
@@ -49,9 +40,9 @@ def continuation_ids(label_names):
 
 def make_dataset(
     sentences,
-    tokenizer,
+    preprocessor,
     label_names,
-    max_seq_length=128,
+    max_seq_length=None,
     batch_size=32,
     training=False,
     seed=None,
@@ -61,9 +52,10 @@ def make_dataset(
 
     Args:
         sentences: the sentences; their tags must be in `label_names`.
-        tokenizer: a `WordPieceTokenizer`.
+        preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
+            with `max_seq_length`, 128 by default).
         label_names: tag names in id order.
-        max_seq_length: the longest `[CLS] … [SEP]` sequence.
+        max_seq_length: with a tokenizer: the longest `[CLS] … [SEP]` sequence.
         batch_size: sentences per batch.
         training: shuffle every epoch and group sentences of similar length.
         seed: shuffle seed.
@@ -74,7 +66,7 @@ def make_dataset(
     return make_word_dataset(
         [s.words for s in sentences],
         tag_ids,
-        tokenizer,
+        preprocessor,
         max_seq_length=max_seq_length,
         batch_size=batch_size,
         training=training,

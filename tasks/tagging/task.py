@@ -1,14 +1,44 @@
-"""What the training binaries need to know about word tagging, in one place."""
+"""BIO word tagging (softmax or CRF head) as a `Task`."""
 
+import dataclasses
+import json
+
+from absl import flags
+
+from tasks.atomic_files import write_text_atomically
+from tasks.encoder_task_model import MaskedAccuracy
+from tasks.prediction_io import read_word_input, wants_jsonl
+from tasks.registry import register_task
 from tasks.tagging import readers
-from tasks.tagging.evaluation import EntityF1Callback, evaluate_tagger
+from tasks.tagging.evaluation import EntityF1Callback, evaluate_tagger, predict_tags
+from tasks.tagging.model import HEADS, SequenceTagger
 from tasks.tagging.pipeline import make_dataset
+from tasks.tagging.serving import tagging_outputs
+from tasks.task import Task
+from tasks.word_preprocessor import WordPreprocessor
 
 FORMATS = ("conll", "columns")
 
 
-class TaggingTask:
+@dataclasses.dataclass(frozen=True)
+class TaggingOptions:
+    """convert_iob1: read IOB1 files as IOB2. label_all_subwords: train on every
+    subword (B-x continues as I-x). tag_scheme: the scheme of the training data
+    (detected by `adapt`), which constrains a CRF."""
+
+    convert_iob1: bool = False
+    label_all_subwords: bool = False
+    tag_scheme: str = None
+
+
+@register_task
+class TaggingTask(Task):
     """BIO tagging of words (CoNLL-2003 and two-column files), softmax or CRF head.
+
+    Head options: `head` ("crf", the default, or "softmax"), `num_classes`,
+    `labels` and `tag_scheme` (a CRF with labels and a scheme forbids the
+    transitions the scheme forbids). Predictions are CoNLL columns or JSONL
+    with the tags and the entities.
 
     Examples:
     >>> from tasks.tagging import TaggedSentence
@@ -18,14 +48,41 @@ class TaggingTask:
 
     name = "tagging"
     formats = FORMATS
+    Options = TaggingOptions
+    head_options = ("head", "num_classes", "labels", "tag_scheme")
+    preprocessor_class = WordPreprocessor
 
-    def __init__(self, convert_iob1=False, label_all_subwords=False):
-        self.convert_iob1 = convert_iob1
-        self.label_all_subwords = label_all_subwords
+    @classmethod
+    def define_flags(cls, flag_values):
+        flags.DEFINE_enum("head", "crf", HEADS, "Tagging head, when --preset names an "
+                                "encoder: a softmax per word or a CRF over words.", flag_values=flag_values)
+        flags.DEFINE_boolean("label_all_subwords", False, "Tagging: train on every "
+                                   "subword (B-x continues as I-x), not only each word's "
+                                   "first subword.", flag_values=flag_values)
+        flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to "
+                                   "IOB2 when reading.", flag_values=flag_values)
+
+    @classmethod
+    def options_from_flags(cls, flag_values):
+        return ({"convert_iob1": flag_values.convert_iob1,
+                 "label_all_subwords": flag_values.label_all_subwords},
+                {"head": flag_values.head})
+
+    @classmethod
+    def from_metadata(cls, metadata):
+        options = dict(metadata.get("task_options") or {})
+        # Models saved before the option existed kept the scheme beside the options.
+        options.setdefault("tag_scheme", metadata.get("tag_scheme"))
+        return cls(**options)
+
+    # === Data ===
 
     def read(self, path, data_format=None):
         # Both formats: whitespace columns, word first, tag last.
         return readers.read_column_file(path, convert_iob1=self.convert_iob1)
+
+    def adapt(self, sentences):
+        return self.with_options(tag_scheme=readers.detect_scheme(sentences))
 
     def label_names(self, sentences):
         """Every tag of the scheme for the entity types seen in training.
@@ -34,30 +91,86 @@ class TaggingTask:
         evaluation data may use any tag of a known type.
         """
         seen = readers.label_list(sentences)
-        prefixes = "BIES" if self.tag_scheme(sentences) == "BIOES" else "BI"
+        scheme = self.tag_scheme or readers.detect_scheme(sentences)
+        prefixes = "BIES" if scheme == "BIOES" else "BI"
         types = sorted({readers.split_tag(tag)[1] for tag in seen if tag != "O"})
         return ["O"] + [f"{prefix}-{entity_type}" for entity_type in types
                         for prefix in prefixes]
-
-    def tag_scheme(self, sentences):
-        return readers.detect_scheme(sentences)
 
     def texts(self, sentences):
         for sentence in sentences:
             yield " ".join(sentence.words)
 
-    def preset_for(self, encoder_preset, sentences, head="crf"):
+    def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
+                     seed=None):
+        return make_dataset(sentences, preprocessor, labels, batch_size=batch_size,
+                            training=training, seed=seed,
+                            label_all_subwords=self.label_all_subwords)
+
+    # === Model ===
+
+    def preset_for(self, encoder_preset, head_options):
+        head = head_options.get("head", "crf")
         return f"{encoder_preset}_{'crf_' if head == 'crf' else ''}tagger"
 
-    def make_dataset(self, sentences, tokenizer, label_names, training=False, **options):
-        return make_dataset(sentences, tokenizer, label_names, training=training,
-                            label_all_subwords=self.label_all_subwords, **options)
+    def model_head_options(self, labels):
+        return {"num_classes": len(labels), "labels": list(labels),
+                "tag_scheme": self.tag_scheme}
+
+    def build_model(self, encoder, num_classes=None, head="crf", labels=None, tag_scheme=None,
+                    dropout=0.1):
+        if labels is None and num_classes is None:
+            raise ValueError("a tagger needs its tags (labels=...) or num_classes")
+        if labels is not None:
+            if num_classes not in (None, len(labels)):
+                raise ValueError(f"num_classes={num_classes} but {len(labels)} labels were given")
+            num_classes = len(labels)
+            if head == "crf" and tag_scheme is None:
+                tag_scheme = "IOB2"
+        return SequenceTagger(encoder, num_classes, head=head, dropout=dropout, labels=labels,
+                              tag_scheme=tag_scheme if head == "crf" else None, name="tagger")
+
+    def metrics(self, model):
+        return [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss
 
     def monitor(self, num_labels):
         return ("val_entity_f1", "max")
 
-    def callbacks(self, eval_dataset, eval_sentences, label_names):
-        return [EntityF1Callback(eval_dataset, eval_sentences, label_names)]
+    def callbacks(self, eval_dataset, eval_sentences, labels):
+        return [EntityF1Callback(eval_dataset, eval_sentences, labels)]
 
-    def evaluate(self, model, dataset, sentences, label_names):
-        return evaluate_tagger(model, dataset, sentences, label_names)
+    def evaluate(self, model, dataset, sentences, labels):
+        return evaluate_tagger(model, dataset, sentences, labels)
+
+    # === Prediction ===
+
+    def read_prediction_input(self, path, input_format="auto", data_format=None):
+        return [readers.TaggedSentence(words, ("O",) * len(words), source, line)
+                for words, source, line in read_word_input(path, input_format, self.read)]
+
+    def write_predictions(self, model, preprocessor, sentences, labels, output,
+                          output_format="auto", batch_size=64):
+        """CoNLL (`word tag` lines) or JSONL with the words, tags and entities."""
+        dataset = self.make_dataset(sentences, self.preprocessor_of(preprocessor), labels,
+                                    batch_size=batch_size)
+        predictions = predict_tags(model, dataset, sentences, labels)
+        as_jsonl = wants_jsonl(output, output_format)
+        write_text_atomically(output, _tagging_lines(sentences, predictions, as_jsonl))
+        return f"{len(sentences)} sentences"
+
+    # === Serving ===
+
+    def serving_outputs(self, model, preprocessor, labels, text):
+        return tagging_outputs(model, preprocessor, labels, text)
+
+
+def _tagging_lines(sentences, predictions, as_jsonl):
+    for sentence, tags in zip(sentences, predictions):
+        if as_jsonl:
+            entities = [{"start": start, "end": end, "label": label,
+                         "text": " ".join(sentence.words[start:end + 1])}
+                        for start, end, label in readers.tags_to_spans(tags)]
+            yield json.dumps({"words": list(sentence.words), "tags": tags,
+                              "entities": entities}, ensure_ascii=False) + "\n"
+        else:
+            yield "".join(f"{word} {tag}\n" for word, tag in zip(sentence.words, tags)) + "\n"

@@ -46,13 +46,6 @@ logger = logging.getLogger(__name__)
 NATIVE, KERAS_HUB, HUGGINGFACE = "native", "keras_hub", "huggingface"
 FORMATS = (NATIVE, KERAS_HUB, HUGGINGFACE)
 # load_pretrained task → task preset suffix (`<encoder preset>_<suffix>`).
-TASKS = {
-    "classification": "classifier",
-    "pair_classification": "pair_classifier",
-    "tagging": "tagger",
-    "crf_tagging": "crf_tagger",
-    "span_ner": "span_ner",
-}
 _SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim",
                  "share_layers", "norm_first")
 _LOOKED_FOR = (
@@ -174,45 +167,56 @@ def matching_encoder_preset(transformer):
     return name
 
 
-def load_pretrained(path, task, **head_options):
+def load_pretrained(path, task, **options):
     """A compiled task model whose encoder starts from a checkpoint directory.
 
-    The encoder comes from `load_encoder(path)`; the head and the training
-    defaults come from the task preset `<encoder preset>_<head>` built by
-    `zoo.build_model`, where the encoder preset is the one with the
-    checkpoint's shape (e.g. "minilm_l6_h384" for all-MiniLM-L6-v2, so its
-    learning rate applies), else the nearest one. The tokenizer to feed it is
-    `load_tokenizer(path)`.
+    The encoder comes from `load_encoder(path)`; the head comes from the task
+    (`zoo.build_task_model`) and the training defaults (learning rate, ...)
+    from the encoder preset with the checkpoint's shape (e.g.
+    "minilm_l6_h384" for all-MiniLM-L6-v2), else the nearest one. The
+    tokenizer to feed it is `load_tokenizer(path)`.
 
     Args:
         path: a native, KerasHub or Hugging Face checkpoint directory.
-        task: "classification", "pair_classification", "tagging" (a softmax
-            per word), "crf_tagging" or "span_ner".
-        **head_options: `build_model` overrides: head fields (`num_classes`,
-            `labels`, `tag_scheme`, `head_hidden_dim`, span fields), training
-            fields (`learning_rate`, `total_steps`, `warmup_steps`,
-            `weight_decay`, `jit_compile`) and encoder fields, which are
-            applied to the loaded encoder (`dropout`, `attention_dropout`,
+        task: a registered task name ("classification", "tagging",
+            "span_ner", ... see `tasks.registry.task_names()`) or a `Task`.
+        **options: the task's options (e.g. `paired_input=True` for a pair
+            classifier) and `build_model` overrides: the task's head fields
+            (`num_classes`, `labels`; `head="softmax"` or `"crf"` and
+            `tag_scheme` for tagging; span fields), training fields
+            (`learning_rate`, `total_steps`, `warmup_steps`, `weight_decay`,
+            `jit_compile`) and encoder fields, which are applied to the
+            loaded encoder (`dropout`, `attention_dropout`,
             `max_sequence_length`).
 
     Returns:
-        The compiled Keras model (a classifier, `SequenceTagger` or `SpanNER`).
+        The compiled Keras model (a `Classifier`, `SequenceTagger`, `SpanNER`, ...).
 
     Raises:
         ValueError: an unknown task, a bad option, or a checkpoint that
             cannot be loaded (see `load_encoder`).
     """
-    from zoo.builder import _ENCODER_FIELDS, build_model
+    import dataclasses
 
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-    encoder_overrides = {name: value for name, value in head_options.items()
+    from tasks.registry import get_task_class
+    from zoo.builder import _ENCODER_FIELDS, build_task_model
+
+    task_class = get_task_class(task) if isinstance(task, str) else type(task)
+    option_names = ({field.name for field in dataclasses.fields(task_class.Options)}
+                    if task_class.Options is not None else set())
+    task_options = {name: value for name, value in options.items() if name in option_names}
+    if isinstance(task, str):
+        task = task_class(**task_options)
+    elif task_options:
+        task = task.with_options(**task_options)
+    encoder_overrides = {name: value for name, value in options.items()
                          if name in _ENCODER_FIELDS and name != "learning_rate"}
     encoder = load_encoder(path, **encoder_overrides)
     transformer = encoder.get_layer("transformer")
-    preset = f"{matching_encoder_preset(transformer)}_{TASKS[task]}"
-    options = dict(vocabulary_size=transformer.vocabulary_size,
-                   max_sequence_length=transformer.max_sequence_length,
-                   dropout=transformer.dropout)
-    options.update(head_options)
-    return build_model(preset, encoder=encoder, **options)
+    overrides = dict(vocabulary_size=transformer.vocabulary_size,
+                     max_sequence_length=transformer.max_sequence_length,
+                     dropout=transformer.dropout)
+    overrides.update({name: value for name, value in options.items()
+                      if name not in option_names})
+    return build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
+                            **overrides)

@@ -1,0 +1,52 @@
+"""What every task's prediction input and output share: plain-text lines, format choice."""
+
+import os
+
+from tasks.errors import DataFormatError
+
+INPUT_FORMATS = ("auto", "text", "data")
+OUTPUT_FORMATS = ("auto", "conll", "jsonl")
+
+
+def read_text_lines(path):
+    """`(line number, stripped line)` of every non-blank line of a UTF-8 file.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write("Who is he ?\\n\\n  What time\\n")
+    >>> read_text_lines(path)
+    [(1, 'Who is he ?'), (3, 'What time')]
+    """
+    if not os.path.isfile(path):
+        raise DataFormatError(f"{path}: no such file")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [(number, line.strip()) for number, line in enumerate(f, 1) if line.strip()]
+
+
+def looks_like_columns(path):
+    """Whether the first 50 lines are whitespace columns (≥ 2, the same count on each)."""
+    lines = [line for _, line in read_text_lines(path)[:50]]
+    return bool(lines) and all(len(line.split()) >= 2 for line in lines) and \
+        len({len(line.split()) for line in lines}) == 1
+
+
+def wants_jsonl(output, output_format):
+    """JSONL when asked, or with `auto` for a `.jsonl` file; CoNLL otherwise."""
+    return output_format == "jsonl" or (output_format == "auto" and output.endswith(".jsonl"))
+
+
+def read_word_input(path, input_format, read_columns):
+    """Sentences to tag: `(words, source, line)` from plain text or a column file.
+
+    Plain text is one sentence per line, words split at whitespace. With
+    `input_format="data"`, or `"auto"` when the file looks like columns,
+    `read_columns(path)` reads it and must return objects with `words`,
+    `source` and `line` (their labels are not used).
+    """
+    if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
+        return [(tuple(s.words), s.source, s.line) for s in read_columns(path)]
+    sentences = [(tuple(line.split()), path, number) for number, line in read_text_lines(path)]
+    if not sentences:
+        raise DataFormatError(f"{path}: no sentences found")
+    return sentences

@@ -1,0 +1,93 @@
+"""The serving outputs of a tagger, from raw sentences (see `tasks.serving`).
+
+Each sentence is split into words at whitespace as Python's `str.split()`
+does (what `tools/predict.py` does with plain-text input); words whose
+subwords do not fit in `max_seq_length` are dropped (tagged `O`, never in
+an entity). Outputs, padded to the longest row: `words` (string [B, W], ""
+as padding), `num_words` (int32 [B]), `tags` (string [B, W], ""),
+`entity_label` (string [B, E], ""), `entity_start`, `entity_end` (int32
+[B, E], word offsets with an inclusive end as in `tools/predict.py`'s JSONL,
+-1 as padding) and `num_entities` (int32 [B]). Entities are sorted by
+start, then end. A CRF decodes with Viterbi in the graph; entities are read
+from the tags as `tasks.tagging.tags_to_spans` (conlleval) reads them.
+"""
+
+import tensorflow as tf
+from keras import ops
+
+from tasks.serving import entity_outputs, word_inputs, word_outputs
+from tasks.tagging.readers import split_tag
+
+_TAG_PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
+
+
+def tags_to_entities(prefixes, types, type_names):
+    """Entities of tag sequences, vectorised, as `tasks.tagging.tags_to_spans` reads tags.
+
+    A non-`O` tag starts an entity unless it is `I-x`/`E-x` right after
+    `B-x`/`I-x` of the same type, which extends it.
+
+    Args:
+        prefixes: int32 [B, W] tag prefixes (0 `O`, 1 `B`, 2 `I`, 3 `E`, 4 `S`).
+        types: int32 [B, W] entity type ids (anything at `O`).
+        type_names: the entity type names, by type id.
+
+    Returns:
+        `(row_ids, starts, ends, labels)`: one value per entity, row by row,
+        by start; `end` inclusive.
+
+    Examples:
+    >>> prefixes = tf.constant([[1, 2, 0, 2, 1, 2]])  # B-PER I-PER O I-LOC B-LOC I-ORG
+    >>> types = tf.constant([[0, 0, 0, 1, 1, 2]])
+    >>> rows, starts, ends, labels = tags_to_entities(prefixes, types, ["PER", "LOC", "ORG"])
+    >>> starts.numpy().tolist(), ends.numpy().tolist(), labels.numpy().tolist()
+    ([0, 3, 4, 5], [1, 3, 4, 5], [b'PER', b'LOC', b'LOC', b'ORG'])
+    """
+    batch, width = tf.shape(prefixes)[0], tf.shape(prefixes)[1]
+    previous_prefix = tf.pad(prefixes[:, :-1], [[0, 0], [1, 0]])  # O before the first word
+    previous_type = tf.pad(types[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+    continues = ((previous_prefix == 1) | (previous_prefix == 2)) & (
+        (prefixes == 2) | (prefixes == 3)) & (previous_type == types)
+    begins = (prefixes != 0) & ~continues
+    member = begins | continues
+    # Entity k (row-major over all rows) owns its start and the positions that continue it;
+    # continuing positions follow their start in the same row, so a running count works.
+    entity_of = tf.reshape(tf.cumsum(tf.cast(begins, tf.int32), axis=1), [-1])
+    row_offsets = tf.cumsum(tf.reduce_sum(tf.cast(begins, tf.int32), axis=1), exclusive=True)
+    entity_of = entity_of + tf.repeat(row_offsets, width) - 1
+    positions = tf.tile(tf.range(width, dtype=tf.int32), [batch])
+    flat_member = tf.reshape(member, [-1])
+    total = tf.reduce_sum(tf.cast(begins, tf.int32))
+    ends = tf.math.unsorted_segment_max(tf.boolean_mask(positions, flat_member),
+                                        tf.boolean_mask(entity_of, flat_member), total)
+    where = tf.cast(tf.where(begins), tf.int32)  # [entities, 2], row-major
+    type_ids = tf.gather_nd(types, where)
+    labels = tf.gather(tf.constant(list(type_names) or [""]), type_ids)
+    return where[:, 0], where[:, 1], ends, labels
+
+
+def tagging_outputs(model, preprocessor, labels, text):
+    """Words, tags and entities of a `SequenceTagger`, from raw sentences."""
+    words, features, kept = word_inputs(preprocessor, text)
+    tag_ids = ops.cast(model.decode(features), "int32")  # [B, padded words]
+    num_words = tf.cast(words.row_lengths(), tf.int32)
+    width = tf.reduce_max(tf.concat([num_words, [0]], 0))
+    tag_ids = tf.pad(tag_ids, [[0, 0], [0, tf.maximum(width - tf.shape(tag_ids)[1], 0)]])
+    tag_ids = tag_ids[:, :width]
+    position = tf.range(width)[None, :]
+    decoded = position < kept[:, None]  # words cut off by max_seq_length are "O"
+
+    type_names = sorted({split_tag(label)[1] for label in labels if label != "O"})
+    prefixes, types = [], []
+    for label in labels:
+        prefix, entity_type = split_tag(label)
+        prefixes.append(_TAG_PREFIXES[prefix])
+        types.append(type_names.index(entity_type) if entity_type is not None else -1)
+    prefix = tf.where(decoded, tf.gather(tf.constant(prefixes, tf.int32), tag_ids), 0)
+    entity_type = tf.where(decoded, tf.gather(tf.constant(types, tf.int32), tag_ids), -1)
+    tags = tf.where(decoded, tf.gather(tf.constant(labels), tag_ids), "O")
+    tags = tf.where(position < num_words[:, None], tags, "")
+
+    row_ids, starts, ends, entity_labels = tags_to_entities(prefix, entity_type, type_names)
+    return {**word_outputs(words), "tags": tags,
+            **entity_outputs(tf.shape(tag_ids)[0], row_ids, starts, ends, entity_labels)}

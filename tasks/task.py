@@ -1,0 +1,181 @@
+"""`Task`: everything that is particular to one task family, behind one interface.
+
+A task owns its options, its readers, its label set, its preprocessor and
+`tf.data` pipeline, its model head, loss and metrics, its callbacks and
+evaluation, how its predictions are written and what its exported model
+serves. `zoo.build_model` and every binary in `tools/` talk to tasks through
+this class only, so a new task is one subclass in its own folder plus a
+`register_task` line; nothing central switches on task names.
+
+Examples:
+>>> from tasks.registry import get_task
+>>> task = get_task("classification")
+>>> task.name, task.monitor(num_labels=6)
+('classification', ('val_accuracy', 'max'))
+"""
+
+import dataclasses
+
+from tasks.preprocessor import TextPreprocessor
+
+
+class Task:
+    """The base of every task family; subclasses set the class attributes and override.
+
+    Class attributes:
+        name: the registry name (`tools/train.py --task=<name>`).
+        formats: the data formats `read` accepts (`--data_format`).
+        Options: a frozen dataclass of the task's options; they are saved in
+            a trained model's metadata and given back to the constructor
+            when it is loaded (`task_options`).
+        head_options: the names of `build_model` keyword arguments that shape
+            the head (validated by `zoo.build_model`).
+        preprocessor_class: the `TextPreprocessor` subclass that turns this
+            task's raw inputs into model features.
+
+    Args:
+        **options: fields of `Options`; unknown names raise `ValueError`.
+    """
+
+    name = None
+    formats = ()
+    Options = None
+    head_options = ()
+    preprocessor_class = TextPreprocessor
+
+    def __init__(self, **options):
+        if self.Options is None:
+            if options:
+                raise ValueError(f"task {self.name!r} takes no options, got {sorted(options)}")
+            self.options = None
+            return
+        valid = [field.name for field in dataclasses.fields(self.Options)]
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)} for task {self.name!r}; "
+                             f"valid: {', '.join(valid)}")
+        self.options = self.Options(**options)
+
+    def __getattr__(self, name):
+        # Options read as attributes: `task.max_span_width`.
+        options = self.__dict__.get("options")
+        if options is not None and name in {f.name for f in dataclasses.fields(options)}:
+            return getattr(options, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def from_metadata(cls, metadata):
+        """The task of a trained model, from the metadata it carries (`task_options`)."""
+        return cls(**(metadata.get("task_options") or {}))
+
+    def options_dict(self):
+        """The options as a JSON-serialisable dict (what a trained model keeps)."""
+        return dataclasses.asdict(self.options) if self.options is not None else {}
+
+    def with_options(self, **changes):
+        """A copy of this task with some options changed."""
+        return type(self)(**{**self.options_dict(), **changes})
+
+    # === Command-line flags ===
+
+    @classmethod
+    def define_flags(cls, flag_values):
+        """Defines this task's own `tools/train.py` flags (none by default)."""
+
+    @classmethod
+    def options_from_flags(cls, flag_values):
+        """`(task options, head options)` from the parsed flags."""
+        return {}, {}
+
+    # === Data ===
+
+    def read(self, path, data_format=None):
+        """The examples of a data file; errors name the file and line."""
+        raise NotImplementedError
+
+    def adapt(self, examples):
+        """This task with the options the training data decides (a tag scheme, ...)."""
+        return self
+
+    def label_names(self, examples):
+        """The label set learned from training examples, in label-id order."""
+        raise NotImplementedError
+
+    def texts(self, examples):
+        """Every text of `examples`, for learning a vocabulary."""
+        raise NotImplementedError
+
+    def make_preprocessor(self, vocabulary, lowercase=True, max_seq_length=128):
+        """The preprocessor of this task (raw inputs → model features)."""
+        return self.preprocessor_class(vocabulary, lowercase=lowercase,
+                                       max_seq_length=max_seq_length, name="preprocessor")
+
+    def preprocessor_of(self, preprocessor):
+        """`preprocessor` as this task's preprocessor class (older models saved the base)."""
+        if isinstance(preprocessor, self.preprocessor_class):
+            return preprocessor
+        return self.make_preprocessor(preprocessor.vocabulary, preprocessor.lowercase,
+                                      preprocessor.max_seq_length)
+
+    def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
+                     seed=None):
+        """Batched `(features, labels)` for `fit`, `evaluate` and `predict`."""
+        raise NotImplementedError
+
+    # === Model ===
+
+    def preset_for(self, encoder_preset, head_options):
+        """The name of a zoo task preset for this task on `encoder_preset`, or None."""
+        return None
+
+    def model_head_options(self, labels):
+        """Head options that follow from the label set and this task's options."""
+        return {"num_classes": len(labels)}
+
+    def build_model(self, encoder, **head_options):
+        """An uncompiled model: `encoder` plus this task's head."""
+        raise NotImplementedError
+
+    def loss(self):
+        """The loss for `compile`; None when the model computes its own."""
+        return None
+
+    def metrics(self, model):
+        """Metrics for `compile`."""
+        return []
+
+    def monitor(self, num_labels):
+        """`(logged validation metric, "max" or "min")` that picks the best model."""
+        raise NotImplementedError
+
+    def callbacks(self, eval_dataset, eval_examples, labels):
+        """Callbacks that add validation metrics to the epoch logs (run before the others)."""
+        return []
+
+    def evaluate(self, model, dataset, examples, labels):
+        """A dict of metrics of `model` on `examples` (and their `dataset`)."""
+        metrics = model.evaluate(dataset, return_dict=True, verbose=0)
+        metrics = {name: float(value) for name, value in metrics.items()}
+        metrics["examples"] = len(examples)
+        return metrics
+
+    # === Prediction ===
+
+    def read_prediction_input(self, path, input_format="auto", data_format=None):
+        """Examples to predict on, from a data file or plain text (labels unused)."""
+        raise NotImplementedError
+
+    def write_predictions(self, model, preprocessor, examples, labels, output,
+                          output_format="auto", batch_size=64):
+        """Predicts `examples` and writes them to `output` atomically; returns a summary."""
+        raise NotImplementedError
+
+    # === Serving ===
+
+    def serving_inputs(self):
+        """The names of the string inputs of the exported `serving_default` signature."""
+        return ("text",)
+
+    def serving_outputs(self, model, preprocessor, labels, **inputs):
+        """The exported model's outputs (a dict of tensors) from raw string inputs."""
+        raise NotImplementedError

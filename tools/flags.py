@@ -1,0 +1,80 @@
+"""Flags and start-up steps that several binaries share, defined once.
+
+Examples:
+>>> from absl import flags as absl_flags
+>>> values = absl_flags.FlagValues()
+>>> define_model_flags(values)
+>>> values(["predict", "--model=best_model.keras"]).model
+'best_model.keras'
+"""
+
+import sys
+
+from absl import flags
+
+# Nothing heavy at import time (TensorFlow comes with `tasks.registry` and `zoo`):
+# tools/export.py refuses a bad --output before TensorFlow starts.
+
+TASK_MODULE_FLAG = "task_module"
+
+
+def define_model_flags(flag_values=flags.FLAGS, what="a model"):
+    """`--model_dir` or `--model` (exactly one): the trained model a binary reads."""
+    flags.DEFINE_string("model_dir", None, f"A model directory written by tools/train.py "
+                        f"holding {what}.", flag_values=flag_values)
+    flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
+                        "tools/train.py (it carries its vocabulary, labels and task options).",
+                        flag_values=flag_values)
+    flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True,
+                                         flag_values=flag_values)
+
+
+def model_source(flag_values=flags.FLAGS):
+    """How the user named the model, for messages: `--model_dir=...` or `--model=...`."""
+    if flag_values.model_dir:
+        return f"--model_dir={flag_values.model_dir}"
+    return f"--model={flag_values.model}"
+
+
+def define_hardware_flags(flag_values=flags.FLAGS):
+    """`--mixed_precision` and `--jit_compile`, both "auto" by default (follow the hardware)."""
+    from zoo.hardware import JIT_COMPILE_CHOICES, MIXED_PRECISION_CHOICES
+
+    flags.DEFINE_enum("mixed_precision", "auto", MIXED_PRECISION_CHOICES,
+                      "Dtype policy; auto: mixed_bfloat16 on GPUs and CPUs that support it.",
+                      flag_values=flag_values)
+    flags.DEFINE_enum("jit_compile", "auto", JIT_COMPILE_CHOICES,
+                      "XLA compilation; auto: on with a GPU, off on CPU.",
+                      flag_values=flag_values)
+
+
+def define_task_module_flag(flag_values=flags.FLAGS, argv=None):
+    """`--task_module`: modules that register tasks of their own, imported right away.
+
+    The modules are imported before the flags are parsed (they are read from
+    `argv`, `sys.argv` by default), so that their tasks can define flags and
+    their models can be loaded. Returns the module names.
+    """
+    flags.DEFINE_multi_string(TASK_MODULE_FLAG, [], "Python module that registers a task of "
+                              "your own (tasks.registry.register_task); repeatable.",
+                              flag_values=flag_values)
+    modules = _values_in_argv(TASK_MODULE_FLAG, sys.argv if argv is None else argv)
+    if not modules:
+        return modules
+    from tasks.registry import import_task_modules
+
+    try:
+        import_task_modules(modules)
+    except ValueError as error:
+        sys.exit(f"error: --{TASK_MODULE_FLAG}: {error}")
+    return modules
+
+
+def _values_in_argv(name, argv):
+    values = []
+    for i, argument in enumerate(argv[1:], 1):
+        if argument.startswith(f"--{name}="):
+            values.append(argument.split("=", 1)[1])
+        elif argument == f"--{name}" and i + 1 < len(argv):
+            values.append(argv[i + 1])
+    return values
