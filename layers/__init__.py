@@ -16,7 +16,6 @@ from layers.span_classifier import SpanClassifier
 from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
 from layers.span_grid import SpanGrid
 from layers.span_representation import SpanRepresentation
-from layers.tag_constraints import allowed_transitions
 from layers.transformer_block import TransformerEncoderBlock
 from layers.transformer_encoder import TransformerEncoder
 
@@ -35,7 +34,6 @@ __all__ = [
     "TextEmbeddings",
     "TransformerEncoder",
     "TransformerEncoderBlock",
-    "allowed_transitions",
     "enumerate_spans",
     "num_spans",
 ]

@@ -15,7 +15,10 @@ _DISALLOWED_SCORE = -1e6
 
 
 def _zero_one_mask(value, shape, name):
-    """Checks a 0/1 mask of `shape`; returns it as nested lists of ints."""
+    """Checks a 0/1 (or boolean) mask of `shape`; returns it as nested lists of ints.
+
+    Lists of ints are what `get_config` has always stored, so saved models load.
+    """
     array = np.asarray(value)
     if array.shape != shape:
         raise ValueError(f"`{name}` has shape {array.shape}, expected {shape}")
@@ -208,7 +211,8 @@ class CRF(keras.layers.Layer):
 
     Constraints: `allowed[i][j] = 0` forbids tag j right after tag i,
     `allowed_start[j] = 0` forbids tag j first and `allowed_end[i] = 0`
-    forbids tag i last (see `layers.tag_constraints.allowed_transitions`).
+    forbids tag i last. The layer knows no tag names: whoever knows what the
+    tags mean builds the masks (e.g. a tagging task, from its tag scheme).
     A forbidden transition gets a large finite negative score (-1e6) added on
     top of the learned one in training (`log_likelihood`, `log_partition`) as
     well as in decoding, so the model is a distribution over valid sequences
@@ -232,22 +236,23 @@ class CRF(keras.layers.Layer):
 
     Args:
         num_tags: number of tags K.
-        allowed: optional [K, K] 0/1 matrix; `allowed[i][j]` allows tag i ->
-            tag j. All allowed by default.
-        allowed_start: optional [K] 0/1 list of tags that may come first.
-        allowed_end: optional [K] 0/1 list of tags that may come last.
+        allowed: optional [K, K] 0/1 (or boolean) matrix; `allowed[i][j]`
+            allows tag i -> tag j. All allowed by default.
+        allowed_start: optional [K] 0/1 (or boolean) mask of the tags that may
+            come first.
+        allowed_end: optional [K] 0/1 (or boolean) mask of the tags that may
+            come last.
 
     Examples:
     >>> import numpy as np
-    >>> from layers.tag_constraints import allowed_transitions
-    >>> tags = ["O", "B-PER", "I-PER"]
-    >>> crf = CRF(3, *allowed_transitions("IOB2", tags))
+    >>> allowed = [[1, 1, 0], [1, 1, 1], [1, 1, 1]]  # not tag 2 after tag 0
+    >>> crf = CRF(3, allowed, allowed_start=[1, 1, 0])  # nor tag 2 first
     >>> potentials = np.array([[[0., 0., 2.], [0., 0., 2.], [5., 0., 0.]],
     ...                        [[0., 2., 0.], [0., 0., 2.], [9., 9., 9.]]],
     ...                       dtype="float32")
     >>> mask = np.array([[1, 1, 1], [1, 1, 0]])
     >>> best, scores = crf.decode(potentials, mask)
-    >>> keras.ops.convert_to_numpy(best)  # no I-PER after START or O
+    >>> keras.ops.convert_to_numpy(best)  # tag 2 neither first nor after 0
     array([[1, 2, 0],
            [1, 2, 0]], dtype=int32)
     >>> keras.ops.convert_to_numpy(scores)

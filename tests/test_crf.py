@@ -7,7 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from layers.crf import CRF
-from layers.tag_constraints import allowed_transitions
+from tasks.tags import allowed_transitions
 from tests.layer_test_utils import run_layer_test
 
 # ---------------------------------------------------------------------------
@@ -367,43 +367,6 @@ def test_constraints_apply_to_training_as_well():
     )
 
 
-def test_allowed_transitions_small_tables():
-    allowed, start, end = allowed_transitions("BIO", ["O", "B-PER", "I-PER"])
-    assert allowed == [[1, 1, 0], [1, 1, 1], [1, 1, 1]]
-    assert (start, end) == ([1, 1, 0], [1, 1, 1])
-
-    allowed, start, end = allowed_transitions("IOB1", ["O", "B-PER", "I-PER"])
-    assert allowed == [[1, 0, 1], [1, 1, 1], [1, 1, 1]]
-    assert (start, end) == ([1, 0, 1], [1, 1, 1])
-
-    allowed, start, end = allowed_transitions(
-        "BIOES", ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
-    )
-    assert allowed == [
-        [1, 1, 0, 0, 1],
-        [0, 0, 1, 1, 0],
-        [0, 0, 1, 1, 0],
-        [1, 1, 0, 0, 1],
-        [1, 1, 0, 0, 1],
-    ]
-    assert (start, end) == ([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
-
-    # Types must match: I-LOC may not follow B-PER.
-    allowed, _, _ = allowed_transitions("IOB2", TAGS["IOB2"])
-    assert allowed[1][4] == 0 and allowed[3][4] == 1
-
-
-def test_allowed_transitions_rejects_unknown_tags_and_schemes():
-    with pytest.raises(ValueError, match="X-PER"):
-        allowed_transitions("IOB2", ["O", "B-PER", "X-PER"])
-    with pytest.raises(ValueError, match="E-PER"):
-        allowed_transitions("IOB2", ["O", "E-PER"])
-    with pytest.raises(ValueError, match="PER"):
-        allowed_transitions("BIOES", ["O", "PER"])
-    with pytest.raises(ValueError, match="scheme"):
-        allowed_transitions("IOBX", ["O"])
-
-
 def test_bad_constraint_shapes_are_rejected():
     with pytest.raises(ValueError, match="allowed"):
         CRF(3, allowed=[[1, 1], [1, 1]])
@@ -447,6 +410,24 @@ def test_config_round_trip_keeps_constraints_and_decoding():
     potentials = rng.normal(size=(4, 5, 3)).astype("float32") * 4
     for a, b in zip(crf.decode(potentials), restored.decode(potentials)):
         np.testing.assert_allclose(_np(a), _np(b))
+
+
+def test_boolean_masks_store_the_config_older_files_hold():
+    """Masks come as 0/1 lists or booleans; the config keeps 0/1 lists, as it always has."""
+    boolean = CRF(3, *allowed_transitions("IOB2", ["O", "B-PER", "I-PER"]))
+    old_config = {
+        "name": "crf",
+        "trainable": True,
+        "dtype": "float32",
+        "num_tags": 3,
+        "allowed": [[1, 1, 0], [1, 1, 1], [1, 1, 1]],
+        "allowed_start": [1, 1, 0],
+        "allowed_end": [1, 1, 1],
+    }
+    restored = CRF.from_config(old_config)
+    for key in ("num_tags", "allowed", "allowed_start", "allowed_end"):
+        assert boolean.get_config()[key] == restored.get_config()[key] == old_config[key]
+    assert CRF.from_config({"num_tags": 2, "allowed": None}).get_config()["allowed"] is None
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

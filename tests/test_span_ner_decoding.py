@@ -1,4 +1,3 @@
-import doctest
 import itertools
 import math
 
@@ -334,7 +333,3 @@ def test_calibration_on_random_data_matches_a_direct_search():
             for t in decoding.DEFAULT_GRID
         )
         assert f1 == expected and threshold in decoding.DEFAULT_GRID
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(decoding).failed == 0

@@ -1,9 +1,7 @@
-import doctest
 import random
 
 import pytest
 
-from tasks.span_ner import metrics
 from tasks.span_ner.metrics import span_scores
 from tasks.span_ner.readers import SpanSentence
 from tasks.tagging.metrics import entity_scores
@@ -132,7 +130,3 @@ def test_errors():
         span_scores([[]], [[], []])
     with pytest.raises(ValueError, match="predicted sentence 0"):
         span_scores([[]], [[(0, 1)]])
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(metrics).failed == 0

@@ -1,11 +1,9 @@
 import dataclasses
-import doctest
 import json
 import re
 
 import pytest
 
-from tasks.span_ner import readers
 from tasks.span_ner.readers import (
     DataFormatError,
     SpanSentence,
@@ -227,10 +225,6 @@ def test_span_label_names():
     assert span_label_names([]) == ["NONE"]
     with pytest.raises(ValueError, match="NONE"):
         span_label_names([[(0, 0, "NONE")]])
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(readers).failed == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,15 +1,12 @@
 import dataclasses
-import doctest
-import random
 
 import pytest
 
-from tasks.tagging import readers
+# The tag-scheme functions come through the readers' module too: their old import path.
 from tasks.tagging.readers import (
     DataFormatError,
     TaggedSentence,
     detect_scheme,
-    iob1_to_iob2,
     label_list,
     read_column_file,
     spans_to_tags,
@@ -186,6 +183,16 @@ def test_invalid_iob1_and_bioes_transitions(tmp_path):
     assert read_column_file(bioes_path, scheme="bioes")[0].tags == ("B-PER", "E-PER", "S-LOC")
 
 
+def test_bioes_entity_left_open_and_the_bio_alias(tmp_path):
+    path = _write(tmp_path, "a B-PER\nb O\n")
+    with pytest.raises(DataFormatError) as error:
+        read_column_file(path, scheme="BIOES")
+    assert str(error.value) == (
+        f"{path}:2: 'O' after 'B-PER' is not valid BIOES (an entity must end with E-)"
+    )
+    assert read_column_file(path, scheme="BIO")[0].tags == ("B-PER", "O")
+
+
 def test_empty_file_names_the_file(tmp_path):
     cases = [("empty.txt", ""), ("blank.txt", "\n \n\n"), ("doc.txt", "-DOCSTART- O\n\n")]
     for name, text in cases:
@@ -240,41 +247,6 @@ def test_convert_iob1_rejects_bioes_tags(tmp_path):
         read_column_file(path, convert_iob1=True)
 
 
-def test_iob1_to_iob2_by_hand():
-    assert iob1_to_iob2([]) == []
-    assert iob1_to_iob2(["I-PER", "I-LOC", "B-LOC", "I-LOC", "O"]) == [
-        "B-PER", "B-LOC", "B-LOC", "I-LOC", "O"
-    ]
-    with pytest.raises(ValueError, match="'E-PER'"):
-        iob1_to_iob2(["E-PER"])
-
-
-def _random_tags(rng, length, prefixes="BI", types=("PER", "LOC", "ORG")):
-    choices = ["O"] + [f"{p}-{t}" for p in prefixes for t in types]
-    return [rng.choice(choices) for _ in range(length)]
-
-
-def test_iob1_to_iob2_keeps_the_entities_and_is_idempotent():
-    rng = random.Random(0)
-    for _ in range(500):
-        tags = _random_tags(rng, rng.randint(0, 12))
-        converted = iob1_to_iob2(tags)
-        assert tags_to_spans(converted) == tags_to_spans(tags)
-        assert iob1_to_iob2(converted) == converted
-        assert spans_to_tags(tags_to_spans(tags), len(tags)) == converted
-
-
-def test_detect_scheme():
-    assert detect_scheme([["B-PER", "I-PER", "O", "B-LOC"], ["B-PER", "B-PER"]]) == "IOB2"
-    assert detect_scheme([["I-PER", "I-PER", "B-PER", "O", "I-LOC"]]) == "IOB1"
-    assert detect_scheme([["B-PER", "E-PER"], ["O", "I-LOC"]]) == "BIOES"
-    assert detect_scheme([["O", "O"], []]) == "IOB2"  # nothing to tell them apart
-    # One slip does not flip the vote.
-    assert detect_scheme([["B-PER", "O", "B-LOC", "I-LOC", "O", "I-ORG"]]) == "IOB2"
-    sentence = TaggedSentence(("Bonn",), ("I-LOC",))
-    assert detect_scheme([sentence]) == "IOB1"
-
-
 def test_label_list_order():
     sentences = [
         TaggedSentence(("a", "b", "c"), ("S-PER", "B-ORG", "E-ORG")),
@@ -282,41 +254,6 @@ def test_label_list_order():
     ]
     assert label_list(sentences) == ["O", "B-ORG", "I-ORG", "E-ORG", "B-PER", "S-PER"]
     assert label_list([["B-PER"]]) == ["O", "B-PER"]
-
-
-def test_tags_to_spans_follows_conlleval():
-    assert tags_to_spans([]) == []
-    assert tags_to_spans(["O", "I-PER", "I-PER"]) == [(1, 2, "PER")]
-    assert tags_to_spans(["B-PER", "I-LOC"]) == [(0, 0, "PER"), (1, 1, "LOC")]
-    assert tags_to_spans(["B-PER", "B-PER"]) == [(0, 0, "PER"), (1, 1, "PER")]
-    assert tags_to_spans(["B-X", "I-X", "E-X", "I-X"]) == [(0, 2, "X"), (3, 3, "X")]
-    assert tags_to_spans(["S-X", "E-X", "E-X"]) == [(0, 0, "X"), (1, 1, "X"), (2, 2, "X")]
-    assert tags_to_spans(["B-SOME-TYPE"]) == [(0, 0, "SOME-TYPE")]
-    with pytest.raises(ValueError, match="'X-PER'"):
-        tags_to_spans(["X-PER"])
-
-
-def test_tags_to_spans_matches_seqeval_get_entities():
-    get_entities = pytest.importorskip("seqeval.metrics.sequence_labeling").get_entities
-    rng = random.Random(1)
-    for _ in range(1000):
-        tags = _random_tags(rng, rng.randint(0, 12), prefixes="BIES", types=("A", "B"))
-        expected = [(start, end, kind) for kind, start, end in get_entities(tags)]
-        assert tags_to_spans(tags) == expected, tags
-
-
-def test_spans_to_tags_rejects_bad_spans():
-    assert spans_to_tags([(2, 2, "LOC"), (0, 1, "PER")], 3) == ["B-PER", "I-PER", "B-LOC"]
-    with pytest.raises(ValueError, match="outside"):
-        spans_to_tags([(1, 3, "PER")], 3)
-    with pytest.raises(ValueError, match="outside"):
-        spans_to_tags([(2, 1, "PER")], 3)
-    with pytest.raises(ValueError, match="overlaps"):
-        spans_to_tags([(0, 1, "PER"), (1, 2, "LOC")], 3)
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(readers).failed == 0
 
 
 # ---------------------------------------------------------------------------------------------

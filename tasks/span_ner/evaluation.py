@@ -1,10 +1,13 @@
 """Decoding span probabilities into entities, span-level evaluation, calibration."""
 
-import keras
 import numpy as np
 
+from tasks.evaluation_callback import EvaluationCallback
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
+
+# The scores of `evaluate_span_model` that `SpanF1Callback` logs, as `val_<name>`.
+_LOGGED_SCORES = ("span_precision", "span_recall", "span_f1")
 
 
 def span_probabilities(model, dataset, sentences, max_span_width):
@@ -56,10 +59,11 @@ def calibrate(model, dataset, sentences, label_names, max_span_width, decoding="
                                mode=decoding, method=method)
 
 
-class SpanF1Callback(keras.callbacks.Callback):
+class SpanF1Callback(EvaluationCallback):
     """Adds `val_span_precision`, `val_span_recall`, `val_span_f1` to the epoch logs.
 
-    Put it before the TensorBoard and checkpoint callbacks in the list.
+    Put it before the TensorBoard and checkpoint callbacks in the list. The
+    arguments are those of `evaluate_span_model`, without the model.
 
     Examples:
     >>> callback = SpanF1Callback(None, [], ["NONE"], max_span_width=10)
@@ -67,17 +71,9 @@ class SpanF1Callback(keras.callbacks.Callback):
 
     def __init__(self, dataset, sentences, label_names, max_span_width, threshold=0.5,
                  decoding="flat", method="greedy"):
-        super().__init__()
-        self.dataset = dataset
-        self.sentences = sentences
-        self.label_names = label_names
-        self.options = dict(max_span_width=max_span_width, threshold=threshold,
-                            decoding=decoding, method=method)
+        def evaluate(model):
+            scores = evaluate_span_model(model, dataset, sentences, label_names,
+                                         max_span_width, threshold, decoding, method)
+            return {name: scores[name] for name in _LOGGED_SCORES}
 
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        scores = evaluate_span_model(self.model, self.dataset, self.sentences,
-                                     self.label_names, **self.options)
-        for name in ("span_precision", "span_recall", "span_f1"):
-            logs[f"val_{name}"] = scores[name]
+        super().__init__(evaluate)

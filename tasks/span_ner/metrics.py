@@ -1,12 +1,11 @@
 """Span-level precision, recall and F1 for (flat or nested) NER.
 
 Pure Python. On spans read from tags with `tags_to_spans`, the scores equal
-`tasks.tagging.metrics.entity_scores`, and so `seqeval`'s default mode.
+`tasks.tagging.metrics.entity_scores`, and so `seqeval`'s default mode: both count
+with `tasks.entity_scores.score_entities`.
 """
 
-import collections
-
-from tasks.tagging.metrics import precision_recall_f1
+from tasks.entity_scores import score_entities
 
 
 def _span_set(sentences, what):
@@ -55,21 +54,4 @@ def span_scores(gold, predicted):
     """
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
-    gold_spans = _span_set(gold, "gold")
-    predicted_spans = _span_set(predicted, "predicted")
-    correct_spans = gold_spans & predicted_spans
-
-    def count_by_type(spans):
-        return collections.Counter(label for *_, label in spans)
-
-    gold_counts = count_by_type(gold_spans)
-    predicted_counts = count_by_type(predicted_spans)
-    correct_counts = count_by_type(correct_spans)
-    per_type = {
-        label: precision_recall_f1(
-            gold_counts[label], predicted_counts[label], correct_counts[label])
-        for label in sorted(gold_counts | predicted_counts)
-    }
-    overall = precision_recall_f1(len(gold_spans), len(predicted_spans), len(correct_spans))
-    overall["per_type"] = per_type
-    return overall
+    return score_entities(_span_set(gold, "gold"), _span_set(predicted, "predicted"))

@@ -3,7 +3,7 @@
 Pure Python, no TensorFlow.
 
 Spans are `(start, end, label)` over word positions with an INCLUSIVE `end`: `(0, 1, "ORG")`
-covers words 0 and 1. This is the convention of `tasks.tagging.readers.tags_to_spans`, so spans
+covers words 0 and 1. This is the convention of `tasks.tags.tags_to_spans`, so spans
 read from tags and spans read from JSONL mean the same thing. Unlike tags, spans may nest
 ("United Airlines" inside "United Airlines Holding") or overlap.
 """
@@ -13,13 +13,8 @@ import json
 import os
 
 from tasks.errors import DataFormatError
-from tasks.tagging.readers import (
-    TaggedSentence,
-    _decoded_lines,
-    read_column_file,
-    split_tag,
-    tags_to_spans,
-)
+from tasks.tagging.readers import TaggedSentence, decoded_lines, read_column_file
+from tasks.tags import split_tag, tags_to_spans
 
 NONE_LABEL = "NONE"
 DATA_FORMATS = ("jsonl", "conll")
@@ -188,7 +183,7 @@ def read_span_jsonl(path):
     """
     sentences = [
         _parse_record(text, path, line_number)
-        for line_number, text in _decoded_lines(path)
+        for line_number, text in decoded_lines(path)
         if text.strip()
     ]
     if not sentences:

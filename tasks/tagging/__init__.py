@@ -1,14 +1,14 @@
-"""Sequence tagging (NER, chunking): readers, tag schemes and entity-level metrics."""
+"""Sequence tagging (NER, chunking): readers, tag schemes and entity-level metrics.
+
+The tag-scheme names are re-exported from their home, `tasks.tags`.
+"""
 
 from tasks.tagging.metrics import entity_scores
-from tasks.tagging.readers import (
+from tasks.tagging.readers import DataFormatError, TaggedSentence, label_list, read_column_file
+from tasks.tags import (
     SCHEMES,
-    DataFormatError,
-    TaggedSentence,
     detect_scheme,
     iob1_to_iob2,
-    label_list,
-    read_column_file,
     spans_to_tags,
     split_tag,
     tags_to_spans,

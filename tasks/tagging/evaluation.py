@@ -1,9 +1,12 @@
 """Decoding a dataset back to word tags, and entity-level evaluation during training."""
 
-import keras
 import numpy as np
 
+from tasks.evaluation_callback import EvaluationCallback
 from tasks.tagging.metrics import entity_scores
+
+# The scores of `evaluate_tagger` that `EntityF1Callback` logs, as `val_<name>`.
+_LOGGED_SCORES = ("entity_precision", "entity_recall", "entity_f1")
 
 
 def predict_tags(model, dataset, sentences, label_names):
@@ -41,25 +44,24 @@ def evaluate_tagger(model, dataset, sentences, label_names):
     return flat
 
 
-class EntityF1Callback(keras.callbacks.Callback):
+class EntityF1Callback(EvaluationCallback):
     """Adds validation `val_entity_precision`, `val_entity_recall`, `val_entity_f1`
     to the epoch logs, so TensorBoard and model selection see them.
 
     Put it before the TensorBoard and checkpoint callbacks in the list.
+
+    Args:
+        dataset: the order-preserving dataset of `sentences`.
+        sentences: the validation `TaggedSentence`s.
+        label_names: tag names in id order.
 
     Examples:
     >>> callback = EntityF1Callback(dataset=None, sentences=[], label_names=["O"])
     """
 
     def __init__(self, dataset, sentences, label_names):
-        super().__init__()
-        self.dataset = dataset
-        self.sentences = sentences
-        self.label_names = label_names
+        def evaluate(model):
+            scores = evaluate_tagger(model, dataset, sentences, label_names)
+            return {name: scores[name] for name in _LOGGED_SCORES}
 
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        scores = evaluate_tagger(self.model, self.dataset, self.sentences, self.label_names)
-        for name in ("entity_precision", "entity_recall", "entity_f1"):
-            logs[f"val_{name}"] = scores[name]
+        super().__init__(evaluate)

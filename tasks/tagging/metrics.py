@@ -3,9 +3,8 @@
 Pure Python; `seqeval` itself is only used by the tests, as the reference.
 """
 
-import collections
-
-from tasks.tagging.readers import tags_to_spans
+from tasks.entity_scores import score_entities
+from tasks.tags import tags_to_spans
 
 
 def _check_same_shape(true_tag_sequences, pred_tag_sequences):
@@ -30,31 +29,14 @@ def _entities(tag_sequences):
     }
 
 
-def _divide(numerator, denominator):
-    """numerator / denominator, and 0.0 where the denominator is 0 (seqeval's default)."""
-    return numerator / denominator if denominator else 0.0
-
-
-def precision_recall_f1(true_count, pred_count, correct_count):
-    """Precision, recall and F1 computed the way seqeval does (F1 from P and R).
-
-    Examples:
-    >>> precision_recall_f1(4, 2, 2)["f1"]
-    0.6666666666666666
-    """
-    precision = _divide(correct_count, pred_count)
-    recall = _divide(correct_count, true_count)
-    f1 = _divide(2 * precision * recall, precision + recall)
-    return {"precision": precision, "recall": recall, "f1": f1, "support": true_count}
-
-
 def _token_accuracy(true_tag_sequences, pred_tag_sequences):
     pairs = [
         (true_tag, pred_tag)
         for true_tags, pred_tags in zip(true_tag_sequences, pred_tag_sequences)
         for true_tag, pred_tag in zip(true_tags, pred_tags)
     ]
-    return _divide(sum(true_tag == pred_tag for true_tag, pred_tag in pairs), len(pairs))
+    correct = sum(true_tag == pred_tag for true_tag, pred_tag in pairs)
+    return correct / len(pairs) if pairs else 0.0
 
 
 def entity_scores(true_tag_sequences, pred_tag_sequences):
@@ -88,23 +70,7 @@ def entity_scores(true_tag_sequences, pred_tag_sequences):
     {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'support': 1}
     """
     _check_same_shape(true_tag_sequences, pred_tag_sequences)
-    true_entities = _entities(true_tag_sequences)
-    pred_entities = _entities(pred_tag_sequences)
-    correct_entities = true_entities & pred_entities
-
-    def count_by_type(entities):
-        return collections.Counter(entity_type for *_, entity_type in entities)
-
-    true_counts = count_by_type(true_entities)
-    pred_counts = count_by_type(pred_entities)
-    correct_counts = count_by_type(correct_entities)
-    per_type = {
-        entity_type: precision_recall_f1(
-            true_counts[entity_type], pred_counts[entity_type], correct_counts[entity_type]
-        )
-        for entity_type in sorted(true_counts | pred_counts)
-    }
-    overall = precision_recall_f1(len(true_entities), len(pred_entities), len(correct_entities))
-    overall["token_accuracy"] = _token_accuracy(true_tag_sequences, pred_tag_sequences)
-    overall["per_type"] = per_type
-    return overall
+    scores = score_entities(_entities(true_tag_sequences), _entities(pred_tag_sequences))
+    scores["token_accuracy"] = _token_accuracy(true_tag_sequences, pred_tag_sequences)
+    scores["per_type"] = scores.pop("per_type")  # per_type stays the last key
+    return scores

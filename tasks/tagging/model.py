@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
-from layers import CRF, PositionGather, allowed_transitions
+from layers import CRF, PositionGather
 from tasks.encoder_task_model import EncoderTaskModel
+from tasks.tags import allowed_transitions
 
 HEADS = ("softmax", "crf")
 TAGGER_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
