@@ -46,6 +46,9 @@ INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
 def checkpoint_directory(path):
     """The checkpoint directory `path` names: itself, or the folder of a file in it.
 
+    Raises:
+        FileNotFoundError: `path` is neither a directory nor a file in one.
+
     Examples:
     >>> import os, tempfile
     >>> directory = tempfile.mkdtemp()
@@ -56,9 +59,6 @@ def checkpoint_directory(path):
     Traceback (most recent call last):
     ...
     FileNotFoundError: .../absent: no such checkpoint directory
-
-    Raises:
-        FileNotFoundError: `path` is neither a directory nor a file in one.
     """
     path = os.fspath(path)
     if os.path.isfile(path):  # a file inside the checkpoint (config.json, encoder.keras)

@@ -26,11 +26,14 @@ Examples:
 (0.0, True)
 """
 
-import json
 import logging
 import os
 
-from tasks.atomic_files import write_directory_atomically
+from tasks.atomic_files import (
+    write_directory_atomically,
+    write_json_atomically,
+    write_text_atomically,
+)
 from zoo.checkpoints.common import BASE_PRESET as _BASE_PRESET
 from zoo.checkpoints.common import PlannedWeight, WeightSource, assign_weights
 
@@ -110,11 +113,10 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))
-        with open(os.path.join(temporary, VOCABULARY_FILE), "w", encoding="utf-8") as f:
-            f.write("".join(f"{token}\n" for token in tokens))
-        with open(os.path.join(temporary, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump({"do_lower_case": bool(lowercase)}, f, indent=2)
-            f.write("\n")
+        write_text_atomically(os.path.join(temporary, VOCABULARY_FILE),
+                              (f"{token}\n" for token in tokens))
+        write_json_atomically({"do_lower_case": bool(lowercase)},
+                              os.path.join(temporary, TOKENIZER_CONFIG_FILE))
 
     write_directory_atomically(directory, write, overwrite=overwrite)
 
