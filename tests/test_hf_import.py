@@ -252,6 +252,8 @@ def _write_config(directory, **fields):
     ({"position_embedding_type": "relative_key"}, "position_embedding_type='relative_key'"),
     ({"num_attention_heads": None}, "num_attention_heads"),
     ({"is_decoder": True}, "is_decoder"),
+    ({"num_hidden_layers": 1.5}, r"num_hidden_layers=1\.5 is not an integer"),
+    ({"hidden_size": "eight"}, "hidden_size='eight' is not a number"),
 ])
 def test_unsupported_configs_name_the_field(tmp_path, fields, pattern):
     directory = _write_config(tmp_path, **fields)

@@ -40,6 +40,7 @@ import math
 import os
 
 from zoo.checkpoints import huggingface, keras_hub, native
+from zoo.checkpoints.common import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 
@@ -56,15 +57,6 @@ _LOOKED_FOR = (
 )
 
 
-def _directory(path):
-    path = os.fspath(path)
-    if os.path.isfile(path):  # a file inside the checkpoint (config.json, encoder.keras)
-        path = os.path.dirname(path) or "."
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such checkpoint directory")
-    return path
-
-
 def checkpoint_format(path):
     """"native", "keras_hub" or "huggingface": the format of a checkpoint directory.
 
@@ -78,7 +70,7 @@ def checkpoint_format(path):
         ValueError: none of the three; the message lists what was looked for
             and what the directory holds.
     """
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     if native.is_native_checkpoint(directory):
         return NATIVE
     if keras_hub.is_keras_hub_preset(directory):
@@ -111,7 +103,7 @@ def load_encoder(path, **overrides):
         KERAS_HUB: keras_hub.load_keras_hub_encoder,
         HUGGINGFACE: huggingface.load_hf_encoder,
     }[checkpoint_format(path)]
-    return loader(_directory(path), **overrides)
+    return loader(checkpoint_directory(path), **overrides)
 
 
 def read_tokenizer_settings(path):
@@ -124,7 +116,7 @@ def read_tokenizer_settings(path):
     """
     from tasks.tokenizer import read_vocabulary
 
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     form = checkpoint_format(directory)
     if form == KERAS_HUB:
         return keras_hub.read_keras_hub_tokenizer(directory)

@@ -44,13 +44,21 @@ Examples:
 """
 
 import glob
-import json
 import logging
 import os
 
 import numpy as np
 
 from tasks.tokenizer import WordPieceTokenizer
+from zoo.checkpoints.common import (
+    PlannedWeight,
+    WeightSource,
+    assign_weights,
+    checkpoint_directory,
+    encoder_arguments,
+    load_checkpoint_encoder,
+    read_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +67,7 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 VOCABULARY_FILE = "vocab.txt"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
-
-# Base preset for `build_encoder`; every field that shapes the encoder is
-# overridden from config.json, so the choice only matters for defaults that
-# config.json cannot express.
-BASE_PRESET = "bert_base"
+DIRECTORY_KIND = "a Hugging Face checkpoint directory"
 
 SUPPORTED_MODEL_TYPES = ("bert",)
 # Files that hold (or usually hold) pickled weights.
@@ -89,27 +93,6 @@ _CONFIG_FIELDS = {
     "attention_probs_dropout_prob": ("attention_dropout", 0.1),
     "layer_norm_eps": ("layer_norm_epsilon", 1e-12),
 }
-_INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
-                      "intermediate_dim", "max_sequence_length", "num_segments")
-
-
-def _read_json(path, what):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no {what} (is this a Hugging Face checkpoint directory?)")
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}")
-
-
-def _directory(path):
-    path = os.fspath(path)
-    if os.path.isfile(path):  # the path of config.json itself
-        path = os.path.dirname(path) or "."
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such checkpoint directory")
-    return path
 
 
 def read_hf_config(path):
@@ -131,8 +114,8 @@ def read_hf_config(path):
             position_embedding_type or is_decoder say otherwise), or a
             required field is missing; the message names the field.
     """
-    config_path = os.path.join(_directory(path), CONFIG_FILE)
-    config = _read_json(config_path, CONFIG_FILE)
+    config_path = os.path.join(checkpoint_directory(path), CONFIG_FILE)
+    config = read_json(config_path, CONFIG_FILE, DIRECTORY_KIND)
 
     model_type = config.get("model_type")
     architectures = config.get("architectures") or []
@@ -172,18 +155,9 @@ def read_hf_config(path):
             f"{', '.join(map(repr, _GELU_APPROXIMATE))}"
         )
 
-    encoder_config = {}
-    for field, (argument, default) in _CONFIG_FIELDS.items():
-        value = config.get(field, default)
-        if value is None:
-            raise ValueError(f"{config_path}: the required field {field!r} is missing")
-        if argument in _INTEGER_ARGUMENTS:
-            if not float(value).is_integer():
-                raise ValueError(f"{config_path}: {field}={value!r} is not an integer")
-            value = int(value)
-        else:
-            value = float(value)
-        encoder_config[argument] = value
+    # Hugging Face configs carry many fields that do not shape the encoder
+    # (tokenizer ids, torch dtype, ...): only the table's are read.
+    encoder_config = encoder_arguments(config, _CONFIG_FIELDS, config_path)
     encoder_config.update(
         embedding_dim=None,  # BERT: the tables are hidden_dim wide
         gelu_approximate=_GELU_APPROXIMATE[hidden_act],
@@ -229,13 +203,13 @@ def read_hf_weights(path):
             "pip install safetensors"
         ) from None
 
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     single = os.path.join(directory, SAFETENSORS_FILE)
     index = os.path.join(directory, SAFETENSORS_INDEX_FILE)
     if os.path.isfile(single):
         files = [single]
     elif os.path.isfile(index):
-        weight_map = _read_json(index, SAFETENSORS_INDEX_FILE).get("weight_map", {})
+        weight_map = read_json(index, SAFETENSORS_INDEX_FILE, DIRECTORY_KIND).get("weight_map", {})
         files = [os.path.join(directory, name) for name in sorted(set(weight_map.values()))]
     else:
         files = glob.glob(os.path.join(directory, "*.safetensors"))
@@ -272,31 +246,32 @@ def _detect_prefix(tensors, directory):
     return candidates[0]
 
 
-def _linear(kernel):
-    return np.transpose(kernel)
-
-
-def _weight_plan(transformer):
-    """(checkpoint name without prefix, alternatives, variable, transform) per variable."""
+def _weight_plan(transformer, model_prefix):
+    """A `PlannedWeight` per encoder variable, named as in the checkpoint (after `model_prefix`)."""
     plan = []
 
+    def tensor(name, variable, *alternatives, position_table=False):
+        names = tuple(model_prefix + n for n in (name,) + alternatives)
+        plan.append(PlannedWeight(variable, names, tuple(variable.shape),
+                                  position_table=position_table))
+
     def dense(name, layer):
-        plan.append((f"{name}.weight", (), layer.kernel, _linear))
-        plan.append((f"{name}.bias", (), layer.bias, None))
+        # A torch Linear weight is [out, in]; a Keras Dense kernel [in, out].
+        plan.append(PlannedWeight(layer.kernel, (f"{model_prefix}{name}.weight",),
+                                  tuple(layer.kernel.shape)[::-1], to_variable=np.transpose))
+        tensor(f"{name}.bias", layer.bias)
 
     def layer_norm(name, layer):
-        plan.append((f"{name}.weight", (f"{name}.gamma",), layer.gamma, None))
-        plan.append((f"{name}.bias", (f"{name}.beta",), layer.beta, None))
+        tensor(f"{name}.weight", layer.gamma, f"{name}.gamma")
+        tensor(f"{name}.bias", layer.beta, f"{name}.beta")
 
     embeddings = transformer.embeddings
     if embeddings.projection is not None:
         raise ValueError("factorised embeddings (embedding_dim != hidden_dim) are not BERT")
-    plan.append(("embeddings.word_embeddings.weight", (),
-                 embeddings.token_embedding.embeddings, None))
-    plan.append(("embeddings.position_embeddings.weight", (),
-                 embeddings.position_embedding.embeddings, None))
-    plan.append(("embeddings.token_type_embeddings.weight", (),
-                 embeddings.segment_embedding.embeddings, None))
+    tensor("embeddings.word_embeddings.weight", embeddings.token_embedding.embeddings)
+    tensor("embeddings.position_embeddings.weight", embeddings.position_embedding.embeddings,
+           position_table=True)
+    tensor("embeddings.token_type_embeddings.weight", embeddings.segment_embedding.embeddings)
     layer_norm("embeddings.LayerNorm", embeddings.layer_norm)
     if transformer.share_layers or transformer.norm_first:
         raise ValueError("BERT checkpoints need share_layers=False and norm_first=False")
@@ -336,7 +311,7 @@ def load_hf_weights(encoder, path, tensors=None):
             with the checkpoint's and the expected shape, both in the
             checkpoint's layout); nothing is assigned in that case.
     """
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     transformer = encoder
     if hasattr(encoder, "get_layer"):
         transformer = encoder.get_layer("transformer")
@@ -344,47 +319,8 @@ def load_hf_weights(encoder, path, tensors=None):
         tensors = read_hf_weights(directory)
     prefix = _detect_prefix(tensors, directory)
 
-    assignments, missing, wrong = [], [], []
-    used = set()
-    for name, alternatives, variable, transform in _weight_plan(transformer):
-        found = next((prefix + n for n in (name,) + alternatives if prefix + n in tensors), None)
-        if found is None:
-            missing.append(prefix + name)
-            continue
-        used.add(found)
-        value = tensors[found]
-        expected = tuple(variable.shape)
-        if transform is _linear:
-            expected = expected[::-1]  # the checkpoint's [out, in] layout
-        if name == "embeddings.position_embeddings.weight" and (
-            value.ndim == 2 and value.shape[1] == expected[1] and value.shape[0] > expected[0]
-        ):
-            logger.info("using the first %d of the checkpoint's %d positions",
-                        expected[0], value.shape[0])
-            value = value[: expected[0]]
-        if tuple(value.shape) != expected:
-            wrong.append(f"{found}: checkpoint shape {tuple(value.shape)}, "
-                         f"encoder expects {expected}")
-            continue
-        value = transform(value) if transform is not None else value
-        assignments.append((variable, value))
-    if missing:
-        raise ValueError(
-            f"{directory}: the checkpoint lacks {len(missing)} tensor(s) the encoder needs: "
-            f"{', '.join(missing)}"
-        )
-    if wrong:
-        raise ValueError(
-            f"{directory}: {len(wrong)} tensor(s) have the wrong shape (is config.json "
-            f"consistent with the weights?): {'; '.join(wrong)}"
-        )
-    for variable, value in assignments:
-        variable.assign(value.astype(variable.dtype, copy=False))
-    unused = sorted(set(tensors) - used)
-    if unused:
-        logger.info("%s: %d checkpoint tensor(s) not used by the encoder: %s",
-                    directory, len(unused), ", ".join(unused))
-    return unused
+    return assign_weights(_weight_plan(transformer, prefix), tensors,
+                          WeightSource(directory, kind="checkpoint", unit="tensor"))
 
 
 def load_hf_encoder(path, **overrides):
@@ -411,14 +347,9 @@ def load_hf_encoder(path, **overrides):
         tokenizer = load_hf_tokenizer(directory)
         ids = tokenizer.tokenize_flat(["Café opens"])
     """
-    from zoo.builder import build_encoder  # zoo.builder pulls in the task modules
-
-    config = read_hf_config(path)
-    config.update(overrides)
-    tensors = read_hf_weights(path)  # fails on pickles before building anything
-    encoder = build_encoder(BASE_PRESET, **config)
-    load_hf_weights(encoder, path, tensors=tensors)
-    return encoder
+    # read_hf_weights fails on pickles before anything is built.
+    return load_checkpoint_encoder(path, overrides, read_hf_config, read_hf_weights,
+                                   load_hf_weights)
 
 
 def read_hf_lowercase(path):
@@ -431,10 +362,10 @@ def read_hf_lowercase(path):
     tokenize_chinese_chars false, a tokenizer class other than BERT's) raise
     `ValueError` naming the field.
     """
-    config_path = os.path.join(_directory(path), TOKENIZER_CONFIG_FILE)
+    config_path = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
     config = {}
     if os.path.isfile(config_path):
-        config = _read_json(config_path, TOKENIZER_CONFIG_FILE)
+        config = read_json(config_path, TOKENIZER_CONFIG_FILE, DIRECTORY_KIND)
     tokenizer_class = config.get("tokenizer_class")
     if tokenizer_class is not None and tokenizer_class not in _WORDPIECE_TOKENIZER_CLASSES:
         raise ValueError(
@@ -467,7 +398,7 @@ def load_hf_tokenizer(path):
     Reads `vocab.txt`; lower-casing and accent stripping follow
     `tokenizer_config.json` (see `read_hf_lowercase`).
     """
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     return WordPieceTokenizer(
         os.path.join(directory, VOCABULARY_FILE), lowercase=read_hf_lowercase(directory)
     )

@@ -64,7 +64,17 @@ import os
 
 import numpy as np
 
+from tasks.atomic_files import write_directory_atomically
 from tasks.tokenizer import WordPieceTokenizer
+from zoo.checkpoints.common import (
+    PlannedWeight,
+    WeightSource,
+    assign_weights,
+    encoder_arguments,
+    load_checkpoint_encoder,
+    read_json,
+)
+from zoo.checkpoints.common import checkpoint_directory as _directory
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +83,12 @@ WEIGHTS_FILE = "model.weights.h5"
 SHARDED_WEIGHTS_FILE = "model.weights.json"
 TOKENIZER_FILE = "tokenizer.json"
 VOCABULARY_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+DIRECTORY_KIND = "a KerasHub preset directory"
 
 SUPPORTED_BACKBONES = ("BertBackbone",)
 SUPPORTED_TOKENIZERS = ("BertTokenizer", "WordPieceTokenizer")
 # KerasHub's BertBackbone fixes these; an encoder must match them to be exported.
 KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
-BASE_PRESET = "bert_base"
 
 # BertBackbone config field → (encoder argument, default when absent; None = required).
 _CONFIG_FIELDS = {
@@ -101,25 +111,6 @@ _TOKENIZER_FIXED = {
     "oov_token": ("[UNK]", "WordPieceTokenizer's unknown token is [UNK]"),
 }
 _KERAS_HUB_SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
-
-
-def _read_json(path, what):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no {what} (is this a KerasHub preset directory?)")
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}")
-
-
-def _directory(path):
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        path = os.path.dirname(path) or "."
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such preset directory")
-    return path
 
 
 def _is_keras_hub_object(config):
@@ -158,7 +149,7 @@ def read_keras_hub_config(path):
             field this importer does not know is set (named).
     """
     config_path = os.path.join(_directory(path), CONFIG_FILE)
-    saved = _read_json(config_path, CONFIG_FILE)
+    saved = read_json(config_path, CONFIG_FILE, DIRECTORY_KIND)
     if not _is_keras_hub_object(saved):
         raise ValueError(f"{config_path}: not a KerasHub preset config (no 'registered_name' "
                          "or 'module' naming keras_hub)")
@@ -173,22 +164,8 @@ def read_keras_hub_config(path):
     if not isinstance(fields, dict):
         raise ValueError(f"{config_path}: the field 'config' (the backbone's arguments) is "
                          "missing")
-    unknown = sorted(set(fields) - set(_CONFIG_FIELDS) - set(_IGNORED_FIELDS))
-    if unknown:
-        raise ValueError(f"{config_path}: config field(s) {', '.join(map(repr, unknown))} are "
-                         f"not supported; a {class_name} with them cannot be imported exactly")
-    encoder_config = {}
-    for field, (argument, default) in _CONFIG_FIELDS.items():
-        value = fields.get(field, default)
-        if value is None:
-            raise ValueError(f"{config_path}: the required field {field!r} is missing")
-        if argument == "dropout":
-            value = float(value)
-        else:
-            if isinstance(value, bool) or not float(value).is_integer():
-                raise ValueError(f"{config_path}: {field}={value!r} is not an integer")
-            value = int(value)
-        encoder_config[argument] = value
+    encoder_config = encoder_arguments(fields, _CONFIG_FIELDS, config_path,
+                                       harmless_fields=_IGNORED_FIELDS)
     encoder_config.update(
         attention_dropout=encoder_config["dropout"],  # BertBackbone uses one rate
         embedding_dim=None,
@@ -201,22 +178,24 @@ def read_keras_hub_config(path):
 
 
 def _weight_plan(transformer):
-    """One entry per encoder variable, as a dict:
+    """(KerasHub variable path, `PlannedWeight`) per encoder variable.
 
-    name (KerasHub variable path), h5 (group, index in model.weights.h5),
-    variable (ours), shape (KerasHub's), to_ours and to_keras_hub (reshapes).
+    The planned weight is read from the dataset "<group>/vars/<index>" of
+    model.weights.h5, with KerasHub's shape; its `to_variable` reshapes it
+    to ours, and exporting reshapes ours to `source_shape`.
     """
     hidden, heads = transformer.hidden_dim, transformer.num_heads
     head_dim = hidden // heads
     plan = []
 
     def add(name, group, index, variable, shape=None):
-        shape = tuple(variable.shape) if shape is None else shape
-        plan.append({
-            "name": name, "h5": (group, index), "variable": variable, "shape": shape,
-            "to_ours": lambda value, target=tuple(variable.shape): value.reshape(target),
-            "to_keras_hub": lambda value, target=shape: value.reshape(target),
-        })
+        key = f"{group}/vars/{index}"
+        planned = PlannedWeight(
+            variable, (key,), tuple(variable.shape) if shape is None else shape,
+            to_variable=lambda value, target=tuple(variable.shape): value.reshape(target),
+            label=f"{name} ({WEIGHTS_FILE}: {key})",
+            position_table=name == "position_embedding/embeddings")
+        plan.append((name, planned))
 
     def dense(name, group, layer, kernel_shape=None, bias_shape=None):
         add(f"{name}/kernel", group, 0, layer.kernel, kernel_shape)
@@ -318,40 +297,8 @@ def load_keras_hub_weights(encoder, path, weights=None):
     transformer = encoder.get_layer("transformer") if hasattr(encoder, "get_layer") else encoder
     if weights is None:
         weights = read_keras_hub_weights(directory)
-    assignments, missing, wrong, used = [], [], [], set()
-    for entry in _weight_plan(transformer):
-        group, index = entry["h5"]
-        key = f"{group}/vars/{index}"
-        where = f"{entry['name']} (model.weights.h5: {key})"
-        if key not in weights:
-            missing.append(where)
-            continue
-        used.add(key)
-        value = weights[key]
-        expected = entry["shape"]
-        if (entry["name"] == "position_embedding/embeddings" and value.ndim == 2
-                and value.shape[1] == expected[1] and value.shape[0] > expected[0]):
-            logger.info("using the first %d of the preset's %d positions",
-                        expected[0], value.shape[0])
-            value = value[: expected[0]]
-        if tuple(value.shape) != tuple(expected):
-            wrong.append(f"{where}: preset shape {tuple(value.shape)}, encoder expects "
-                         f"{tuple(expected)}")
-            continue
-        assignments.append((entry["variable"], entry["to_ours"](value)))
-    if missing:
-        raise ValueError(f"{directory}: the preset lacks {len(missing)} weight(s) the encoder "
-                         f"needs: {', '.join(missing)}")
-    if wrong:
-        raise ValueError(f"{directory}: {len(wrong)} weight(s) have the wrong shape (is "
-                         f"config.json consistent with the weights?): {'; '.join(wrong)}")
-    for variable, value in assignments:
-        variable.assign(value.astype(variable.dtype, copy=False))
-    unused = sorted(set(weights) - used)
-    if unused:
-        logger.info("%s: %d weight(s) not used by the encoder: %s", directory, len(unused),
-                    ", ".join(unused))
-    return unused
+    plan = [planned for _, planned in _weight_plan(transformer)]
+    return assign_weights(plan, weights, WeightSource(directory, kind="preset"))
 
 
 def load_keras_hub_encoder(path, **overrides):
@@ -368,14 +315,8 @@ def load_keras_hub_encoder(path, **overrides):
         The `keras.Model` named "encoder" from `zoo.build_encoder`, with
         `gelu_approximate=True`, built under the current dtype policy.
     """
-    from zoo.builder import build_encoder  # zoo.builder pulls in the task modules
-
-    config = read_keras_hub_config(path)
-    config.update(overrides)
-    weights = read_keras_hub_weights(path)
-    encoder = build_encoder(BASE_PRESET, **config)
-    load_keras_hub_weights(encoder, path, weights=weights)
-    return encoder
+    return load_checkpoint_encoder(path, overrides, read_keras_hub_config,
+                                   read_keras_hub_weights, load_keras_hub_weights)
 
 
 def read_keras_hub_tokenizer(path):
@@ -397,7 +338,7 @@ def read_keras_hub_tokenizer(path):
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{config_path}: no {TOKENIZER_FILE}; save the tokenizer too, "
                                 "with tokenizer.save_to_preset(directory)")
-    saved = _read_json(config_path, TOKENIZER_FILE)
+    saved = read_json(config_path, TOKENIZER_FILE, DIRECTORY_KIND)
     class_name = saved.get("class_name") if isinstance(saved, dict) else None
     if class_name not in SUPPORTED_TOKENIZERS:
         raise ValueError(f"{config_path}: class_name={class_name!r} is not supported; expected "
@@ -455,7 +396,6 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     import keras_hub
 
     from zoo.checkpoints.native import _check_vocabulary, _functional_encoder
-    from zoo.checkpoints.native import write_directory_atomically
 
     transformer = _functional_encoder(encoder).get_layer("transformer")
     if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
@@ -488,14 +428,14 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     )
     variables = {variable.path: variable for variable in backbone.weights}
     unassigned = set(variables)
-    for entry in plan:
-        target = variables.get(entry["name"])
+    for name, planned in plan:
+        target = variables.get(name)
         if target is None:
-            raise ValueError(f"this keras_hub's BertBackbone has no variable {entry['name']!r}; "
+            raise ValueError(f"this keras_hub's BertBackbone has no variable {name!r}; "
                              "the installed KerasHub version is not supported")
-        value = np.asarray(keras.ops.convert_to_numpy(entry["variable"]), dtype="float32")
-        target.assign(entry["to_keras_hub"](value))
-        unassigned.discard(entry["name"])
+        value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
+        target.assign(value.reshape(planned.source_shape))
+        unassigned.discard(name)
     if unassigned:
         raise ValueError(f"this keras_hub's BertBackbone has variables with no counterpart "
                          f"here: {', '.join(sorted(unassigned))}")

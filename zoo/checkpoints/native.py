@@ -26,13 +26,16 @@ Examples:
 (0.0, True)
 """
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 
-import numpy as np
+from tasks.atomic_files import (
+    write_directory_atomically,
+    write_json_atomically,
+    write_text_atomically,
+)
+from zoo.checkpoints.common import BASE_PRESET as _BASE_PRESET
+from zoo.checkpoints.common import PlannedWeight, WeightSource, assign_weights
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +43,6 @@ ENCODER_FILE = "encoder.keras"
 VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TRANSFORMER_LAYER = "transformer"
-# Base preset for `build_encoder`: every field that shapes the encoder comes from
-# the saved configuration.
-_BASE_PRESET = "bert_base"
 # TransformerEncoder config keys that are not `build_encoder` fields.
 _NOT_ENCODER_FIELDS = ("name", "trainable", "dtype", "initializer_range")
 
@@ -92,38 +92,6 @@ def _check_vocabulary(vocabulary, transformer):
     return tokens
 
 
-def write_directory_atomically(directory, write, overwrite=False):
-    """Calls `write(temporary_dir)` and renames the result to `directory`.
-
-    The temporary directory is a hidden sibling of `directory` (same file
-    system, so the rename is atomic). An existing non-empty `directory` is
-    refused unless `overwrite`, in which case it is replaced only once the new
-    contents are complete.
-    """
-    directory = os.path.abspath(os.fspath(directory))
-    exists = os.path.lexists(directory)
-    if exists and not os.path.isdir(directory):
-        raise ValueError(f"{directory} exists and is not a directory")
-    if exists and os.listdir(directory) and not overwrite:
-        raise ValueError(f"{directory} exists and is not empty; choose a new directory or "
-                         "pass overwrite=True to replace it")
-    parent = os.path.dirname(directory)
-    os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.tmp-", dir=parent)
-    try:
-        write(temporary)
-        if exists:
-            old = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.old-", dir=parent)
-            os.rename(directory, os.path.join(old, "previous"))
-            os.rename(temporary, directory)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(temporary, directory)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-
-
 def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False):
     """Writes `encoder` with its tokenizer settings as a native checkpoint directory.
 
@@ -145,11 +113,10 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))
-        with open(os.path.join(temporary, VOCABULARY_FILE), "w", encoding="utf-8") as f:
-            f.write("".join(f"{token}\n" for token in tokens))
-        with open(os.path.join(temporary, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump({"do_lower_case": bool(lowercase)}, f, indent=2)
-            f.write("\n")
+        write_text_atomically(os.path.join(temporary, VOCABULARY_FILE),
+                              (f"{token}\n" for token in tokens))
+        write_json_atomically({"do_lower_case": bool(lowercase)},
+                              os.path.join(temporary, TOKENIZER_CONFIG_FILE))
 
     write_directory_atomically(directory, write, overwrite=overwrite)
 
@@ -160,40 +127,28 @@ def encoder_fields(transformer):
     return {key: value for key, value in config.items() if key not in _NOT_ENCODER_FIELDS}
 
 
-def copy_encoder_weights(source, target, origin="the checkpoint"):
+def _relative_path(variable):
+    """The variable's path inside its TransformerEncoder ("block_0/attention/...")."""
+    return variable.path.split("/", 1)[-1]
+
+
+def copy_encoder_weights(source, target, origin=ENCODER_FILE):
     """Copies every weight of TransformerEncoder `source` into `target`.
 
     Both must have the same structure; a position table may be cut to a
     shorter `max_sequence_length`. Raises `ValueError` naming the weights that
-    are missing, left over or of the wrong shape (nothing is assigned then).
+    are missing, left over or of the wrong shape (nothing is assigned then);
+    `origin` (the file `source` was read from) starts the message.
     """
-    source_weights = {variable.path.split("/", 1)[-1]: variable for variable in source.weights}
-    target_weights = {variable.path.split("/", 1)[-1]: variable for variable in target.weights}
-    missing = sorted(set(target_weights) - set(source_weights))
-    if missing:
-        raise ValueError(f"{origin} lacks {len(missing)} weight(s) the encoder needs: "
-                         f"{', '.join(missing)}")
-    extra = sorted(set(source_weights) - set(target_weights))
-    if extra:
-        raise ValueError(f"{origin} has {len(extra)} weight(s) the encoder has no place for "
-                         f"(an override contradicts it?): {', '.join(extra)}")
-    assignments, wrong = [], []
-    for name, variable in target_weights.items():
-        value = np.asarray(source_weights[name].numpy())
-        expected = tuple(variable.shape)
-        if (name.endswith("position_embedding/embeddings") and value.ndim == 2
-                and value.shape[1] == expected[1] and value.shape[0] > expected[0]):
-            value = value[: expected[0]]
-        if tuple(value.shape) != expected:
-            wrong.append(f"{name}: {origin} has shape {tuple(value.shape)}, "
-                         f"the encoder expects {expected}")
-            continue
-        assignments.append((variable, value))
-    if wrong:
-        raise ValueError(f"{len(wrong)} weight(s) have the wrong shape (an override "
-                         f"contradicts {origin}?): {'; '.join(wrong)}")
-    for variable, value in assignments:
-        variable.assign(value.astype(variable.dtype, copy=False))
+    plan = []
+    for variable in target.weights:
+        name = _relative_path(variable)
+        plan.append(PlannedWeight(variable, (name,), tuple(variable.shape),
+                                  position_table=name.endswith("position_embedding/embeddings")))
+    tensors = {_relative_path(variable): variable for variable in source.weights}
+    # Same architecture on both sides: a weight left over means an override
+    # (num_layers, ...) contradicts the checkpoint.
+    assign_weights(plan, tensors, WeightSource(os.fspath(origin)), refuse_unused=True)
 
 
 def load_native_encoder(path, **overrides):
@@ -231,10 +186,3 @@ def load_native_encoder(path, **overrides):
     encoder = build_encoder(_BASE_PRESET, **config)
     copy_encoder_weights(transformer, encoder.get_layer(TRANSFORMER_LAYER), origin=file)
     return encoder
-
-
-def read_native_lowercase(path):
-    """`do_lower_case` from a native checkpoint's tokenizer_config.json."""
-    from zoo.checkpoints.huggingface import read_hf_lowercase
-
-    return read_hf_lowercase(path)
