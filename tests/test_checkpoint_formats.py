@@ -302,7 +302,7 @@ def test_load_pretrained_classification_from_keras_hub(keras_hub_dir):
 
 def test_load_pretrained_crf_tagging_from_native(native_dir):
     labels = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
-    model = load_pretrained(native_dir, "crf_tagging", labels=labels, dropout=0.0)
+    model = load_pretrained(native_dir, "tagging", head="crf", labels=labels, dropout=0.0)
     assert model.optimizer is not None
     encoder = model.encoder
     assert encoder.get_layer("transformer").dropout == 0.0

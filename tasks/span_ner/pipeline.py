@@ -15,6 +15,8 @@ from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 def span_label_grid(sentence, labels, max_span_width):
     """The [words, max_span_width] label grid of one `SpanSentence`.
 
+    `labels` is a `LabelSet`, or the label names in id order.
+
     Spans wider than `max_span_width` cannot be predicted and are left out
     (they still count as missed in evaluation). Two gold labels on the same
     span keep the first in sorted order.
@@ -25,6 +27,8 @@ def span_label_grid(sentence, labels, max_span_width):
     >>> span_label_grid(s, LabelSet(["NONE", "LOC"]), 2).tolist()
     [[0, 1], [0, 0], [0, -1]]
     """
+    if not isinstance(labels, LabelSet):
+        labels = LabelSet(labels, kind="entity type")  # names in id order
     count = len(sentence.words)
     grid = np.zeros((count, max_span_width), np.int32)
     starts = np.arange(count)[:, None]

@@ -21,7 +21,8 @@ from tasks.span_ner.evaluation import (
 from tasks.span_ner.model import SpanNER
 from tasks.span_ner.pipeline import make_dataset
 from tasks.span_ner.serving import span_ner_outputs
-from tasks.tagging.readers import read_column_file, spans_to_tags
+from tasks.tagging.readers import read_column_file
+from tasks.tags import spans_to_tags
 from tasks.task import Task
 from tasks.word_preprocessor import WordPreprocessor
 

@@ -7,7 +7,7 @@ padded words.
 import numpy as np
 
 from tasks.labels import LabelSet
-from tasks.tagging.readers import split_tag
+from tasks.tags import split_tag
 from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 
 __all__ = ["LABEL_PADDING", "continuation_ids", "encode_tags", "make_dataset"]

@@ -16,9 +16,7 @@ import tensorflow as tf
 from keras import ops
 
 from tasks.serving import entity_outputs, word_inputs, word_outputs
-from tasks.tagging.readers import split_tag
-
-_TAG_PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
+from tasks.tags import tag_parts
 
 
 def tags_to_entities(prefixes, types, type_names):
@@ -28,7 +26,8 @@ def tags_to_entities(prefixes, types, type_names):
     `B-x`/`I-x` of the same type, which extends it.
 
     Args:
-        prefixes: int32 [B, W] tag prefixes (0 `O`, 1 `B`, 2 `I`, 3 `E`, 4 `S`).
+        prefixes: int32 [B, W] tag prefixes, indices of `tasks.tags.PREFIXES`
+            (0 `O`, 1 `B`, 2 `I`, 3 `E`, 4 `S`).
         types: int32 [B, W] entity type ids (anything at `O`).
         type_names: the entity type names, by type id.
 
@@ -77,12 +76,8 @@ def tagging_outputs(model, preprocessor, labels, text):
     position = tf.range(width)[None, :]
     decoded = position < kept[:, None]  # words cut off by max_seq_length are "O"
 
-    type_names = sorted({split_tag(label)[1] for label in labels if label != "O"})
-    prefixes, types = [], []
-    for label in labels:
-        prefix, entity_type = split_tag(label)
-        prefixes.append(_TAG_PREFIXES[prefix])
-        types.append(type_names.index(entity_type) if entity_type is not None else -1)
+    parts = tag_parts(labels)
+    prefixes, types, type_names = parts.prefix_ids, parts.type_ids, parts.type_names
     prefix = tf.where(decoded, tf.gather(tf.constant(prefixes, tf.int32), tag_ids), 0)
     entity_type = tf.where(decoded, tf.gather(tf.constant(types, tf.int32), tag_ids), -1)
     tags = tf.where(decoded, tf.gather(tf.constant(labels), tag_ids), "O")

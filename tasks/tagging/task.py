@@ -9,6 +9,7 @@ from tasks.atomic_files import write_text_atomically
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.prediction_io import read_word_input, wants_jsonl
 from tasks.registry import register_task
+from tasks import tags
 from tasks.tagging import readers
 from tasks.tagging.evaluation import EntityF1Callback, evaluate_tagger, predict_tags
 from tasks.tagging.model import HEADS, SequenceTagger
@@ -82,7 +83,7 @@ class TaggingTask(Task):
         return readers.read_column_file(path, convert_iob1=self.convert_iob1)
 
     def adapt(self, sentences):
-        return self.with_options(tag_scheme=readers.detect_scheme(sentences))
+        return self.with_options(tag_scheme=tags.detect_scheme(sentences))
 
     def label_names(self, sentences):
         """Every tag of the scheme for the entity types seen in training.
@@ -91,9 +92,9 @@ class TaggingTask(Task):
         evaluation data may use any tag of a known type.
         """
         seen = readers.label_list(sentences)
-        scheme = self.tag_scheme or readers.detect_scheme(sentences)
+        scheme = self.tag_scheme or tags.detect_scheme(sentences)
         prefixes = "BIES" if scheme == "BIOES" else "BI"
-        types = sorted({readers.split_tag(tag)[1] for tag in seen if tag != "O"})
+        types = sorted({tags.split_tag(tag)[1] for tag in seen if tag != "O"})
         return ["O"] + [f"{prefix}-{entity_type}" for entity_type in types
                         for prefix in prefixes]
 
@@ -165,12 +166,12 @@ class TaggingTask(Task):
 
 
 def _tagging_lines(sentences, predictions, as_jsonl):
-    for sentence, tags in zip(sentences, predictions):
+    for sentence, predicted in zip(sentences, predictions):
         if as_jsonl:
             entities = [{"start": start, "end": end, "label": label,
                          "text": " ".join(sentence.words[start:end + 1])}
-                        for start, end, label in readers.tags_to_spans(tags)]
-            yield json.dumps({"words": list(sentence.words), "tags": tags,
+                        for start, end, label in tags.tags_to_spans(predicted)]
+            yield json.dumps({"words": list(sentence.words), "tags": predicted,
                               "entities": entities}, ensure_ascii=False) + "\n"
         else:
-            yield "".join(f"{word} {tag}\n" for word, tag in zip(sentence.words, tags)) + "\n"
+            yield "".join(f"{word} {tag}\n" for word, tag in zip(sentence.words, predicted)) + "\n"

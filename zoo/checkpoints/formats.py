@@ -32,7 +32,7 @@ Examples (a tiny encoder saved first; any of the three formats loads alike):
 >>> model = load_pretrained(directory, "classification", num_classes=3)
 >>> model.output_shape
 (None, 3)
->>> tagger = load_pretrained(directory, "crf_tagging", labels=["O", "B-LOC", "I-LOC"])
+>>> tagger = load_pretrained(directory, "tagging", head="crf", labels=["O", "B-LOC", "I-LOC"])
 """
 
 import logging
