@@ -10,7 +10,7 @@ this class only, so a new task is one subclass in its own folder plus a
 Examples:
 >>> from tasks.registry import get_task
 >>> task = get_task("classification")
->>> task.name, task.monitor(num_labels=6)
+>>> task.name, task.monitor(num_classes=6)
 ('classification', ('val_accuracy', 'max'))
 """
 
@@ -144,7 +144,7 @@ class Task:
         """Metrics for `compile`."""
         return []
 
-    def monitor(self, num_labels):
+    def monitor(self, num_classes):
         """`(logged validation metric, "max" or "min")` that picks the best model."""
         raise NotImplementedError
 

@@ -23,9 +23,7 @@ when it is an earlier export).
 """
 
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
@@ -67,20 +65,10 @@ def _check_output(output):
                         "(no saved_model.pb): refusing to replace it")
 
 
-def _replace(temporary, output):
-    """Moves the finished export to `output`, replacing an earlier one."""
-    if not os.path.lexists(output):
-        os.rename(temporary, output)
-        return
-    previous = tempfile.mkdtemp(dir=os.path.dirname(temporary), prefix=".previous-")
-    os.rename(output, os.path.join(previous, "export"))
-    os.rename(temporary, output)
-    shutil.rmtree(previous, ignore_errors=True)
-
-
 def main(argv):
     output = FLAGS.output.rstrip(os.sep) or FLAGS.output
     _check_output(output)
+    from tasks.atomic_files import write_directory_atomically
     from tasks.serving import SIGNATURE, export_saved_model
     from tools import model_directory as md
 
@@ -90,13 +78,11 @@ def main(argv):
         os.makedirs(parent, exist_ok=True)
     except OSError as error:
         raise UserError(f"--output={output}: cannot create {parent}: {error.strerror}")
-    staging = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output)}.partial-")
-    try:
-        export_saved_model(trained.task, trained.model, trained.preprocessor, trained.labels,
-                           os.path.join(staging, "export"))
-        _replace(os.path.join(staging, "export"), output)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    # _check_output has refused anything but an earlier export to replace.
+    write_directory_atomically(
+        output, lambda directory: export_saved_model(
+            trained.task, trained.model, trained.preprocessor, trained.labels, directory),
+        overwrite=True)
     print(f"exported the {trained.task.name} model to {output} (signature {SIGNATURE!r}, "
           f"max_seq_length={trained.preprocessor.max_seq_length})")
 

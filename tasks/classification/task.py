@@ -33,7 +33,7 @@ class ClassificationTask(Task):
     and the class probabilities.
 
     Examples:
-    >>> ClassificationTask().monitor(num_labels=2)
+    >>> ClassificationTask().monitor(num_classes=2)
     ('val_f1', 'max')
     >>> ClassificationTask(paired_input=True).serving_inputs()
     ('text', 'text_pair')
@@ -96,9 +96,9 @@ class ClassificationTask(Task):
     def metrics(self, model):
         return classification_metrics(model.output_shape[-1])
 
-    def monitor(self, num_labels):
+    def monitor(self, num_classes):
         """The validation metric that picks the best model."""
-        return ("val_f1", "max") if num_labels == 2 else ("val_accuracy", "max")
+        return ("val_f1", "max") if num_classes == 2 else ("val_accuracy", "max")
 
     # === Prediction ===
 

@@ -62,7 +62,7 @@ class SpanNERTask(Task):
     CoNLL columns (flat decoding) or JSONL entities with scores.
 
     Examples:
-    >>> SpanNERTask().monitor(num_labels=5)
+    >>> SpanNERTask().monitor(num_classes=5)
     ('val_span_f1', 'max')
     >>> SpanNERTask(decoding="nested").options_dict()["decoding"]
     'nested'
@@ -136,7 +136,7 @@ class SpanNERTask(Task):
     def metrics(self, model):
         return [MaskedAccuracy(name="span_accuracy")]  # the model computes its own loss
 
-    def monitor(self, num_labels):
+    def monitor(self, num_classes):
         return ("val_span_f1", "max")
 
     def _decoding_options(self):

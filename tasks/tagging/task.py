@@ -134,7 +134,7 @@ class TaggingTask(Task):
     def metrics(self, model):
         return [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss
 
-    def monitor(self, num_labels):
+    def monitor(self, num_classes):
         return ("val_entity_f1", "max")
 
     def callbacks(self, eval_dataset, eval_sentences, labels):
