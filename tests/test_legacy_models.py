@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 
+from layers import Encoder, TransformerEncoder, transformer_of
 import tasks.pretraining.model  # noqa: F401  (registers Pretrainer)
 import zoo  # noqa: F401  (registers the other task models)
 
@@ -41,3 +42,14 @@ def test_legacy_model_loads_with_identical_outputs(name):
     for key, value in expected.items():
         np.testing.assert_allclose(np.asarray(got[key]), value, atol=1e-6, rtol=0,
                                    err_msg=f"{name}: {key}")
+
+
+@pytest.mark.parametrize("name", ["classifier", "span_sbo_pretrainer"])
+def test_legacy_encoder_is_a_plain_functional_that_transformer_of_reads(name):
+    model, _, _ = _load(name)
+    assert not isinstance(model.encoder, Encoder)
+    transformer = transformer_of(model.encoder)
+    assert isinstance(transformer, TransformerEncoder) and transformer.vocabulary_size == 50
+    if name == "span_sbo_pretrainer":  # heads re-tied to the reloaded table
+        for head in ("mlm_head", "sbo_head"):
+            assert model.get_layer(head).get_embedding_layer() is transformer.token_embedding

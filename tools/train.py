@@ -216,7 +216,7 @@ def main(argv):
             encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
         except (ValueError, OSError) as error:
             raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-        transformer = encoder.get_layer("transformer")
+        transformer = encoder.transformer
         if transformer.vocabulary_size != len(tokens):
             raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
                             f"has {transformer.vocabulary_size} token embeddings")

@@ -209,7 +209,7 @@ def load_pretrained(path, task, **head_options):
     encoder_overrides = {name: value for name, value in head_options.items()
                          if name in _ENCODER_FIELDS and name != "learning_rate"}
     encoder = load_encoder(path, **encoder_overrides)
-    transformer = encoder.get_layer("transformer")
+    transformer = encoder.transformer
     preset = f"{matching_encoder_preset(transformer)}_{TASKS[task]}"
     options = dict(vocabulary_size=transformer.vocabulary_size,
                    max_sequence_length=transformer.max_sequence_length,

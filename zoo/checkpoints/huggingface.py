@@ -50,6 +50,7 @@ import os
 
 import numpy as np
 
+from layers import transformer_of
 from tasks.tokenizer import WordPieceTokenizer
 
 logger = logging.getLogger(__name__)
@@ -337,9 +338,7 @@ def load_hf_weights(encoder, path, tensors=None):
             checkpoint's layout); nothing is assigned in that case.
     """
     directory = _directory(path)
-    transformer = encoder
-    if hasattr(encoder, "get_layer"):
-        transformer = encoder.get_layer("transformer")
+    transformer = transformer_of(encoder)
     if tensors is None:
         tensors = read_hf_weights(directory)
     prefix = _detect_prefix(tensors, directory)

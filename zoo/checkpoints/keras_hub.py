@@ -54,7 +54,7 @@ Examples:
 >>> read_keras_hub_config(directory)["gelu_approximate"]
 True
 >>> imported = load_keras_hub_encoder(directory)
->>> imported.get_layer("transformer").num_layers
+>>> imported.transformer.num_layers
 1
 """
 
@@ -64,6 +64,7 @@ import os
 
 import numpy as np
 
+from layers import transformer_of
 from tasks.tokenizer import WordPieceTokenizer
 
 logger = logging.getLogger(__name__)
@@ -315,7 +316,7 @@ def load_keras_hub_weights(encoder, path, weights=None):
             shapes in KerasHub's layout. Nothing is assigned then.
     """
     directory = _directory(path)
-    transformer = encoder.get_layer("transformer") if hasattr(encoder, "get_layer") else encoder
+    transformer = transformer_of(encoder)
     if weights is None:
         weights = read_keras_hub_weights(directory)
     assignments, missing, wrong, used = [], [], [], set()
@@ -457,7 +458,7 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     from zoo.checkpoints.native import _check_vocabulary, _functional_encoder
     from zoo.checkpoints.native import write_directory_atomically
 
-    transformer = _functional_encoder(encoder).get_layer("transformer")
+    transformer = transformer_of(_functional_encoder(encoder))
     if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
         raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
                          f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")
