@@ -7,33 +7,35 @@ and `zoo/` assemble these layers into models.
 from layers.classification_head import ClassificationHead
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
+from layers.encoder import Encoder, transformer_of
 from layers.masked_lm_head import MaskedLMHead
 from layers.next_sentence_head import NextSentenceHead
-from layers.position_gather import PositionGather
+from layers.position_gather import PositionGather, gather_positions
 from layers.self_attention import MultiHeadSelfAttention
 from layers.span_boundary_head import SpanBoundaryHead
 from layers.span_classifier import SpanClassifier
-from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
 from layers.span_grid import SpanGrid
 from layers.span_representation import SpanRepresentation
+from layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from layers.transformer_block import TransformerEncoderBlock
 from layers.transformer_encoder import TransformerEncoder
 
 __all__ = [
     "CRF",
     "ClassificationHead",
+    "Encoder",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "NextSentenceHead",
     "PositionGather",
     "SpanBoundaryHead",
     "SpanClassifier",
-    "SpanEnumeration",
     "SpanGrid",
     "SpanRepresentation",
     "TextEmbeddings",
+    "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
-    "enumerate_spans",
-    "num_spans",
+    "gather_positions",
+    "transformer_of",
 ]

@@ -3,12 +3,13 @@
 import keras
 from keras import ops
 
-from layers.masked_lm_head import _TiedHeadMixin, _VocabularyDecoder
+from layers.position_gather import gather_positions
 from layers.serialization import register
+from layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
 
 
 @register
-class SpanBoundaryHead(_TiedHeadMixin, keras.layers.Layer):
+class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
     """Predicts each token of a masked span from the span's boundary tokens.
 
     For every prediction it concatenates the encoder outputs at `span_left`
@@ -23,10 +24,10 @@ class SpanBoundaryHead(_TiedHeadMixin, keras.layers.Layer):
     (10 words at most in SpanBERT), so raise it (e.g. to 30) when words
     often split into several pieces.
 
-    Tying and serialization work as in `MaskedLMHead`: the embedding layer is
-    referenced, not owned or saved; `get_config` stores `tied=True` and the
-    owning model re-ties the head (`head.tie(encoder.token_embedding)`)
-    after `from_config`.
+    Tying and serialization work as in `MaskedLMHead` (both decode with a
+    `TiedVocabularyDecoder`): the embedding layer is referenced, not owned
+    or saved; `get_config` stores `tied=True` and the owning model re-ties
+    the head (`head.tie(encoder.token_embedding)`) after `from_config`.
 
     Args:
         vocabulary_size: V.
@@ -70,7 +71,6 @@ class SpanBoundaryHead(_TiedHeadMixin, keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.vocabulary_size = int(vocabulary_size)
-        self._setup_tying(self.vocabulary_size, embedding_layer, tied, embedding_dim)
         self.max_span_length = int(max_span_length)
         self.position_embedding_dim = (
             int(position_embedding_dim) if position_embedding_dim else None
@@ -90,14 +90,14 @@ class SpanBoundaryHead(_TiedHeadMixin, keras.layers.Layer):
         self.output_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_norm"
         )
-        self.decoder = _VocabularyDecoder(
+        self.decoder = TiedVocabularyDecoder(
             self.vocabulary_size,
-            tied=self.tied,
+            embedding_layer=embedding_layer,
+            tied=tied,
+            embedding_dim=embedding_dim,
             initializer_range=self.initializer_range,
             name="decoder",
         )
-        if embedding_layer is not None:
-            self.decoder.set_embedding_layer(embedding_layer)
 
     def build(
         self,
@@ -141,17 +141,12 @@ class SpanBoundaryHead(_TiedHeadMixin, keras.layers.Layer):
         self.decoder.build((batch, None, width))
         self.built = True
 
-    def _gather(self, sequence_output, positions):
-        positions = ops.cast(positions, "int32")
-        positions = ops.clip(positions, 0, ops.shape(sequence_output)[1] - 1)
-        return ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
-
     def call(self, sequence_output, span_left, span_right, span_offset):
         offsets = ops.clip(ops.cast(span_offset, "int32"), 0, self.max_span_length - 1)
         x = ops.concatenate(
             [
-                self._gather(sequence_output, span_left),
-                self._gather(sequence_output, span_right),
+                gather_positions(sequence_output, span_left),
+                gather_positions(sequence_output, span_right),
                 ops.cast(self.position_embedding(offsets), sequence_output.dtype),
             ],
             axis=-1,

@@ -1,19 +1,19 @@
 """A two-layer feed-forward network from span vectors to entity-type logits."""
 
-import keras
-
+from layers.classification_head import ClassificationHead
 from layers.serialization import register
 
 
 @register
-class SpanClassifier(keras.layers.Layer):
+class SpanClassifier(ClassificationHead):
     """Scores each span as NONE or one of the entity types.
 
-    Two hidden dense layers of width `hidden_dim` with `activation`, each
-    followed by dropout, then a dense layer to `num_labels` logits. Label 0
-    is NONE (not an entity); labels 1.. are the entity types. The logits are
-    float32 under every dtype policy, so the softmax and loss stay accurate
-    under mixed precision.
+    A `ClassificationHead` with two hidden dense layers of width `hidden_dim`
+    and `activation`, each followed by dropout (the span vectors themselves
+    get none), then a dense layer to `num_labels` logits. Label 0 is NONE
+    (not an entity); labels 1.. are the entity types. The logits are float32
+    under every dtype policy, so the softmax and loss stay accurate under
+    mixed precision.
 
     Args:
         num_labels: number of entity types + 1 (index 0 is NONE).
@@ -47,70 +47,29 @@ class SpanClassifier(keras.layers.Layer):
         initializer_range=0.02,
         **kwargs,
     ):
-        super().__init__(**kwargs)
         if num_labels < 2:
             raise ValueError(
                 f"num_labels counts NONE plus at least one type, got {num_labels}"
             )
-        self.num_labels = int(num_labels)
-        self.hidden_dim = int(hidden_dim)
-        self.dropout = float(dropout)
-        self.activation = activation
-        self.initializer_range = float(initializer_range)
-
-        # === Layers ===
-        def dense(units, name, **extra):
-            return keras.layers.Dense(
-                units,
-                kernel_initializer=keras.initializers.TruncatedNormal(
-                    stddev=initializer_range
-                ),
-                name=name,
-                **extra,
-            )
-
-        self.hidden_layers = [
-            dense(self.hidden_dim, f"hidden_{i}", activation=activation,
-                  dtype=self.dtype_policy)
-            for i in range(2)
-        ]
-        self.dropout_layer = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="dropout"
+        super().__init__(
+            num_classes=num_labels,
+            dropout=dropout,
+            hidden_dim=hidden_dim,
+            num_hidden_layers=2,
+            activation=activation,
+            input_dropout=False,
+            initializer_range=initializer_range,
+            **kwargs,
         )
-        # float32 output layer: logits feed the loss and softmax directly.
-        self.logits_dense = dense(self.num_labels, "logits", dtype="float32")
 
-    def build(self, inputs_shape):
-        shape = tuple(inputs_shape)
-        for layer in self.hidden_layers:
-            layer.build(shape)
-            shape = shape[:-1] + (self.hidden_dim,)
-        self.logits_dense.build(shape)
-        self.built = True
-
-    def call(self, inputs, training=None):
-        x = inputs
-        for layer in self.hidden_layers:
-            x = self.dropout_layer(layer(x), training=training)
-        return self.logits_dense(x)
-
-    def compute_output_shape(self, inputs_shape):
-        return tuple(inputs_shape[:-1]) + (self.num_labels,)
-
-    def compute_output_spec(self, inputs, training=None):
-        return keras.KerasTensor(
-            self.compute_output_shape(inputs.shape), dtype="float32"
-        )
+    @property
+    def num_labels(self):
+        return self.num_classes
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_labels": self.num_labels,
-                "hidden_dim": self.hidden_dim,
-                "dropout": self.dropout,
-                "activation": self.activation,
-                "initializer_range": self.initializer_range,
-            }
-        )
+        # The fixed choices are not arguments here; `num_classes` is `num_labels`.
+        for key in ("num_classes", "num_hidden_layers", "input_dropout"):
+            del config[key]
+        config["num_labels"] = self.num_labels
         return config

@@ -14,9 +14,7 @@ class SpanGrid(keras.layers.Layer):
     so per-span labels can be stored as a [T, L] matrix and flattened. Spans
     that run past the last real word are listed but masked; there are T·L
     of them, of which Σ_{w=1..L} (T − w + 1) are valid when all T words are
-    real (compare `enumerate_spans`, which lists only the valid ones for a
-    static T). Unlike `SpanEnumeration`, T may be dynamic, so one model
-    serves every bucket length.
+    real. T may be dynamic, so one model serves every bucket length.
 
     Call with `word_mask` [B, T] (1 for real words, right-padded); returns a
     dict of `span_starts`, `span_ends`, `span_mask`, each [B, T·L] int32.

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from layers.position_gather import gather_positions
 from layers.serialization import register
 
 _TERMS = ("x", "y", "x*y", "x+y", "x-y")
@@ -210,15 +211,6 @@ class SpanRepresentation(keras.layers.Layer):
         ends = ops.minimum(
             ops.maximum(ops.cast(span_ends, "int32"), starts), num_words - 1
         )
-        # Row b of the batch starts at b * N in a [B * N, C] flattened table.
-        rows = ops.arange(ops.shape(sequence)[0], dtype="int32")[:, None]
-
-        def gather(table, index):
-            """table [B, N, C], index [B, S] -> [B, S, C] (flat take)."""
-            n, c = ops.shape(table)[1], table.shape[2]
-            flat = ops.reshape(table, (-1, c))
-            return ops.take(flat, index + rows * n, axis=0)
-
         pieces = []
         if self.terms:
             x = y = None
@@ -226,12 +218,12 @@ class SpanRepresentation(keras.layers.Layer):
                 table = sequence
                 if self.start_ffnn is not None:
                     table = self.start_ffnn(sequence)
-                x = gather(table, starts)
+                x = gather_positions(table, starts)
             if self.uses_y:
                 table = sequence
                 if self.end_ffnn is not None:
                     table = self.end_ffnn(sequence)
-                y = gather(table, ends)
+                y = gather_positions(table, ends)
             combine = {
                 "x": lambda: x,
                 "y": lambda: y,
@@ -241,9 +233,9 @@ class SpanRepresentation(keras.layers.Layer):
             }
             pieces.extend(combine[term]() for term in self.terms)
         if self.pooling == "mean":
-            pieces.append(self._mean_pool(sequence, starts, ends, gather))
+            pieces.append(self._mean_pool(sequence, starts, ends))
         elif self.pooling == "attention":
-            pieces.append(self._attention_pool(sequence, starts, ends, gather))
+            pieces.append(self._attention_pool(sequence, starts, ends))
         if self.width_embedding is not None:
             width_ids = ops.minimum(ends - starts, self.max_span_width - 1)
             pieces.append(self.width_embedding(width_ids))
@@ -254,15 +246,15 @@ class SpanRepresentation(keras.layers.Layer):
             outputs = outputs * ops.cast(span_mask, self.compute_dtype)[:, :, None]
         return outputs
 
-    def _mean_pool(self, sequence, starts, ends, gather):
+    def _mean_pool(self, sequence, starts, ends):
         """Mean of h_i..h_j from float32 prefix sums: (P[j + 1] - P[i]) / width."""
         prefix = ops.cumsum(ops.cast(sequence, "float32"), axis=1)
         prefix = ops.pad(prefix, [[0, 0], [1, 0], [0, 0]])  # P[0] = 0
-        total = gather(prefix, ends + 1) - gather(prefix, starts)
+        total = gather_positions(prefix, ends + 1) - gather_positions(prefix, starts)
         width = ops.cast(ends - starts + 1, "float32")[:, :, None]
         return total / width
 
-    def _attention_pool(self, sequence, starts, ends, gather):
+    def _attention_pool(self, sequence, starts, ends):
         """Softmax-weighted mean within each span, via an online softmax.
 
         For every start t and offset l < L it keeps the
@@ -302,7 +294,7 @@ class SpanRepresentation(keras.layers.Layer):
             ops.stack(pooled, axis=2), (ops.shape(sequence)[0], -1, hidden_dim)
         )
         offsets = ops.minimum(ends - starts, window - 1)
-        return gather(pooled, starts * window + offsets)
+        return gather_positions(pooled, starts * window + offsets)
 
     def compute_output_shape(
         self,

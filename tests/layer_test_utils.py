@@ -2,7 +2,9 @@
 
 `run_layer_test` builds and calls the layer, round-trips it through
 `get_config`/`from_config` and a `.keras` file, runs one `fit` step under XLA
-and checks output dtypes under each mixed-precision policy.
+and checks output dtypes under each mixed-precision policy. Functional models
+built from their config (`layers.Encoder`) go through it too: they take a dict
+of inputs as one argument, where layers take keyword tensors.
 """
 
 import os
@@ -16,9 +18,11 @@ from keras import ops
 MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
 
 
-def _as_call_args(input_data):
-    """Layers take either one tensor or keyword tensors."""
-    if isinstance(input_data, dict):
+def _as_call_args(input_data, layer):
+    """Layers take either one tensor or keyword tensors; models one tensor or a dict."""
+    is_model = isinstance(layer, keras.Model) or (
+        isinstance(layer, type) and issubclass(layer, keras.Model))
+    if isinstance(input_data, dict) and not is_model:
         return (), dict(input_data)
     return (input_data,), {}
 
@@ -41,16 +45,15 @@ def _functional_model(layer, input_data):
             name: keras.Input(shape=value.shape[1:], dtype=value.dtype, name=name)
             for name, value in input_data.items()
         }
-        outputs = layer(**inputs)
     else:
         inputs = keras.Input(shape=input_data.shape[1:], dtype=input_data.dtype)
-        outputs = layer(inputs)
-    return keras.Model(inputs, outputs)
+    args, kwargs = _as_call_args(inputs, layer)
+    return keras.Model(inputs, layer(*args, **kwargs))
 
 
 def check_xla_compiles(layer, input_data):
     """Lowers the layer's call to XLA HLO; raises if any op is not compilable."""
-    args, kwargs = _as_call_args(input_data)
+    args, kwargs = _as_call_args(input_data, layer)
 
     @tf.function(jit_compile=True)
     def call(*a, **k):
@@ -82,7 +85,7 @@ def run_layer_test(
         run_training_check: one `fit` step with `jit_compile=True`.
         run_mixed_precision_check: dtype checks under each mixed policy.
     """
-    args, kwargs = _as_call_args(input_data)
+    args, kwargs = _as_call_args(input_data, layer_cls)
 
     # Build and call.
     layer = layer_cls(**init_kwargs)
@@ -150,7 +153,7 @@ def run_xla_training_step(layer_cls, init_kwargs, input_data):
 
 def check_mixed_precision(layer_cls, init_kwargs, input_data, policy, float32_outputs=()):
     """Under `policy` variables stay float32 and outputs have the right dtype."""
-    args, kwargs = _as_call_args(input_data)
+    args, kwargs = _as_call_args(input_data, layer_cls)
     layer = layer_cls(**init_kwargs, dtype=policy)
     outputs = layer(*args, **kwargs)
     compute_dtype = keras.DTypePolicy(policy).compute_dtype

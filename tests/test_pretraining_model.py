@@ -89,7 +89,7 @@ def test_train_step_metrics_and_round_trip(objective, jit_compile, sample_tokeni
     for name in before:
         np.testing.assert_allclose(after[name], before[name], atol=1e-5)
     # The reloaded heads read the reloaded encoder's embedding table.
-    table = restored.encoder.get_layer("transformer").token_embedding
+    table = restored.encoder.token_embedding
     assert restored.get_layer("mlm_head").get_embedding_layer() is table
 
 
@@ -167,7 +167,7 @@ def test_pretrain_binary_writes_logs_metrics_and_an_encoder_checkpoint(pretraine
         assert len(train[tag]) == 2 and len(validation[tag]) == 2
     assert "epoch_learning_rate" in train
     encoder = load_encoder(os.path.join(model_dir, "encoder"))
-    assert encoder.get_layer("transformer").vocabulary_size == config["vocabulary_size"]
+    assert encoder.vocabulary_size == config["vocabulary_size"]
     # A finished run is not overwritten by surprise.
     again = _run("pretrain.py", *flags)
     assert again.returncode == 1 and "--overwrite" in again.stderr
@@ -203,7 +203,7 @@ def test_pretrained_encoder_loads_into_a_classifier_and_a_tagger(pretrained, tas
         assert mine.path.split("/")[-1] == theirs.path.split("/")[-1]
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
     # The pooler is trainable again for fine-tuning (pretraining froze it without NSP).
-    assert model.get_layer("encoder").get_layer("transformer").pooler.trainable
+    assert model.get_layer("encoder").transformer.pooler.trainable
 
 
 def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, tmp_path):
@@ -216,7 +216,7 @@ def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, 
     assert result.returncode == 0, result.stderr[-3000:]
     original = load_encoder(os.path.join(model_dir, "encoder"))
     converted = load_encoder(output)
-    assert converted.get_layer("transformer").gelu_approximate  # KerasHub's GELU
+    assert converted.transformer.gelu_approximate  # KerasHub's GELU
     for ours, theirs in zip(original.weights, converted.weights):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
     backbone = keras_hub.models.BertBackbone.from_preset(output)

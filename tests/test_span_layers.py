@@ -6,10 +6,9 @@ import pytest
 import tensorflow as tf
 
 import layers.span_classifier
-import layers.span_enumeration
 import layers.span_representation
 from layers.span_classifier import SpanClassifier
-from layers.span_enumeration import SpanEnumeration, enumerate_spans, num_spans
+from layers.span_grid import SpanGrid
 from layers.span_representation import SpanRepresentation
 from tests.layer_test_utils import run_layer_test
 
@@ -25,9 +24,19 @@ def _brute_force_spans(num_words, max_width):
     ]
 
 
+def _num_spans(num_words, max_width):
+    return len(_brute_force_spans(num_words, max_width))
+
+
 def _spans(max_width=3, word_mask=WORD_MASK):
-    spans = SpanEnumeration(max_width)(word_mask)
-    return {name: np.asarray(value) for name, value in spans.items()}
+    """Every span of the padded length, the same for each row; real if both ends are."""
+    batch, num_words = word_mask.shape
+    starts, ends = np.array(_brute_force_spans(num_words, max_width), "int32").T
+    return {
+        "span_starts": np.tile(starts, (batch, 1)),
+        "span_ends": np.tile(ends, (batch, 1)),
+        "span_mask": (word_mask[:, starts] * word_mask[:, ends]).astype("int32"),
+    }
 
 
 def _inputs(hidden=4, max_width=3, seed=0, scale=1.0):
@@ -45,66 +54,6 @@ def _call(layer, data):
 
 def _masked(reference, data):
     return reference * data["span_mask"][:, :, None]
-
-
-# === Enumeration ===
-
-
-@pytest.mark.parametrize(
-    "num_words, max_width",
-    [(0, 2), (1, 1), (1, 4), (3, 1), (5, 2), (6, 6), (4, 10), (8, 3), (12, 5)],
-)
-def test_enumerate_spans_matches_brute_force(num_words, max_width):
-    starts, ends = enumerate_spans(num_words, max_width)
-    assert starts.dtype == ends.dtype == np.int32
-    listed = list(zip(starts.tolist(), ends.tolist()))
-    expected = _brute_force_spans(num_words, max_width)
-    assert len(listed) == len(set(listed)) == len(expected)
-    assert set(listed) == set(expected)
-    # Ordered by width, then start.
-    assert listed == sorted(listed, key=lambda span: (span[1] - span[0], span[0]))
-    count = sum(num_words - w + 1 for w in range(1, min(max_width, num_words) + 1))
-    assert num_spans(num_words, max_width) == len(listed) == count
-    if max_width >= num_words:
-        assert count == num_words * (num_words + 1) // 2
-
-
-def test_enumerate_spans_rejects_bad_arguments():
-    for bad in [(3, 0), (-1, 2), (2.5, 2)]:
-        with pytest.raises(ValueError):
-            enumerate_spans(*bad)
-
-
-def test_span_mask_marks_spans_of_real_words():
-    word_mask = np.array([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1] * 5], "int32")
-    spans = _spans(3, word_mask)
-    starts, ends = enumerate_spans(5, 3)
-    for name in ("span_starts", "span_ends", "span_mask"):
-        assert spans[name].shape == (3, len(starts)) and spans[name].dtype == np.int32
-    np.testing.assert_array_equal(spans["span_starts"], np.tile(starts, (3, 1)))
-    np.testing.assert_array_equal(spans["span_ends"], np.tile(ends, (3, 1)))
-    for b in range(3):
-        real = word_mask[b].sum()
-        expected = [int(j < real) for j in ends]  # right padding: the end decides
-        assert spans["span_mask"][b].tolist() == expected
-    # A bool mask gives the same.
-    np.testing.assert_array_equal(_spans(3, word_mask.astype(bool))["span_mask"],
-                                  spans["span_mask"])
-
-
-def test_span_enumeration_needs_static_length():
-    with pytest.raises(ValueError, match="static"):
-        SpanEnumeration(2)(keras.Input(shape=(None,), dtype="int32"))
-
-
-def test_span_enumeration_layer_contract():
-    run_layer_test(
-        SpanEnumeration,
-        dict(max_span_width=3),
-        WORD_MASK,
-        expected_output_shape=(2, num_spans(6, 3)),
-        run_training_check=False,  # no weights and no float outputs
-    )
 
 
 # === Representation pieces against NumPy ===
@@ -259,7 +208,7 @@ def test_span_representation_layer_contract():
             pooling="attention",
         ),
         data,
-        expected_output_shape=(2, num_spans(6, 3), 3 * 3 + 4 + 2),
+        expected_output_shape=(2, _num_spans(6, 3), 3 * 3 + 4 + 2),
     )
 
 
@@ -268,7 +217,7 @@ def test_span_representation_mean_layer_contract():
         SpanRepresentation,
         dict(combination="x-y", start_end_ffnn_dim=3, pooling="mean"),
         _inputs(hidden=4, max_width=2),
-        expected_output_shape=(2, num_spans(6, 2), 3 + 4),
+        expected_output_shape=(2, _num_spans(6, 2), 3 + 4),
         run_mixed_precision_check=False,  # covered by the test above
     )
 
@@ -304,7 +253,7 @@ def test_span_classifier_matches_numpy():
 def _pipeline(max_width=3):
     word_mask = keras.Input(shape=(6,), dtype="int32", name="word_mask")
     sequence = keras.Input(shape=(6, 4), name="sequence")
-    spans = SpanEnumeration(max_width)(word_mask)
+    spans = SpanGrid(max_width)(word_mask)
     vectors = SpanRepresentation(
         combination="x,y",
         max_span_width=max_width,
@@ -326,7 +275,7 @@ def test_pipeline_compiles_and_trains_under_xla():
 
     hlo = call.experimental_get_compiler_ir(inputs)(stage="hlo")
     assert "HloModule" in hlo and "gather" in hlo
-    labels = np.random.default_rng(9).integers(0, 3, size=(2, num_spans(6, 3)))
+    labels = np.random.default_rng(9).integers(0, 3, size=(2, 6 * 3))  # SpanGrid: T·L spans
     model.compile(
         optimizer="adam",
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -365,7 +314,6 @@ def test_attention_pooling_bfloat16_close_to_float32():
 
 def test_docstring_examples():
     for module in (
-        layers.span_enumeration,
         layers.span_representation,
         layers.span_classifier,
     ):

@@ -222,7 +222,7 @@ def main(argv):
         encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
     encoder = build_encoder(FLAGS.preset, **encoder_overrides)
     # The pooler is trained only by NSP; other objectives leave it unused.
-    encoder.get_layer("transformer").pooler.trainable = FLAGS.objective == "mlm_nsp"
+    encoder.transformer.pooler.trainable = FLAGS.objective == "mlm_nsp"
     model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
     model.compile(
         optimizer=create_optimizer(FLAGS.learning_rate, total_steps,
@@ -244,7 +244,7 @@ def main(argv):
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(eval_dataset, return_dict=True, verbose=0))
-    encoder.get_layer("transformer").pooler.trainable = True  # fine-tuning trains it
+    encoder.transformer.pooler.trainable = True  # fine-tuning trains it
     save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
                             FLAGS.lowercase, overwrite=True)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))

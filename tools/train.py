@@ -22,6 +22,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 import keras  # noqa: E402
 from absl import flags  # noqa: E402
 
+from layers import transformer_of  # noqa: E402
 from tasks.callbacks import BestModelCheckpoint  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
@@ -129,7 +130,7 @@ def _load_encoder(tokens):
         encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
     except (ValueError, OSError) as error:
         raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    transformer = encoder.get_layer("transformer")
+    transformer = transformer_of(encoder)
     if transformer.vocabulary_size != len(tokens):
         raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
                         f"has {transformer.vocabulary_size} token embeddings")

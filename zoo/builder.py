@@ -5,13 +5,13 @@ import difflib
 
 import keras
 
-from layers import TransformerEncoder
+from layers import Encoder
 from tasks.optimization import create_optimizer
 from tasks.registry import get_task
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+ENCODER_INPUTS = Encoder.INPUTS
 _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
@@ -97,10 +97,7 @@ def build_encoder(preset="bert_tiny", **overrides):
             raise _unknown("encoder override", name, _ENCODER_FIELDS)
     config = _validated_encoder_config(ENCODER_PRESETS[preset], overrides)
     config.pop("learning_rate")
-    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-              for name in ENCODER_INPUTS}
-    outputs = TransformerEncoder(**config, name="transformer")(**inputs)
-    return keras.Model(inputs, outputs, name="encoder")
+    return Encoder(**config, name="encoder")
 
 
 def build_model(preset, encoder=None, compile=True, **overrides):

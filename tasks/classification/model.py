@@ -2,11 +2,11 @@
 
 import keras
 
-from layers import ClassificationHead
+from layers import ClassificationHead, Encoder
 from tasks.classification.metrics import BinaryF1
 from tasks.encoder_task_model import EncoderTaskModel
 
-CLASSIFIER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+CLASSIFIER_INPUTS = Encoder.INPUTS
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -19,15 +19,15 @@ class Classifier(EncoderTaskModel):
     earlier plain functional classifier still load, as `keras.Model`s.
 
     Args:
-        encoder: a functional encoder model with inputs `token_ids`,
-            `segment_ids`, `padding_mask` and a `pooled_output` output.
+        encoder: an `Encoder` (or a functional encoder with inputs
+            `Encoder.INPUTS` and a `pooled_output` output).
         num_classes: number of classes (2 or more).
         dropout: dropout before the logits.
         head_hidden_dim: width of an optional extra dense + tanh layer.
 
     Examples:
-    >>> from zoo import build_encoder
-    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
+    ...                   hidden_dim=16, intermediate_dim=32)
     >>> Classifier(encoder, num_classes=3).output_shape
     (None, 3)
     """
@@ -69,8 +69,8 @@ def build_classifier(encoder, num_classes, dropout=0.1, head_hidden_dim=None):
     """A `Classifier` from encoder inputs to `num_classes` float32 logits.
 
     Args:
-        encoder: a functional encoder model with inputs `token_ids`,
-            `segment_ids`, `padding_mask` and a `pooled_output` output.
+        encoder: an `Encoder` (or a functional encoder with inputs
+            `Encoder.INPUTS` and a `pooled_output` output).
         num_classes: number of classes (2 or more).
         dropout: dropout before the logits.
         head_hidden_dim: width of an optional extra dense + tanh layer.

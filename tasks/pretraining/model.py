@@ -3,20 +3,12 @@
 import keras
 from keras import ops
 
-from layers import MaskedLMHead, NextSentenceHead, SpanBoundaryHead
+from layers import Encoder, MaskedLMHead, NextSentenceHead, SpanBoundaryHead, transformer_of
 from tasks.encoder_task_model import EncoderTaskModel, MaskedAccuracy
+from tasks.losses import masked_sparse_cross_entropy
 from tasks.pretraining.pipeline import OBJECTIVES
 
-_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 _SPAN_INPUTS = ("span_left", "span_right", "span_offset")
-
-
-def _masked_cross_entropy(labels, logits):
-    """Mean cross-entropy over the slots whose label is >= 0 (float32)."""
-    real = ops.cast(labels >= 0, "float32")
-    per_slot = keras.losses.sparse_categorical_crossentropy(
-        ops.maximum(labels, 0), logits, from_logits=True)
-    return ops.sum(per_slot * real) / ops.maximum(ops.sum(real), 1.0)
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -38,14 +30,15 @@ class Pretrainer(EncoderTaskModel):
     `sbo_loss`, `sbo_accuracy`; `loss` is their sum.
 
     Args:
-        encoder: a zoo encoder (`build_encoder`).
+        encoder: an `Encoder` (or the functional encoder of an older
+            `.keras` file: anything `transformer_of` accepts).
         objective: "mlm", "mlm_nsp" or "span_sbo".
         max_span_length: SBO relative-position embeddings (in tokens).
 
     Examples:
     >>> import numpy as np
-    >>> from zoo import build_encoder
-    >>> encoder = build_encoder("bert_tiny", vocabulary_size=50, num_layers=1)
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
+    ...                   hidden_dim=16, intermediate_dim=32)
     >>> model = Pretrainer(encoder, objective="mlm_nsp")
     >>> x = {"token_ids": np.array([[2, 4, 7, 3, 9, 3]]),
     ...      "segment_ids": np.array([[0, 0, 0, 0, 1, 1]]),
@@ -57,7 +50,7 @@ class Pretrainer(EncoderTaskModel):
     def __init__(self, encoder, objective="mlm", max_span_length=30, **kwargs):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-        transformer = encoder.get_layer("transformer")
+        transformer = transformer_of(encoder)
         embedding = transformer.token_embedding
 
         # === Layers ===
@@ -70,11 +63,11 @@ class Pretrainer(EncoderTaskModel):
                                         max_span_length=max_span_length, name="sbo_head")
 
         # === Functional Model ===
-        names = _ENCODER_INPUTS + ("mask_positions",)
+        names = Encoder.INPUTS + ("mask_positions",)
         if sbo_head is not None:
             names += _SPAN_INPUTS
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
-        encoded = encoder({name: inputs[name] for name in _ENCODER_INPUTS})
+        encoded = encoder({name: inputs[name] for name in Encoder.INPUTS})
         sequence = encoded["sequence_output"]
         outputs = {"mlm_logits": mlm_head(sequence, inputs["mask_positions"])}
         if nsp_head is not None:
@@ -103,7 +96,7 @@ class Pretrainer(EncoderTaskModel):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         mlm_labels = ops.cast(y["mlm_labels"], "int32")
-        loss = _masked_cross_entropy(mlm_labels, y_pred["mlm_logits"])
+        loss = masked_sparse_cross_entropy(mlm_labels, y_pred["mlm_logits"])
         self.mlm_loss_tracker.update_state(loss)
         self.mlm_accuracy.update_state(mlm_labels, y_pred["mlm_logits"])
         if self.nsp_loss_tracker is not None:
@@ -115,7 +108,7 @@ class Pretrainer(EncoderTaskModel):
             loss = loss + nsp_loss
         if self.sbo_loss_tracker is not None:
             sbo_labels = ops.cast(y["sbo_labels"], "int32")
-            sbo_loss = _masked_cross_entropy(sbo_labels, y_pred["sbo_logits"])
+            sbo_loss = masked_sparse_cross_entropy(sbo_labels, y_pred["sbo_logits"])
             self.sbo_loss_tracker.update_state(sbo_loss)
             self.sbo_accuracy.update_state(sbo_labels, y_pred["sbo_logits"])
             loss = loss + sbo_loss

@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from layers import PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
+from layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
 from tasks.encoder_task_model import EncoderTaskModel
+from tasks.losses import masked_sparse_cross_entropy
 
-SPAN_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
-_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+SPAN_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -26,8 +26,8 @@ class SpanNER(EncoderTaskModel):
     by `none_weight` (below 1 to favour recall on rare entities).
 
     Args:
-        encoder: a functional encoder (inputs `token_ids`, `segment_ids`,
-            `padding_mask`; output `sequence_output`).
+        encoder: an `Encoder` (or a functional encoder with inputs
+            `Encoder.INPUTS` and a `sequence_output` output).
         num_labels: entity types + 1 (NONE).
         max_span_width: the longest span, in words.
         combination: boundary terms for `SpanRepresentation` ("x,y", ...).
@@ -38,8 +38,8 @@ class SpanNER(EncoderTaskModel):
         none_weight: loss weight of NONE spans.
 
     Examples:
-    >>> from zoo import build_encoder
-    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
+    ...                   hidden_dim=16, intermediate_dim=32)
     >>> model = SpanNER(encoder, num_labels=5, max_span_width=4)
     >>> model.output_shape
     (None, None, 5)
@@ -69,7 +69,7 @@ class SpanNER(EncoderTaskModel):
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in SPAN_INPUTS}
-        sequence = encoder({name: inputs[name] for name in _ENCODER_INPUTS})["sequence_output"]
+        sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
         words = gather(sequence, inputs["word_starts"])
         spans = grid(inputs["word_mask"])
         logits = classifier(representation(sequence=words, **spans))
@@ -90,11 +90,8 @@ class SpanNER(EncoderTaskModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         labels = ops.reshape(ops.cast(y, "int32"), (ops.shape(y)[0], -1))  # [B, T·L]
         valid = ops.cast(self._grid(x["word_mask"])["span_mask"], "float32")
-        valid = valid * ops.cast(labels >= 0, "float32")
         weight = valid * ops.where(labels == 0, self.none_weight, 1.0)
-        per_span = keras.losses.sparse_categorical_crossentropy(
-            ops.maximum(labels, 0), y_pred, from_logits=True)
-        loss = ops.sum(per_span * weight) / ops.maximum(ops.sum(weight), 1e-6)
+        loss = masked_sparse_cross_entropy(labels, y_pred, weights=weight)
         return self._plus_layer_losses(loss)
 
     def predict_step(self, data):

@@ -3,13 +3,13 @@
 import keras
 from keras import ops
 
-from layers import CRF, PositionGather
+from layers import CRF, Encoder, PositionGather
 from tasks.encoder_task_model import EncoderTaskModel
+from tasks.losses import masked_sparse_cross_entropy
 from tasks.tags import allowed_transitions
 
 HEADS = ("softmax", "crf")
-TAGGER_INPUTS = ("token_ids", "segment_ids", "padding_mask", "word_starts", "word_mask")
-_ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+TAGGER_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -32,8 +32,8 @@ class SequenceTagger(EncoderTaskModel):
     Labels are tag ids [batch, words], -1 at padded words.
 
     Args:
-        encoder: a functional encoder (inputs `token_ids`, `segment_ids`,
-            `padding_mask`; output `sequence_output`).
+        encoder: an `Encoder` (or a functional encoder with inputs
+            `Encoder.INPUTS` and a `sequence_output` output).
         num_labels: number of tags.
         head: "softmax" or "crf".
         dropout: dropout on the word vectors.
@@ -41,8 +41,8 @@ class SequenceTagger(EncoderTaskModel):
         tag_scheme: "IOB2", "IOB1" or "BIOES" to constrain the CRF; None for none.
 
     Examples:
-    >>> from zoo import build_encoder
-    >>> encoder = build_encoder("bert_tiny", vocabulary_size=100, num_layers=1)
+    >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
+    ...                   hidden_dim=16, intermediate_dim=32)
     >>> tagger = SequenceTagger(encoder, num_labels=3, head="crf",
     ...     labels=["O", "B-PER", "I-PER"], tag_scheme="IOB2")
     >>> tagger.output_shape
@@ -75,7 +75,7 @@ class SequenceTagger(EncoderTaskModel):
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in TAGGER_INPUTS}
-        sequence = encoder({name: inputs[name] for name in _ENCODER_INPUTS})["sequence_output"]
+        sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
         words = dropout_layer(gather(sequence, inputs["word_starts"]))
         scores = emissions(words)
         if crf is not None:
@@ -92,16 +92,12 @@ class SequenceTagger(EncoderTaskModel):
         self.tag_scheme = tag_scheme
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
-        real_words = ops.maximum(ops.sum(mask), 1.0)
-        tags = ops.maximum(y, 0)
-        if self.crf is not None:
-            per_sentence = -self.crf.log_likelihood(y_pred, tags, mask)
-            loss = ops.sum(per_sentence) / real_words
+        if self.crf is None:
+            loss = masked_sparse_cross_entropy(y, y_pred, weights=x["word_mask"])
         else:
-            per_word = keras.losses.sparse_categorical_crossentropy(
-                tags, y_pred, from_logits=True)
-            loss = ops.sum(per_word * mask) / real_words
+            mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
+            per_sentence = -self.crf.log_likelihood(y_pred, ops.maximum(y, 0), mask)
+            loss = ops.sum(per_sentence) / ops.maximum(ops.sum(mask), 1.0)
         return self._plus_layer_losses(loss)
 
     def decode(self, inputs):

@@ -39,6 +39,7 @@ import logging
 import math
 import os
 
+from layers import transformer_of
 from zoo.checkpoints import huggingface, keras_hub, native
 from zoo.checkpoints.common import checkpoint_directory
 
@@ -204,7 +205,7 @@ def load_pretrained(path, task, **options):
     encoder_overrides = {name: value for name, value in options.items()
                          if name in _ENCODER_FIELDS and name != "learning_rate"}
     encoder = load_encoder(path, **encoder_overrides)
-    transformer = encoder.get_layer("transformer")
+    transformer = transformer_of(encoder)
     overrides = dict(vocabulary_size=transformer.vocabulary_size,
                      max_sequence_length=transformer.max_sequence_length,
                      dropout=transformer.dropout)

@@ -49,6 +49,7 @@ import os
 
 import numpy as np
 
+from layers import transformer_of
 from tasks.tokenizer import WordPieceTokenizer
 from zoo.checkpoints.common import (
     PlannedWeight,
@@ -312,9 +313,7 @@ def load_hf_weights(encoder, path, tensors=None):
             checkpoint's layout); nothing is assigned in that case.
     """
     directory = checkpoint_directory(path)
-    transformer = encoder
-    if hasattr(encoder, "get_layer"):
-        transformer = encoder.get_layer("transformer")
+    transformer = transformer_of(encoder)
     if tensors is None:
         tensors = read_hf_weights(directory)
     prefix = _detect_prefix(tensors, directory)

@@ -54,7 +54,7 @@ Examples:
 >>> read_keras_hub_config(directory)["gelu_approximate"]
 True
 >>> imported = load_keras_hub_encoder(directory)
->>> imported.get_layer("transformer").num_layers
+>>> imported.transformer.num_layers
 1
 """
 
@@ -65,6 +65,7 @@ import os
 import numpy as np
 
 from tasks.atomic_files import write_directory_atomically
+from layers import transformer_of
 from tasks.tokenizer import WordPieceTokenizer
 from zoo.checkpoints.common import (
     PlannedWeight,
@@ -294,7 +295,7 @@ def load_keras_hub_weights(encoder, path, weights=None):
             shapes in KerasHub's layout. Nothing is assigned then.
     """
     directory = _directory(path)
-    transformer = encoder.get_layer("transformer") if hasattr(encoder, "get_layer") else encoder
+    transformer = transformer_of(encoder)
     if weights is None:
         weights = read_keras_hub_weights(directory)
     plan = [planned for _, planned in _weight_plan(transformer)]
@@ -397,7 +398,7 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
 
     from zoo.checkpoints.native import _check_vocabulary, _functional_encoder
 
-    transformer = _functional_encoder(encoder).get_layer("transformer")
+    transformer = transformer_of(_functional_encoder(encoder))
     if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
         raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
                          f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")

@@ -22,7 +22,7 @@ Examples:
 >>> sorted(os.listdir(directory))
 ['encoder.keras', 'tokenizer_config.json', 'vocab.txt']
 >>> loaded = load_native_encoder(directory, dropout=0.0)
->>> loaded.get_layer("transformer").dropout, loaded.count_params() == encoder.count_params()
+>>> loaded.transformer.dropout, loaded.count_params() == encoder.count_params()
 (0.0, True)
 """
 
@@ -36,6 +36,8 @@ from tasks.atomic_files import (
 )
 from zoo.checkpoints.common import BASE_PRESET as _BASE_PRESET
 from zoo.checkpoints.common import PlannedWeight, WeightSource, assign_weights
+
+from layers import transformer_of
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ def _functional_encoder(encoder):
                   for name in ENCODER_INPUTS}
         return keras.Model(inputs, encoder(**inputs), name="encoder")
     try:
-        transformer = encoder.get_layer(TRANSFORMER_LAYER)
+        transformer = transformer_of(encoder)
     except (AttributeError, ValueError):
         raise ValueError(
             f"expected a zoo encoder (zoo.build_encoder) with a TransformerEncoder layer named "
@@ -109,7 +111,7 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
             or the vocabulary does not fit the encoder.
     """
     encoder = _functional_encoder(encoder)
-    tokens = _check_vocabulary(vocabulary, encoder.get_layer(TRANSFORMER_LAYER))
+    tokens = _check_vocabulary(vocabulary, transformer_of(encoder))
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))
@@ -178,11 +180,11 @@ def load_native_encoder(path, **overrides):
                                 "written by save_encoder_checkpoint?)")
     saved = keras.saving.load_model(file, compile=False)
     try:
-        transformer = saved.get_layer(TRANSFORMER_LAYER)
+        transformer = transformer_of(saved)
     except ValueError:
         raise ValueError(f"{file}: not a zoo encoder (no layer named {TRANSFORMER_LAYER!r})")
     config = encoder_fields(transformer)
     config.update(overrides)
     encoder = build_encoder(_BASE_PRESET, **config)
-    copy_encoder_weights(transformer, encoder.get_layer(TRANSFORMER_LAYER), origin=file)
+    copy_encoder_weights(transformer, encoder.transformer, origin=file)
     return encoder
