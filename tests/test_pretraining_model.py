@@ -189,7 +189,7 @@ def test_pretrain_binary_rejects_bad_flags(tmp_path):
 
 @pytest.mark.parametrize("task, options", [
     ("classification", {"num_classes": 6}),
-    ("crf_tagging", {"labels": ["O", "B-LOC", "I-LOC"]}),
+    ("tagging", {"head": "crf", "labels": ["O", "B-LOC", "I-LOC"]}),
 ])
 def test_pretrained_encoder_loads_into_a_classifier_and_a_tagger(pretrained, task, options):
     # tools/train.py --init_checkpoint on native checkpoints: tests/test_checkpoint_formats.py.
