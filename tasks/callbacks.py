@@ -6,6 +6,8 @@ import os
 import keras
 import numpy as np
 
+from tasks.atomic_files import save_model_atomically, write_json_atomically
+
 
 class BestModelCheckpoint(keras.callbacks.Callback):
     """Saves the model to `path` (a `.keras` file) whenever `monitor` improves.
@@ -20,7 +22,9 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         mode: "max" or "min".
 
     Examples:
-    >>> callback = BestModelCheckpoint("/tmp/best.keras", "val_accuracy", "max")
+    >>> callback = BestModelCheckpoint("/tmp/no-such-run/best.keras", "val_accuracy", "max")
+    >>> callback.best, callback.best_epoch
+    (-inf, None)
     """
 
     def __init__(self, path, monitor, mode="max"):
@@ -51,9 +55,6 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         if not self._improved(float(value)):
             return
         self.best, self.best_epoch = float(value), epoch + 1
-        temporary = self.path[: -len(".keras")] + ".partial.keras"
-        self.model.save(temporary)
-        os.replace(temporary, self.path)
-        with open(self.path + ".json.tmp", "w") as f:
-            json.dump({"monitor": self.monitor, "value": self.best, "epoch": self.best_epoch}, f)
-        os.replace(self.path + ".json.tmp", self.path + ".json")
+        save_model_atomically(self.model, self.path)
+        write_json_atomically({"monitor": self.monitor, "value": self.best,
+                               "epoch": self.best_epoch}, self.path + ".json")

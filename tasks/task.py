@@ -16,6 +16,7 @@ Examples:
 
 import dataclasses
 
+from tasks.evaluation_callback import EvaluationCallback
 from tasks.preprocessor import TextPreprocessor
 
 
@@ -32,6 +33,9 @@ class Task:
             the head (validated by `zoo.build_model`).
         preprocessor_class: the `TextPreprocessor` subclass that turns this
             task's raw inputs into model features.
+        logged_metrics: names of `evaluate` results that `callbacks` adds to
+            every epoch's logs as `val_<name>` (for metrics Keras cannot
+            compute batch by batch, such as entity F1).
 
     Args:
         **options: fields of `Options`; unknown names raise `ValueError`.
@@ -42,6 +46,7 @@ class Task:
     Options = None
     head_options = ()
     preprocessor_class = TextPreprocessor
+    logged_metrics = ()
 
     def __init__(self, **options):
         if self.Options is None:
@@ -149,8 +154,19 @@ class Task:
         raise NotImplementedError
 
     def callbacks(self, eval_dataset, eval_examples, labels):
-        """Callbacks that add validation metrics to the epoch logs (run before the others)."""
-        return []
+        """Callbacks that add validation metrics to the epoch logs (run before the others).
+
+        By default one `EvaluationCallback` that runs `evaluate` on the
+        validation data after every epoch and logs `logged_metrics`.
+        """
+        if not self.logged_metrics:
+            return []
+
+        def evaluate(model):
+            scores = self.evaluate(model, eval_dataset, eval_examples, labels)
+            return {name: scores[name] for name in self.logged_metrics}
+
+        return [EvaluationCallback(evaluate)]
 
     def evaluate(self, model, dataset, examples, labels):
         """A dict of metrics of `model` on `examples` (and their `dataset`)."""

@@ -6,6 +6,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tasks.atomic_files import write_text_atomically
+
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
@@ -27,10 +29,7 @@ def read_vocabulary(path):
 
 def write_vocabulary(tokens, path):
     """Writes `tokens` one per line, atomically."""
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write("".join(f"{token}\n" for token in tokens))
-    os.replace(temporary, path)
+    write_text_atomically(path, [f"{token}\n" for token in tokens])
 
 
 def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, batch_size=4096,

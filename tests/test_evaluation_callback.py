@@ -3,8 +3,9 @@ import numpy as np
 
 from tasks.callbacks import BestModelCheckpoint
 from tasks.evaluation_callback import EvaluationCallback
-from tasks.span_ner import evaluation as span_evaluation
-from tasks.tagging import evaluation as tagging_evaluation
+from tasks.registry import get_task
+from tasks.span_ner import task as span_ner_task
+from tasks.tagging import task as tagging_task
 
 
 def _model():
@@ -48,8 +49,8 @@ def test_task_callbacks_log_their_three_scores(monkeypatch):
         received.append((model, dataset, sentences, label_names))
         return scores
 
-    monkeypatch.setattr(tagging_evaluation, "evaluate_tagger", evaluate_tagger)
-    callback = tagging_evaluation.EntityF1Callback("data", ["s"], ["O"])
+    monkeypatch.setattr(tagging_task, "evaluate_tagger", evaluate_tagger)
+    [callback] = get_task("tagging").callbacks("data", ["s"], ["O"])
     callback.set_model(model := _model())
     logs = {"loss": 1.0}
     callback.on_epoch_end(0, logs)
@@ -57,15 +58,20 @@ def test_task_callbacks_log_their_three_scores(monkeypatch):
     assert logs == {"loss": 1.0, "val_entity_precision": 0.5, "val_entity_recall": 0.25,
                     "val_entity_f1": 1 / 3}
 
-    def evaluate_span_model(model, *args):
-        received.append(args)
+    def evaluate_span_model(model, *args, **options):
+        received.append((args, options))
         return {"span_precision": 0.5, "span_recall": 0.25, "span_f1": 0.75, "threshold": 0.4}
 
-    monkeypatch.setattr(span_evaluation, "evaluate_span_model", evaluate_span_model)
-    callback = span_evaluation.SpanF1Callback("data", ["s"], ["NONE"], max_span_width=4,
-                                              threshold=0.4, decoding="nested")
+    monkeypatch.setattr(span_ner_task, "evaluate_span_model", evaluate_span_model)
+    task = get_task("span_ner", max_span_width=4, threshold=0.4, decoding="nested")
+    [callback] = task.callbacks("data", ["s"], ["NONE"])
     callback.set_model(model)
     logs = {}
     callback.on_epoch_end(0, logs)
-    assert received[-1] == ("data", ["s"], ["NONE"], 4, 0.4, "nested", "greedy")
+    assert received[-1] == (("data", ["s"], ["NONE"]), dict(
+        max_span_width=4, threshold=0.4, decoding="nested", method="greedy"))
     assert logs == {"val_span_precision": 0.5, "val_span_recall": 0.25, "val_span_f1": 0.75}
+
+
+def test_classification_needs_no_callback():
+    assert get_task("classification").callbacks("data", [], ["a", "b"]) == []

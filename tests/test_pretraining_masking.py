@@ -83,7 +83,7 @@ def _selected(out):
     for n in range(len(weights)):
         count = int(weights[n].sum())
         positions = out["mask_positions"][n, :count]
-        yield n, positions, out["mask_ids"][n, :count], out["masked_ids"][n, positions]
+        yield n, positions, out["target_ids"][n, :count], out["masked_token_ids"][n, positions]
 
 
 def _check_common(out, max_predictions):
@@ -98,7 +98,7 @@ def _check_common(out, max_predictions):
         assert np.array_equal(originals, ids[n, positions])
         unchanged = np.ones(T, bool)
         unchanged[positions] = False
-        assert np.array_equal(out["masked_ids"][n, unchanged], ids[n, unchanged])
+        assert np.array_equal(out["masked_token_ids"][n, unchanged], ids[n, unchanged])
         assert np.all(new != PAD) and np.all(new != CLS) and np.all(new != SEP)
     assert np.all(out["mask_positions"][out["mask_weights"] == 0] == 0)
     return counts, eligible.sum(1)
@@ -221,7 +221,7 @@ def test_span_masking_spans_and_boundaries():
             )
             assert np.all(out["sbo_weights"][n, block] == float(has_context))
             # One 80/10/10 decision per span.
-            new = out["masked_ids"][n, start:end + 1]
+            new = out["masked_token_ids"][n, start:end + 1]
             is_mask = new == MASK_ID
             assert is_mask.all() or not is_mask.any(), "mixed treatment in a span"
             changed = new != ids[n, start:end + 1]
@@ -267,7 +267,7 @@ def test_edge_cases():
                   **options),
     ):
         assert float(tf.reduce_sum(out["mask_weights"])) == 0
-        assert np.array_equal(out["masked_ids"], only_specials)
+        assert np.array_equal(out["masked_token_ids"], only_specials)
     # One eligible token: at least one prediction; P caps the budget.
     out = mlm_mask(tf.constant([CLS, 9, SEP]), max_predictions=2, **options)
     assert out["mask_positions"].numpy().tolist() == [1, 0]
@@ -299,7 +299,7 @@ def test_dataset_map_new_masks_each_epoch_and_deterministic():
         return dataset.batch(64)
 
     def masks(dataset):
-        return next(iter(dataset))["masked_ids"].numpy()
+        return next(iter(dataset))["masked_token_ids"].numpy()
 
     dataset = pipeline(seed=11)
     epoch_1, epoch_2 = masks(dataset), masks(dataset)
@@ -310,9 +310,9 @@ def test_dataset_map_new_masks_each_epoch_and_deterministic():
     # The same seed gives the same masks, eagerly and in a graph.
     options = dict(vocabulary_size=V, mask_id=MASK_ID, max_predictions=24,
                    special_ids=SPECIAL_IDS)
-    eager = mlm_mask(ids[0], seed=[3, 4], **options)["masked_ids"].numpy()
+    eager = mlm_mask(ids[0], seed=[3, 4], **options)["masked_token_ids"].numpy()
     graph = tf.function(lambda x: mlm_mask(x, seed=[3, 4], **options))(ids[0])
-    assert np.array_equal(eager, graph["masked_ids"].numpy())
+    assert np.array_equal(eager, graph["masked_token_ids"].numpy())
 
 
 # --- Offline helpers ---

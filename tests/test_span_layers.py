@@ -1,12 +1,9 @@
-import doctest
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import layers.span_classifier
-import layers.span_representation
 from layers.span_classifier import SpanClassifier
 from layers.span_grid import SpanGrid
 from layers.span_representation import SpanRepresentation
@@ -310,11 +307,3 @@ def test_attention_pooling_bfloat16_close_to_float32():
     assert keras.backend.standardize_dtype(out16.dtype) == "bfloat16"
     out16 = np.asarray(tf.cast(out16, "float32"))
     np.testing.assert_allclose(out16, out32, atol=0.05, rtol=0.02)
-
-
-def test_docstring_examples():
-    for module in (
-        layers.span_representation,
-        layers.span_classifier,
-    ):
-        assert doctest.testmod(module).failed == 0

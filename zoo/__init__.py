@@ -2,6 +2,8 @@
 
 >>> from zoo import build_model
 >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
+>>> model.output_shape
+(None, 6)
 """
 
 from zoo.builder import build_encoder, build_model, build_task_model, get_preset, list_presets

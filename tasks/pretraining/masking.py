@@ -23,11 +23,11 @@ depends on) always sees the same masks, and two epochs see different ones::
     dataset = zip_with_seeds(dataset, seed=42).map(
         lambda example, seed: mlm_mask(example["token_ids"], seed=seed, ...))
 
-Outputs (all have a static length `max_predictions` except `masked_ids`):
+Outputs (all have a static length `max_predictions` except `masked_token_ids`):
 
-- `masked_ids` [T] int32: the input with the selected tokens replaced;
+- `masked_token_ids` [T] int32: the input with the selected tokens replaced;
 - `mask_positions` [P] int32: selected positions, ascending, 0-padded;
-- `mask_ids` [P] int32: the original ids there (the labels), 0-padded;
+- `target_ids` [P] int32: the original ids there (the labels), 0-padded;
 - `mask_weights` [P] float32: 1 for real predictions, 0 for padding.
 
 `span_mask` adds `span_left`, `span_right`, `span_offset` [P] int32 and
@@ -291,9 +291,9 @@ def _apply(token_ids, selected, treatment, mask_id, distribution, seed, max_pred
         tf.where(kind == RANDOM, replacement, original),
     )
     outputs = {
-        "masked_ids": tf.tensor_scatter_nd_update(token_ids, positions[:, None], new),
+        "masked_token_ids": tf.tensor_scatter_nd_update(token_ids, positions[:, None], new),
         "mask_positions": _pad(positions, max_predictions),
-        "mask_ids": _pad(original, max_predictions),
+        "target_ids": _pad(original, max_predictions),
         "mask_weights": _pad(tf.ones([count], tf.float32), max_predictions),
     }
     return outputs, positions
@@ -351,7 +351,7 @@ def mlm_mask(
             `unigram_distribution`).
 
     Returns:
-        A dict with `masked_ids` [T], `mask_positions` [P], `mask_ids` [P]
+        A dict with `masked_token_ids` [T], `mask_positions` [P], `target_ids` [P]
         (int32) and `mask_weights` [P] (float32).
 
     Examples:
@@ -361,7 +361,7 @@ def mlm_mask(
     >>> out["mask_weights"].numpy().tolist()
     [1.0, 1.0, 0.0]
     >>> positions = out["mask_positions"][:2]
-    >>> bool(tf.reduce_all(tf.gather(ids, positions) == out["mask_ids"][:2]))
+    >>> bool(tf.reduce_all(tf.gather(ids, positions) == out["target_ids"][:2]))
     True
     """
     _validate(max_predictions, mask_rate, mask_token_rate, random_token_rate)

@@ -104,18 +104,18 @@ def make_pretraining_dataset(
         word_starts = ~tf.gather(continuation, token_ids)
         masked = mask(token_ids, seed=example_seed, word_starts=word_starts)
         inputs = {
-            "token_ids": masked["masked_ids"],
+            "token_ids": masked["masked_token_ids"],
             "segment_ids": example["segment_ids"],
             "padding_mask": tf.cast(token_ids != pad_id, tf.int32),
             "mask_positions": masked["mask_positions"],
         }
-        labels = {"mlm_labels": tf.where(masked["mask_weights"] > 0, masked["mask_ids"], -1)}
+        labels = {"mlm_labels": tf.where(masked["mask_weights"] > 0, masked["target_ids"], -1)}
         if objective == "mlm_nsp":
             labels["next_sentence"] = example["next_sentence"]
         if objective == "span_sbo":
             for name in ("span_left", "span_right", "span_offset"):
                 inputs[name] = masked[name]
-            labels["sbo_labels"] = tf.where(masked["sbo_weights"] > 0, masked["mask_ids"], -1)
+            labels["sbo_labels"] = tf.where(masked["sbo_weights"] > 0, masked["target_ids"], -1)
         return inputs, labels
 
     keys = ("token_ids", "segment_ids") + (("next_sentence",) if objective == "mlm_nsp" else ())

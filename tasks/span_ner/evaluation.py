@@ -2,12 +2,8 @@
 
 import numpy as np
 
-from tasks.evaluation_callback import EvaluationCallback
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
-
-# The scores of `evaluate_span_model` that `SpanF1Callback` logs, as `val_<name>`.
-_LOGGED_SCORES = ("span_precision", "span_recall", "span_f1")
 
 
 def span_probabilities(model, dataset, sentences, max_span_width):
@@ -57,23 +53,3 @@ def calibrate(model, dataset, sentences, label_names, max_span_width, decoding="
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
     return calibrate_threshold([s.spans for s in sentences], predictions, label_names,
                                mode=decoding, method=method)
-
-
-class SpanF1Callback(EvaluationCallback):
-    """Adds `val_span_precision`, `val_span_recall`, `val_span_f1` to the epoch logs.
-
-    Put it before the TensorBoard and checkpoint callbacks in the list. The
-    arguments are those of `evaluate_span_model`, without the model.
-
-    Examples:
-    >>> callback = SpanF1Callback(None, [], ["NONE"], max_span_width=10)
-    """
-
-    def __init__(self, dataset, sentences, label_names, max_span_width, threshold=0.5,
-                 decoding="flat", method="greedy"):
-        def evaluate(model):
-            scores = evaluate_span_model(model, dataset, sentences, label_names,
-                                         max_span_width, threshold, decoding, method)
-            return {name: scores[name] for name in _LOGGED_SCORES}
-
-        super().__init__(evaluate)

@@ -12,7 +12,6 @@ from tasks.prediction_io import read_word_input, wants_jsonl
 from tasks.registry import register_task
 from tasks.span_ner import readers
 from tasks.span_ner.evaluation import (
-    SpanF1Callback,
     calibrate,
     decode_all,
     evaluate_span_model,
@@ -74,6 +73,7 @@ class SpanNERTask(Task):
     head_options = ("num_classes", "labels", "max_span_width", "span_combination",
                     "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight")
     preprocessor_class = WordPreprocessor
+    logged_metrics = ("span_precision", "span_recall", "span_f1")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -142,10 +142,6 @@ class SpanNERTask(Task):
     def _decoding_options(self):
         return dict(max_span_width=self.max_span_width, threshold=self.threshold,
                     decoding=self.decoding, method=self.flat_method)
-
-    def callbacks(self, eval_dataset, eval_sentences, labels):
-        return [SpanF1Callback(eval_dataset, eval_sentences, labels,
-                               **self._decoding_options())]
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_span_model(model, dataset, sentences, labels,

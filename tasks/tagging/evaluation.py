@@ -2,11 +2,7 @@
 
 import numpy as np
 
-from tasks.evaluation_callback import EvaluationCallback
 from tasks.tagging.metrics import entity_scores
-
-# The scores of `evaluate_tagger` that `EntityF1Callback` logs, as `val_<name>`.
-_LOGGED_SCORES = ("entity_precision", "entity_recall", "entity_f1")
 
 
 def predict_tags(model, dataset, sentences, label_names):
@@ -42,26 +38,3 @@ def evaluate_tagger(model, dataset, sentences, label_names):
     for entity_type, values in scores["per_type"].items():
         flat[f"{entity_type}_f1"] = values["f1"]
     return flat
-
-
-class EntityF1Callback(EvaluationCallback):
-    """Adds validation `val_entity_precision`, `val_entity_recall`, `val_entity_f1`
-    to the epoch logs, so TensorBoard and model selection see them.
-
-    Put it before the TensorBoard and checkpoint callbacks in the list.
-
-    Args:
-        dataset: the order-preserving dataset of `sentences`.
-        sentences: the validation `TaggedSentence`s.
-        label_names: tag names in id order.
-
-    Examples:
-    >>> callback = EntityF1Callback(dataset=None, sentences=[], label_names=["O"])
-    """
-
-    def __init__(self, dataset, sentences, label_names):
-        def evaluate(model):
-            scores = evaluate_tagger(model, dataset, sentences, label_names)
-            return {name: scores[name] for name in _LOGGED_SCORES}
-
-        super().__init__(evaluate)

@@ -11,7 +11,7 @@ from tasks.prediction_io import read_word_input, wants_jsonl
 from tasks.registry import register_task
 from tasks import tags
 from tasks.tagging import readers
-from tasks.tagging.evaluation import EntityF1Callback, evaluate_tagger, predict_tags
+from tasks.tagging.evaluation import evaluate_tagger, predict_tags
 from tasks.tagging.model import HEADS, SequenceTagger
 from tasks.tagging.pipeline import make_dataset
 from tasks.tagging.serving import tagging_outputs
@@ -52,6 +52,7 @@ class TaggingTask(Task):
     Options = TaggingOptions
     head_options = ("head", "num_classes", "labels", "tag_scheme")
     preprocessor_class = WordPreprocessor
+    logged_metrics = ("entity_precision", "entity_recall", "entity_f1")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -136,9 +137,6 @@ class TaggingTask(Task):
 
     def monitor(self, num_classes):
         return ("val_entity_f1", "max")
-
-    def callbacks(self, eval_dataset, eval_sentences, labels):
-        return [EntityF1Callback(eval_dataset, eval_sentences, labels)]
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_tagger(model, dataset, sentences, labels)

@@ -5,7 +5,11 @@ formats, told apart by their files (`checkpoint_format`): our own native
 directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
 (`export_keras_hub_preset` writes one) and a Hugging Face BERT directory.
 
->>> from zoo.checkpoints import load_encoder, load_tokenizer, load_pretrained
+>>> from zoo.checkpoints import checkpoint_format
+>>> checkpoint_format("/no/such/checkpoint")
+Traceback (most recent call last):
+...
+FileNotFoundError: /no/such/checkpoint: no such checkpoint directory
 """
 
 from zoo.checkpoints.formats import (
