@@ -90,6 +90,8 @@ class EncoderTaskModel(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if "num_labels" in config:  # saved before the name was `num_classes`
+            config["num_classes"] = config.pop("num_labels")
         preprocessor = config.pop("preprocessor", None)
         metadata = config.pop("task_metadata", None)
         model = cls(**config)

@@ -58,16 +58,16 @@ def test_dropout_before_every_dense_layer_unless_input_dropout_is_off():
 
 def test_span_classifier_is_a_classification_head_with_two_hidden_layers():
     x = np.random.default_rng(3).normal(size=(2, 4, 7)).astype("float32")
-    span = SpanClassifier(num_labels=4, hidden_dim=5, dropout=0.2, activation="gelu")
+    span = SpanClassifier(num_classes=4, hidden_dim=5, dropout=0.2, activation="gelu")
     head = ClassificationHead(num_classes=4, hidden_dim=5, num_hidden_layers=2,
                               activation="gelu", dropout=0.2, input_dropout=False)
     span(x)
     head(x)
     head.set_weights(span.get_weights())
     np.testing.assert_array_equal(np.asarray(head(x)), np.asarray(span(x)))
-    assert isinstance(span, ClassificationHead) and span.num_labels == span.num_classes == 4
-    # Its config keeps its own argument names, as saved files have them.
+    assert isinstance(span, ClassificationHead) and span.num_classes == 4
+    # Its config keeps its own arguments only (older files saved `num_labels`: still read).
     assert set(span.get_config()) - {"name", "trainable", "dtype"} == {
-        "num_labels", "hidden_dim", "dropout", "activation", "initializer_range"}
+        "num_classes", "hidden_dim", "dropout", "activation", "initializer_range"}
     assert [layer.name for layer in span.hidden_layers] == ["hidden_0", "hidden_1"]
     assert ClassificationHead(num_classes=2, hidden_dim=3).hidden_dense.name == "hidden"

@@ -226,7 +226,7 @@ def test_span_classifier_layer_contract():
     rng = np.random.default_rng(7)
     run_layer_test(
         SpanClassifier,
-        dict(num_labels=4, hidden_dim=6, dropout=0.1, activation="gelu"),
+        dict(num_classes=4, hidden_dim=6, dropout=0.1, activation="gelu"),
         rng.normal(size=(2, 5, 7)).astype("float32"),
         expected_output_shape=(2, 5, 4),
         float32_outputs=(0,),
@@ -235,7 +235,7 @@ def test_span_classifier_layer_contract():
 
 def test_span_classifier_matches_numpy():
     x = np.random.default_rng(8).normal(size=(2, 3, 5)).astype("float32")
-    layer = SpanClassifier(num_labels=3, hidden_dim=4, dropout=0.5)
+    layer = SpanClassifier(num_classes=3, hidden_dim=4, dropout=0.5)
     out = np.asarray(layer(x))  # inference: no dropout
     h = x
     for dense in layer.hidden_layers:
@@ -258,7 +258,7 @@ def _pipeline(max_width=3):
         start_end_ffnn_dim=3,
         pooling="attention",
     )(sequence=sequence, **spans)
-    logits = SpanClassifier(num_labels=3, hidden_dim=5, dropout=0.1)(vectors)
+    logits = SpanClassifier(num_classes=3, hidden_dim=5, dropout=0.1)(vectors)
     return keras.Model({"word_mask": word_mask, "sequence": sequence}, logits)
 
 

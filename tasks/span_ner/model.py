@@ -19,7 +19,7 @@ class SpanNER(EncoderTaskModel):
     by `SpanRepresentation` (boundary vectors, pooled content, a width
     embedding) and scored by `SpanClassifier`. Memory grows with T·L.
 
-    `model(inputs)` returns float32 logits [batch, T·L, num_labels] (label 0 is
+    `model(inputs)` returns float32 logits [batch, T·L, num_classes] (label 0 is
     NONE); `predict_on_batch` returns the probabilities. Labels are [batch, T, L]
     span label ids, -1 where the span runs past the sentence or is padding.
     The loss is cross-entropy averaged over valid spans, NONE spans weighted
@@ -28,7 +28,7 @@ class SpanNER(EncoderTaskModel):
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `sequence_output` output).
-        num_labels: entity types + 1 (NONE).
+        num_classes: entity types + 1 (NONE).
         max_span_width: the longest span, in words.
         combination: boundary terms for `SpanRepresentation` ("x,y", ...).
         pooling: "attention", "mean" or None.
@@ -40,16 +40,16 @@ class SpanNER(EncoderTaskModel):
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
     ...                   hidden_dim=16, intermediate_dim=32)
-    >>> model = SpanNER(encoder, num_labels=5, max_span_width=4)
+    >>> model = SpanNER(encoder, num_classes=5, max_span_width=4)
     >>> model.output_shape
     (None, None, 5)
     """
 
-    def __init__(self, encoder, num_labels, max_span_width=10, combination="x,y",
+    def __init__(self, encoder, num_classes, max_span_width=10, combination="x,y",
                  pooling="attention", width_embedding_dim=32, hidden_dim=256,
                  dropout=0.1, none_weight=1.0, **kwargs):
-        if num_labels < 2:
-            raise ValueError(f"num_labels counts NONE and must be >= 2, got {num_labels}")
+        if num_classes < 2:
+            raise ValueError(f"num_classes counts NONE and must be >= 2, got {num_classes}")
         if none_weight <= 0:
             raise ValueError(f"none_weight must be > 0, got {none_weight}")
 
@@ -63,7 +63,7 @@ class SpanNER(EncoderTaskModel):
             pooling=pooling,
             name="span_representation",
         )
-        classifier = SpanClassifier(num_labels, hidden_dim, dropout=dropout,
+        classifier = SpanClassifier(num_classes, hidden_dim, dropout=dropout,
                                     name="span_classifier")
 
         # === Functional Model ===
@@ -77,7 +77,7 @@ class SpanNER(EncoderTaskModel):
 
         # === Config ===
         self.encoder = encoder
-        self.num_labels = int(num_labels)
+        self.num_classes = int(num_classes)
         self.max_span_width = int(max_span_width)
         self.combination = combination
         self.pooling = pooling
@@ -100,7 +100,7 @@ class SpanNER(EncoderTaskModel):
 
     def _task_config(self):
         return {
-            "num_labels": self.num_labels,
+            "num_classes": self.num_classes,
             "max_span_width": self.max_span_width,
             "combination": self.combination,
             "pooling": self.pooling,

@@ -18,7 +18,7 @@ class SequenceTagger(EncoderTaskModel):
 
     The encoder's `sequence_output` is gathered at `word_starts` into a
     compact, left-aligned word sequence, so a CRF sees words without holes;
-    a dense layer gives float32 tag scores [batch, words, num_labels].
+    a dense layer gives float32 tag scores [batch, words, num_classes].
 
     - `head="softmax"`: each word's tag is the arg-max of its scores; the loss
       is cross-entropy averaged over real words.
@@ -34,7 +34,7 @@ class SequenceTagger(EncoderTaskModel):
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `sequence_output` output).
-        num_labels: number of tags.
+        num_classes: number of tags.
         head: "softmax" or "crf".
         dropout: dropout on the word vectors.
         labels: tag names in id order (needed for CRF constraints).
@@ -43,18 +43,18 @@ class SequenceTagger(EncoderTaskModel):
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
     ...                   hidden_dim=16, intermediate_dim=32)
-    >>> tagger = SequenceTagger(encoder, num_labels=3, head="crf",
+    >>> tagger = SequenceTagger(encoder, num_classes=3, head="crf",
     ...     labels=["O", "B-PER", "I-PER"], tag_scheme="IOB2")
     >>> tagger.output_shape
     (None, None, 3)
     """
 
-    def __init__(self, encoder, num_labels, head="softmax", dropout=0.1, labels=None,
+    def __init__(self, encoder, num_classes, head="softmax", dropout=0.1, labels=None,
                  tag_scheme=None, **kwargs):
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}")
-        if labels is not None and len(labels) != num_labels:
-            raise ValueError(f"{len(labels)} labels given for num_labels={num_labels}")
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(f"{len(labels)} labels given for num_classes={num_classes}")
         if tag_scheme is not None and labels is None:
             raise ValueError("tag_scheme needs the tag names (labels=...)")
 
@@ -62,7 +62,7 @@ class SequenceTagger(EncoderTaskModel):
         gather = PositionGather(name="first_subwords")
         dropout_layer = keras.layers.Dropout(dropout, name="word_dropout")
         emissions = keras.layers.Dense(
-            num_labels,
+            num_classes,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
             dtype="float32",
             name="emissions",
@@ -70,7 +70,7 @@ class SequenceTagger(EncoderTaskModel):
         crf = None
         if head == "crf":
             constraints = allowed_transitions(tag_scheme, labels) if tag_scheme else ()
-            crf = CRF(num_labels, *constraints, name="crf")
+            crf = CRF(num_classes, *constraints, name="crf")
 
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
@@ -85,7 +85,7 @@ class SequenceTagger(EncoderTaskModel):
         # === Config ===
         self.encoder = encoder
         self.crf = crf
-        self.num_labels = int(num_labels)
+        self.num_classes = int(num_classes)
         self.head = head
         self.dropout = float(dropout)
         self.labels = list(labels) if labels is not None else None
@@ -115,7 +115,7 @@ class SequenceTagger(EncoderTaskModel):
 
     def _task_config(self):
         return {
-            "num_labels": self.num_labels,
+            "num_classes": self.num_classes,
             "head": self.head,
             "dropout": self.dropout,
             "labels": self.labels,
