@@ -75,7 +75,7 @@ from zoo.checkpoints.common import (
     load_checkpoint_encoder,
     read_json,
 )
-from zoo.checkpoints.common import checkpoint_directory as _directory
+from zoo.checkpoints.common import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def read_keras_hub_config(path):
             config.json's `class_name`), a required field is missing, or a
             field this importer does not know is set (named).
     """
-    config_path = os.path.join(_directory(path), CONFIG_FILE)
+    config_path = os.path.join(checkpoint_directory(path), CONFIG_FILE)
     saved = read_json(config_path, CONFIG_FILE, DIRECTORY_KIND)
     if not _is_keras_hub_object(saved):
         raise ValueError(f"{config_path}: not a KerasHub preset config (no 'registered_name' "
@@ -258,7 +258,7 @@ def read_keras_hub_weights(path):
     """Every weight in a preset's model.weights.h5, by "group/vars/index", as numpy arrays."""
     import h5py
 
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     file = os.path.join(directory, WEIGHTS_FILE)
     if not os.path.isfile(file):
         if os.path.isfile(os.path.join(directory, SHARDED_WEIGHTS_FILE)):
@@ -294,7 +294,7 @@ def load_keras_hub_weights(encoder, path, weights=None):
             names it (KerasHub variable path and HDF5 dataset) with both
             shapes in KerasHub's layout. Nothing is assigned then.
     """
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     transformer = transformer_of(encoder)
     if weights is None:
         weights = read_keras_hub_weights(directory)
@@ -334,7 +334,7 @@ def read_keras_hub_tokenizer(path):
     """
     from tasks.tokenizer import read_vocabulary
 
-    directory = _directory(path)
+    directory = checkpoint_directory(path)
     config_path = os.path.join(directory, TOKENIZER_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{config_path}: no {TOKENIZER_FILE}; save the tokenizer too, "
@@ -396,14 +396,14 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     import keras
     import keras_hub
 
-    from zoo.checkpoints.native import _check_vocabulary, _functional_encoder
+    from zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
-    transformer = transformer_of(_functional_encoder(encoder))
+    transformer = transformer_of(as_functional_encoder(encoder))
     if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
         raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
                          f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")
     plan = _weight_plan(transformer)  # refuses norm_first, embedding_dim, share_layers
-    tokens = _check_vocabulary(vocabulary, transformer)
+    tokens = check_vocabulary(vocabulary, transformer)
     missing = [token for token in _KERAS_HUB_SPECIAL_TOKENS if token not in tokens]
     if missing:
         raise ValueError(f"the vocabulary lacks {missing}, which KerasHub's BertTokenizer needs")

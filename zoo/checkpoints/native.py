@@ -34,8 +34,12 @@ from tasks.atomic_files import (
     write_json_atomically,
     write_text_atomically,
 )
-from zoo.checkpoints.common import BASE_PRESET as _BASE_PRESET
-from zoo.checkpoints.common import PlannedWeight, WeightSource, assign_weights
+from zoo.checkpoints.common import (
+    PlannedWeight,
+    WeightSource,
+    assign_weights,
+    load_checkpoint_encoder,
+)
 
 from layers import transformer_of
 
@@ -54,7 +58,7 @@ def is_native_checkpoint(path):
     return os.path.isfile(os.path.join(os.fspath(path), ENCODER_FILE))
 
 
-def _functional_encoder(encoder):
+def as_functional_encoder(encoder):
     """`encoder` as a functional model with a "transformer" layer."""
     from layers import TransformerEncoder
     from zoo.builder import ENCODER_INPUTS
@@ -78,7 +82,8 @@ def _functional_encoder(encoder):
     return encoder
 
 
-def _check_vocabulary(vocabulary, transformer):
+def check_vocabulary(vocabulary, transformer):
+    """The tokens of `vocabulary`, checked to fit `transformer` (a ValueError says why not)."""
     from tasks.tokenizer import PAD, UNK, CLS, SEP
 
     tokens = list(vocabulary)
@@ -110,8 +115,8 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
         ValueError: `directory` exists and is not empty (without `overwrite`),
             or the vocabulary does not fit the encoder.
     """
-    encoder = _functional_encoder(encoder)
-    tokens = _check_vocabulary(vocabulary, transformer_of(encoder))
+    encoder = as_functional_encoder(encoder)
+    tokens = check_vocabulary(vocabulary, transformer_of(encoder))
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))
@@ -171,8 +176,6 @@ def load_native_encoder(path, **overrides):
     """
     import keras
 
-    from zoo.builder import build_encoder
-
     directory = os.fspath(path)
     file = os.path.join(directory, ENCODER_FILE)
     if not os.path.isfile(file):
@@ -183,8 +186,9 @@ def load_native_encoder(path, **overrides):
         transformer = transformer_of(saved)
     except ValueError:
         raise ValueError(f"{file}: not a zoo encoder (no layer named {TRANSFORMER_LAYER!r})")
-    config = encoder_fields(transformer)
-    config.update(overrides)
-    encoder = build_encoder(_BASE_PRESET, **config)
-    copy_encoder_weights(transformer, encoder.transformer, origin=file)
-    return encoder
+    return load_checkpoint_encoder(
+        directory, overrides,
+        read_config=lambda _: encoder_fields(transformer),
+        read_weights=lambda _: transformer,
+        load_weights=lambda encoder, _, source: copy_encoder_weights(
+            source, encoder.transformer, origin=file))
