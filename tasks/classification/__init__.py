@@ -3,7 +3,6 @@
 from tasks.classification.metrics import BinaryF1
 from tasks.classification.model import (
     Classifier,
-    build_classifier,
     classification_loss,
     classification_metrics,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "BinaryF1",
     "ClassificationExample",
     "Classifier",
-    "build_classifier",
     "classification_loss",
     "classification_metrics",
     "encode_labels",

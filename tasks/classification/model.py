@@ -13,9 +13,9 @@ CLASSIFIER_INPUTS = Encoder.INPUTS
 class Classifier(EncoderTaskModel):
     """Encoder inputs → the encoder's pooled output → `num_classes` float32 logits.
 
-    A functional model (as `build_classifier` always built) that is also an
-    `EncoderTaskModel`, so it can carry its labels, vocabulary and task
-    options in its `.keras` file (`attach_metadata`). `.keras` files of the
+    A functional model that is also an `EncoderTaskModel`, so it can carry
+    its labels, vocabulary and task options in its `.keras` file
+    (`attach_metadata`). `.keras` files of the
     earlier plain functional classifier still load, as `keras.Model`s.
 
     Args:
@@ -63,20 +63,6 @@ class Classifier(EncoderTaskModel):
             "dropout": self.dropout,
             "head_hidden_dim": self.head_hidden_dim,
         }
-
-
-def build_classifier(encoder, num_classes, dropout=0.1, head_hidden_dim=None):
-    """A `Classifier` from encoder inputs to `num_classes` float32 logits.
-
-    Args:
-        encoder: an `Encoder` (or a functional encoder with inputs
-            `Encoder.INPUTS` and a `pooled_output` output).
-        num_classes: number of classes (2 or more).
-        dropout: dropout before the logits.
-        head_hidden_dim: width of an optional extra dense + tanh layer.
-    """
-    return Classifier(encoder, num_classes, dropout=dropout, head_hidden_dim=head_hidden_dim,
-                      name="classifier")
 
 
 def classification_loss():
