@@ -146,8 +146,8 @@ class TrainedModels:
     `start(*tasks)` starts trainings in the background (several run at once);
     `model_dir(task)` waits for one and returns its model directory. Tests must
     not change a shared directory: one that writes to it works on
-    `copy(task, destination)`. A change is caught the next time the directory
-    is handed out, and at the end of the session.
+    `copy(task, destination)`. A change fails the test that made it (at its
+    teardown, see `_shared_model_dirs_stay_unchanged`).
     """
 
     def __init__(self, base):
@@ -166,7 +166,12 @@ class TrainedModels:
         """The finished training's `CompletedProcess`; fails the test if it failed."""
         self.start(task)
         if task in self._running:
-            self._results.update(finish_processes({task: self._running.pop(task)}))
+            process = self._running.pop(task)
+            try:
+                self._results.update(finish_processes({task: process}))
+            except subprocess.TimeoutExpired:
+                self._results[task] = subprocess.CompletedProcess(
+                    process.args, -9, "", f"timed out after {TOOL_TIMEOUT_S} s")
             if self._results[task].returncode == 0:
                 self._fingerprints[task] = _fingerprint(self._directory(task))
         result = self._results[task]
@@ -238,9 +243,15 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session")
 def trained_models(request):
     """The session's `TrainedModels` (tiny models trained by tools/train.py)."""
-    models = _trained_models(request.config)
-    yield models
-    models.check_unchanged()
+    return _trained_models(request.config)
+
+
+@pytest.fixture(autouse=True)
+def _shared_model_dirs_stay_unchanged(request):
+    """After each test: the shared trained model directories are as training left them."""
+    yield
+    if _TRAINED_MODELS in request.config.stash:
+        request.config.stash[_TRAINED_MODELS].check_unchanged()
 
 
 @pytest.fixture(scope="session")

@@ -238,5 +238,6 @@ def test_relative_imports_resolve_against_the_importing_package(path, source, ex
 
 
 def test_doctest_line_numbers_point_at_the_example():
-    source = 'def f():\n    """Doc.\n\n    Example:\n\n    >>> 1\n    1\n    >>> import zoo\n    """\n'
+    source = ('def f():\n    """Doc.\n\n    Example:\n\n'
+              '    >>> 1\n    1\n    >>> import zoo\n    """\n')
     assert layering_violations(source, "layers/x.py") == ["layers/x.py:8 imports zoo (doctest)"]

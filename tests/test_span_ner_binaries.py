@@ -56,4 +56,5 @@ def test_predict_jsonl_and_conll_agree_with_evaluate(calibrated):
     from_conll = [list(s.spans) for s in read_span_file(calibrated["outputs"]["conll"])]
     assert from_conll == predicted
     metrics = calibrated["metrics"]
-    assert metrics["span_f1"] == pytest.approx(span_scores([s.spans for s in gold], predicted)["f1"])
+    expected = span_scores([s.spans for s in gold], predicted)["f1"]
+    assert metrics["span_f1"] == pytest.approx(expected)

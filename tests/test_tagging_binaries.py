@@ -74,7 +74,8 @@ def test_bad_tagging_input_names_file_and_line(tmp_path, trained_tagger_dir):
                               "--eval_data", str(short_line), "--model_dir", str(tmp_path / "m")),
         "evaluate, unknown tag": ("evaluate.py", "--model_dir", trained_tagger_dir,
                                   "--data", str(unknown_tag)),
-        "evaluate, empty file": ("evaluate.py", "--model_dir", trained_tagger_dir, "--data", str(empty)),
+        "evaluate, empty file": ("evaluate.py", "--model_dir", trained_tagger_dir,
+                                 "--data", str(empty)),
     })
     result = results["train, short line"]
     assert result.returncode == 1 and "Traceback" not in result.stderr
