@@ -1,15 +1,24 @@
-"""Shared pytest set-up: quiet TensorFlow, fixed seeds, float32 policy per test."""
+"""Shared pytest set-up: quiet TensorFlow, fixed seeds, float32 policy per test, and
+the binaries: running them, and models they trained once for the whole session."""
 
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
-SHARED_DATA = os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
-)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+SHARED_DATA = os.path.abspath(os.path.join(ROOT, "..", "shared", "data"))
+TREC = os.path.join(ROOT, "samples", "trec")
+CONLL = os.path.join(ROOT, "samples", "conll2003")
+TOOL_TIMEOUT_S = 600
 
 
 @pytest.fixture(autouse=True)
@@ -30,3 +39,234 @@ def shared_data_path(*parts):
             "not with a clone of the repository"
         )
     return path
+
+
+# --- running the binaries -----------------------------------------------------------------
+
+
+def tool_path(name):
+    """tools/<name>, e.g. tool_path("train.py")."""
+    return os.path.join(ROOT, "tools", name)
+
+
+def start_python(*arguments):
+    """Starts `python *arguments` in the repository root; see `finish_processes`.
+
+    Output goes to temporary files, not pipes, so that many processes can run
+    at once without one blocking on a full pipe.
+    """
+    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=ROOT)
+    process.output_files = (stdout, stderr)
+    return process
+
+
+def start_tool(tool, *flags):
+    """Starts tools/<tool> with `flags`; see `finish_processes`."""
+    return start_python(tool_path(tool), *flags)
+
+
+def finish_processes(processes):
+    """Waits for {name: process}; returns {name: CompletedProcess} with their output."""
+    results = {}
+    try:
+        for name, process in processes.items():
+            process.wait(timeout=TOOL_TIMEOUT_S)
+            stdout, stderr = process.output_files
+            stdout.seek(0)
+            stderr.seek(0)
+            results[name] = subprocess.CompletedProcess(
+                process.args, process.returncode, stdout.read(), stderr.read())
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            for f in process.output_files:
+                f.close()
+    return results
+
+
+def run_tool(tool, *flags):
+    """Runs tools/<tool> with `flags` to the end; a `subprocess.CompletedProcess`."""
+    return finish_processes({tool: start_tool(tool, *flags)})[tool]
+
+
+def run_tools(commands):
+    """Runs {name: (tool, *flags)} at the same time; {name: CompletedProcess}."""
+    return finish_processes({name: start_tool(*command) for name, command in commands.items()})
+
+
+def json_line(stdout):
+    """The first line of `stdout` that is a JSON object (what evaluate.py prints)."""
+    return json.loads([line for line in stdout.splitlines() if line.startswith("{")][0])
+
+
+# --- models trained once per session ------------------------------------------------------
+
+# Tiny trainings on the bundled samples. Every test that needs *a* trained model of
+# a task shares one; each set of flags also carries what the tests that read it check
+# (3 epochs for the TensorBoard curves, the whole TREC sample for its six labels, ...).
+_COMMON_FLAGS = ("--learning_rate=1e-3", "--max_seq_length=32", "--mixed_precision=float32")
+TRAINING_FLAGS = {
+    # --task left out: classification is the default.
+    "classification": (
+        "--train_data", os.path.join(TREC, "train.label"),
+        "--eval_data", os.path.join(TREC, "test.label"),
+        "--epochs=3", "--batch_size=32", "--vocab_size=1000", *_COMMON_FLAGS),
+    "tagging": (
+        "--task=tagging", "--preset=bert_tiny", "--head=crf",
+        "--train_data", os.path.join(CONLL, "train.txt"),
+        "--eval_data", os.path.join(CONLL, "dev.txt"),
+        "--epochs=1", "--batch_size=8", "--vocab_size=300", *_COMMON_FLAGS),
+    "span_ner": (
+        "--task=span_ner", "--max_span_width=3", "--flat_method=exact",
+        "--train_data", os.path.join(CONLL, "train.txt"),
+        "--eval_data", os.path.join(CONLL, "dev.txt"),
+        "--epochs=1", "--batch_size=8", "--vocab_size=300", *_COMMON_FLAGS),
+}
+TRAINED_MAX_SEQ_LENGTH = 32
+
+
+def _fingerprint(directory):
+    """(path, size, mtime) of every file under `directory`: changes when anything does."""
+    found = []
+    for parent, _, files in os.walk(directory):
+        for name in files:
+            stat = os.stat(os.path.join(parent, name))
+            found.append((os.path.relpath(os.path.join(parent, name), directory),
+                          stat.st_size, stat.st_mtime_ns))
+    return sorted(found)
+
+
+class TrainedModels:
+    """tools/train.py runs of `TRAINING_FLAGS`, each once per session, shared read-only.
+
+    `start(*tasks)` starts trainings in the background (several run at once);
+    `model_dir(task)` waits for one and returns its model directory. Tests must
+    not change a shared directory: one that writes to it works on
+    `copy(task, destination)`. A change fails the test that made it (at its
+    teardown, see `_shared_model_dirs_stay_unchanged`).
+    """
+
+    def __init__(self, base):
+        self._base = base
+        self._running = {}
+        self._results = {}
+        self._fingerprints = {}
+
+    def start(self, *tasks):
+        for task in tasks:
+            if task not in self._running and task not in self._results:
+                self._running[task] = start_tool(
+                    "train.py", *TRAINING_FLAGS[task], "--model_dir", self._directory(task))
+
+    def result(self, task):
+        """The finished training's `CompletedProcess`; fails the test if it failed."""
+        self.start(task)
+        if task in self._running:
+            process = self._running.pop(task)
+            try:
+                self._results.update(finish_processes({task: process}))
+            except subprocess.TimeoutExpired:
+                self._results[task] = subprocess.CompletedProcess(
+                    process.args, -9, "", f"timed out after {TOOL_TIMEOUT_S} s")
+            if self._results[task].returncode == 0:
+                self._fingerprints[task] = _fingerprint(self._directory(task))
+        result = self._results[task]
+        if result.returncode != 0:
+            pytest.fail(f"the shared {task} training failed:\n{result.stderr[-3000:]}")
+        self.check_unchanged(task)
+        return result
+
+    def model_dir(self, task):
+        self.result(task)
+        return self._directory(task)
+
+    def copy(self, task, destination):
+        """A private copy of the trained model directory, for tests that write to it."""
+        shutil.copytree(self.model_dir(task), str(destination))
+        return str(destination)
+
+    def check_unchanged(self, task=None):
+        """Fails if a test changed a shared model directory (all of them by default)."""
+        for task in [task] if task else list(self._fingerprints):
+            if task in self._fingerprints:
+                assert _fingerprint(self._directory(task)) == self._fingerprints[task], (
+                    f"a test changed the shared {task} model directory "
+                    f"{self._directory(task)}; use trained_models.copy() to write to one")
+
+    def close(self):
+        """Stops trainings left running (an interrupted session) and removes every file."""
+        for process in self._running.values():
+            process.kill()
+        finish_processes(self._running)
+        self._running.clear()
+        shutil.rmtree(self._base, ignore_errors=True)
+
+    def _directory(self, task):
+        return os.path.join(self._base, task)
+
+
+_TRAINED_MODELS = pytest.StashKey()
+
+# Fixtures that hand out one shared trained model directory each, by task. Trainings
+# start in the background as soon as the collected tests are known to need them, so
+# that they run beside the in-process tests that come first (which leave a core idle).
+TRAINED_MODEL_DIR_FIXTURES = {
+    "trained_classifier_dir": "classification",
+    "trained_tagger_dir": "tagging",
+    "trained_span_ner_dir": "span_ner",
+}
+
+
+def _trained_models(config):
+    if _TRAINED_MODELS not in config.stash:
+        config.stash[_TRAINED_MODELS] = TrainedModels(tempfile.mkdtemp(prefix="trained_models_"))
+    return config.stash[_TRAINED_MODELS]
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    needed = {fixture for item in session.items for fixture in item.fixturenames}
+    _trained_models(session.config).start(*(
+        task for fixture, task in TRAINED_MODEL_DIR_FIXTURES.items() if fixture in needed))
+
+
+def pytest_unconfigure(config):
+    if _TRAINED_MODELS in config.stash:
+        config.stash[_TRAINED_MODELS].close()
+
+
+@pytest.fixture(scope="session")
+def trained_models(request):
+    """The session's `TrainedModels` (tiny models trained by tools/train.py)."""
+    return _trained_models(request.config)
+
+
+@pytest.fixture(autouse=True)
+def _shared_model_dirs_stay_unchanged(request):
+    """After each test: the shared trained model directories are as training left them."""
+    yield
+    if _TRAINED_MODELS in request.config.stash:
+        request.config.stash[_TRAINED_MODELS].check_unchanged()
+
+
+@pytest.fixture(scope="session")
+def trained_classifier_dir(trained_models):
+    """A TREC classifier's model directory (read-only: copy it to write to it)."""
+    return trained_models.model_dir("classification")
+
+
+@pytest.fixture(scope="session")
+def trained_tagger_dir(trained_models):
+    """A CoNLL CRF tagger's model directory (read-only: copy it to write to it)."""
+    return trained_models.model_dir("tagging")
+
+
+@pytest.fixture(scope="session")
+def trained_span_ner_dir(trained_models):
+    """A CoNLL span NER model directory (read-only: copy it to write to it)."""
+    return trained_models.model_dir("span_ner")

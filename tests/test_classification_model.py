@@ -2,9 +2,11 @@ import os
 
 import keras
 import numpy as np
+import pytest
 
 from tasks.classification import BinaryF1, make_dataset, read_examples
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
+from tests.task_test_utils import run_task_test
 from zoo import build_model
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "samples", "trec")
@@ -43,16 +45,40 @@ def test_loss_falls_on_real_sample():
     assert history.history["accuracy"][-1] > 0.6
 
 
-def test_classifier_trains_under_xla_and_mixed_precision():
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    model = build_model("bert_tiny_pair_classifier", vocabulary_size=50, num_layers=1,
-                        jit_compile=True)
+def _encoder_features(batch=8, length=16, paired=False):
     rng = np.random.default_rng(0)
-    x = {"token_ids": rng.integers(5, 50, (8, 16)).astype("int32"),
-         "segment_ids": np.zeros((8, 16), "int32"),
-         "padding_mask": np.ones((8, 16), "int32")}
-    history = model.fit(x, rng.integers(0, 2, 8), epochs=2, verbose=0)
-    assert model.jit_compile is True
-    assert np.isfinite(history.history["loss"]).all()
-    assert "f1" in history.history
-    assert model.output.dtype == "float32"
+    segment_ids = np.zeros((batch, length), "int32")
+    if paired:
+        segment_ids[:, length // 2:] = 1
+    return {"token_ids": rng.integers(5, 50, (batch, length)).astype("int32"),
+            "segment_ids": segment_ids,
+            "padding_mask": np.ones((batch, length), "int32")}
+
+
+def test_pair_classifier_task_contract():
+    """XLA training, .keras round trip, and two steps under mixed_bfloat16 with XLA.
+
+    (Single-text and pair presets build the same `Classifier`; only their data differ.)
+    """
+    result = run_task_test(
+        lambda jit_compile: build_model("bert_tiny_pair_classifier", vocabulary_size=50,
+                                        num_layers=1, jit_compile=jit_compile),
+        _encoder_features(paired=True), np.random.default_rng(1).integers(0, 2, 8),
+        expected_output_shape=(8, 2), mixed_precision_jit_compile=True)
+    assert "f1" in result.history.history  # binary tasks also report F1 of class 1
+
+
+def test_run_task_test_catches_a_silent_fallback_from_xla():
+    """Keras drops jit_compile=True with only a warning when a layer cannot be compiled."""
+
+    def build_uncompilable_classifier(jit_compile):
+        model = build_model("bert_tiny_classifier", vocabulary_size=50, num_layers=1,
+                            compile=False)
+        model.get_layer("classification_head").supports_jit = False
+        model.compile(optimizer="sgd", jit_compile=jit_compile,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model
+
+    with pytest.raises(AssertionError, match="fell back to jit_compile=False"):
+        run_task_test(build_uncompilable_classifier, _encoder_features(), np.zeros(8, "int32"),
+                      mixed_precision_policies=())

@@ -1,7 +1,8 @@
 """Self-contained .keras files and tools/export.py SavedModels, end to end.
 
 The binaries run as subprocesses, several at a time (the slow part is each
-process starting TensorFlow and tracing its functions). Saved files are loaded
+process starting TensorFlow and tracing its functions), on the models that
+tools/train.py trained once for the session (tests/conftest.py). Saved files are loaded
 in fresh processes: a `.keras` file with only `import zoo` done, a SavedModel
 with only TensorFlow and tensorflow-text (whose ops the in-graph tokenizer uses).
 """
@@ -9,8 +10,6 @@ with only TensorFlow and tensorflow-text (whose ops the in-graph tokenizer uses)
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -21,14 +20,11 @@ from tasks.serving import PYTHON_WHITESPACE, span_ner_outputs, split_words, tagg
 from tasks.span_ner.decoding import decode_flat, decode_nested
 from tasks.tagging import tags_to_spans
 from tasks.tokenizer import WordPieceTokenizer
-from tests.test_train_binary import ROOT
+from tests.conftest import CONLL, finish_processes, run_tools, start_python, start_tool
+from tests.conftest import TRAINED_MAX_SEQ_LENGTH as MAX_SEQ_LENGTH
 from tools import model_directory as md
 from tools.errors import UserError
 from zoo import build_model
-
-TREC = os.path.join(ROOT, "samples", "trec")
-CONLL = os.path.join(ROOT, "samples", "conll2003")
-MAX_SEQ_LENGTH = 32
 
 CLASSIFICATION_TEXTS = [
     "How much does a poodle weigh ?",
@@ -86,37 +82,6 @@ json.dump(results, open(sys.argv[2], "w"))
 """
 
 
-def _env():
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-
-
-def _start(log_dir, name, *arguments):
-    """Starts `python *arguments`; output goes to files (many processes run at once)."""
-    stdout = open(os.path.join(log_dir, f"{name}.out"), "w")
-    stderr = open(os.path.join(log_dir, f"{name}.err"), "w")
-    process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
-                               env=_env(), cwd=ROOT)
-    process.files = (stdout, stderr)
-    return process
-
-
-def _finish(processes):
-    """Waits for every process; returns {name: CompletedProcess}."""
-    results = {}
-    for name, process in processes.items():
-        process.wait(timeout=600)
-        for f in process.files:
-            f.close()
-        results[name] = subprocess.CompletedProcess(
-            process.args, process.returncode, open(process.files[0].name).read(),
-            open(process.files[1].name).read())
-    return results
-
-
-def _tool(name):
-    return os.path.join(ROOT, "tools", name)
-
-
 def _check(results):
     for name, result in results.items():
         assert result.returncode == 0, f"{name}: {result.stderr[-3000:]}"
@@ -128,45 +93,16 @@ def _jsonl(path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Train, export and predict with the binaries (once for the module)
+# Export and predict with the binaries (once for the module)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, trained_classifier_dir, trained_tagger_dir, trained_span_ner_dir):
     base = tmp_path_factory.mktemp("export")
-    logs = str(base / "logs")
-    os.makedirs(logs)
-    trec_train, trec_eval = str(base / "trec_train.label"), str(base / "trec_eval.label")
-    with open(os.path.join(TREC, "train.label"), encoding="utf-8") as f:
-        lines = f.readlines()
-    with open(trec_train, "w", encoding="utf-8") as f:
-        f.writelines(lines[:64])
-    with open(trec_eval, "w", encoding="utf-8") as f:
-        f.writelines(lines[64:96])
-    common = ["--epochs=1", "--learning_rate=1e-3", f"--max_seq_length={MAX_SEQ_LENGTH}",
-              "--vocab_size=300", "--mixed_precision=float32"]
-    conll = ["--train_data", os.path.join(CONLL, "train.txt"),
-             "--eval_data", os.path.join(CONLL, "dev.txt"), "--batch_size=8"]
-    dirs = {task: str(base / task) for task in ("classification", "tagging", "span_ner")}
-    training = {
-        "train classification": _start(
-            logs, "train_classification", _tool("train.py"), "--train_data", trec_train,
-            "--eval_data", trec_eval, "--model_dir", dirs["classification"],
-            "--batch_size=16", *common),
-        "train tagging": _start(
-            logs, "train_tagging", _tool("train.py"), "--task=tagging", "--head=crf",
-            "--model_dir", dirs["tagging"], *conll, *common),
-        "train span_ner": _start(
-            logs, "train_span_ner", _tool("train.py"), "--task=span_ner",
-            "--max_span_width=3", "--flat_method=exact", "--model_dir", dirs["span_ner"],
-            *conll, *common),
-    }
-    try:
-        tiny = _save_tiny_models(base / "tiny")  # meanwhile, here
-    finally:
-        trained = _finish(training)
-    _check(trained)
+    dirs = {"classification": trained_classifier_dir, "tagging": trained_tagger_dir,
+            "span_ner": trained_span_ner_dir}  # the session's shared models: read only
+    tiny = _save_tiny_models(base / "tiny")
 
     # The .keras files alone, with nothing beside them.
     alone = {}
@@ -192,30 +128,27 @@ def runs(tmp_path_factory):
               "tagging": ["--model", alone["tagging"]],
               "span_ner": ["--model", alone["span_ner"]]}
     processes = {
-        f"export {task}": _start(logs, f"export_{task}", _tool("export.py"), *source[task],
-                                 "--output", exports[task], "--overwrite")
+        f"export {task}": start_tool("export.py", *source[task], "--output", exports[task],
+                                     "--overwrite")
         for task in dirs
     }
     processes.update({
-        f"predict {task}": _start(logs, f"predict_{task}", _tool("predict.py"), *source[task],
-                                  "--input", inputs[task], "--output", predictions[task],
-                                  "--input_format=text")
+        f"predict {task}": start_tool("predict.py", *source[task], "--input", inputs[task],
+                                      "--output", predictions[task], "--input_format=text")
         for task in dirs
     })
-    processes["evaluate tagging --model"] = _start(
-        logs, "evaluate_tagging", _tool("evaluate.py"), "--model", alone["tagging"],
-        "--data", os.path.join(CONLL, "dev.txt"))
-    processes["load .keras"] = _start(logs, "keras", "-c", _KERAS_SNIPPET, keras_request,
-                                      keras_report)
-    results = _finish(processes)
+    processes["evaluate tagging --model"] = start_tool(
+        "evaluate.py", "--model", alone["tagging"], "--data", os.path.join(CONLL, "dev.txt"))
+    processes["load .keras"] = start_python("-c", _KERAS_SNIPPET, keras_request, keras_report)
+    results = finish_processes(processes)
     _check(results)
 
     serve_request, serve_report = str(base / "serve_request.json"), str(base / "serve.json")
     with open(serve_request, "w") as f:
         json.dump({exports["classification"]: CLASSIFICATION_TEXTS,
                    exports["tagging"]: WORD_SENTENCES, exports["span_ner"]: WORD_SENTENCES}, f)
-    _check(_finish({"serve": _start(logs, "serve", "-c", _SERVE_SNIPPET, serve_request,
-                                    serve_report)}))
+    _check(finish_processes({"serve": start_python("-c", _SERVE_SNIPPET, serve_request,
+                                                   serve_report)}))
     with open(serve_report) as f:
         served = json.load(f)
     with open(keras_report) as f:
@@ -299,29 +232,27 @@ def test_exported_span_ner_matches_predict(runs):
 
 def test_export_refuses_existing_output_and_bad_model_dir(runs, tmp_path):
     existing = runs["exports"]["tagging"]
-    result = subprocess.run([sys.executable, _tool("export.py"), "--model_dir",
-                             runs["dirs"]["tagging"], "--output", existing],
-                            capture_output=True, text=True, env=_env(), timeout=300)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert f"error: --output={existing} already exists; pass --overwrite" in result.stderr
-    assert os.path.exists(os.path.join(existing, "saved_model.pb"))
-
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "mine.txt").write_text("kept")
     missing = str(tmp_path / "no_such_model")
-    for flags, message in (
-        (["--model_dir", runs["dirs"]["tagging"], "--output", str(foreign), "--overwrite"],
-         f"error: --output={foreign} exists and is not an exported model"),
-        (["--model_dir", missing, "--output", str(tmp_path / "out")],
-         f"error: --model_dir={missing}: no such directory"),
-    ):
-        result = subprocess.run([sys.executable, _tool("export.py"), *flags],
-                                capture_output=True, text=True, env=_env(), timeout=300)
+    cases = {
+        "existing export": (["--model_dir", runs["dirs"]["tagging"], "--output", existing],
+                            f"error: --output={existing} already exists; pass --overwrite"),
+        "foreign directory": (["--model_dir", runs["dirs"]["tagging"], "--output", str(foreign),
+                               "--overwrite"],
+                              f"error: --output={foreign} exists and is not an exported model"),
+        "missing model_dir": (["--model_dir", missing, "--output", str(tmp_path / "out")],
+                              f"error: --model_dir={missing}: no such directory"),
+    }
+    results = run_tools({name: ("export.py", *flags) for name, (flags, _) in cases.items()})
+    for name, (_, message) in cases.items():
+        result = results[name]
         assert result.returncode == 1, result.stderr[-2000:]
         assert "Traceback" not in result.stderr
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
+    assert os.path.exists(os.path.join(existing, "saved_model.pb"))
     assert (foreign / "mine.txt").read_text() == "kept"
     assert not os.path.exists(tmp_path / "out")
 

@@ -9,6 +9,7 @@ from tasks.span_ner.evaluation import decode_all, evaluate_span_model, span_prob
 from tasks.span_ner.pipeline import make_dataset, span_label_grid
 from tasks.tokenizer import RESERVED_TOKENS, WordPieceTokenizer
 from tests.layer_test_utils import run_layer_test
+from tests.task_test_utils import run_task_test
 from zoo import build_model
 
 VOCAB = list(RESERVED_TOKENS) + "united airlines holding said on monday it bought shares".split()
@@ -67,18 +68,29 @@ def test_loss_is_weighted_cross_entropy_over_valid_spans():
     assert abs(float(model.compute_loss(x, y, model(x))) - expected) < 1e-5
 
 
-def test_nested_spans_are_learned_and_decoded(tmp_path):
-    """Nested gold spans survive training labels → model → nested decoding."""
+def _one_batch(dataset):
+    [(features, labels)] = list(dataset)
+    return {name: value.numpy() for name, value in features.items()}, labels.numpy()
+
+
+def test_nested_spans_are_learned_and_decoded():
+    """Nested gold spans survive training labels → model → nested decoding.
+
+    Training goes through run_task_test: 60 XLA steps, then a .keras round
+    trip, then two steps under mixed_bfloat16 with float32 logits.
+    """
     keras.utils.set_random_seed(0)
     labels = span_label_names(NESTED)
     tokenizer = WordPieceTokenizer(VOCAB)
-    model = build_model("bert_tiny_span_ner", num_classes=len(labels), vocabulary_size=len(VOCAB),
-                        num_layers=1, max_span_width=3, learning_rate=3e-3, dropout=0.0,
-                        jit_compile=True)
-    train = make_dataset(NESTED * 8, tokenizer, labels, max_span_width=3, batch_size=16,
-                         training=True, seed=0)
-    model.fit(train, epochs=60, verbose=0)
-    assert model.jit_compile is True
+    features, span_labels = _one_batch(make_dataset(NESTED * 8, tokenizer, labels,
+                                                    max_span_width=3, batch_size=16))
+    model, _ = run_task_test(
+        lambda jit_compile: build_model(
+            "bert_tiny_span_ner", num_classes=len(labels), vocabulary_size=len(VOCAB),
+            num_layers=1, max_span_width=3, learning_rate=3e-3, dropout=0.0,
+            jit_compile=jit_compile),
+        features, span_labels, epochs=60,
+        expected_output_shape=(16, span_labels.shape[1] * 3, len(labels)))
     dataset = make_dataset(NESTED, tokenizer, labels, max_span_width=3, batch_size=2)
     predictions = span_probabilities(model, dataset, NESTED, 3)
     nested = decode_all(predictions, labels, threshold=0.5, decoding="nested")
@@ -89,24 +101,6 @@ def test_nested_spans_are_learned_and_decoded(tmp_path):
             assert a[1] < b[0]
     scores = evaluate_span_model(model, dataset, NESTED, labels, 3, decoding="nested")
     assert scores["span_f1"] == 1.0
-    path = str(tmp_path / "span.keras")
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    features, _ = next(iter(dataset))
-    np.testing.assert_allclose(restored.predict_on_batch(features),
-                               model.predict_on_batch(features), atol=1e-6)
-
-
-def test_trains_under_mixed_bfloat16():
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    labels = span_label_names(NESTED)
-    model = build_model("bert_tiny_span_ner", num_classes=len(labels), vocabulary_size=len(VOCAB),
-                        num_layers=1, max_span_width=3)
-    dataset = make_dataset(NESTED, WordPieceTokenizer(VOCAB), labels, max_span_width=3,
-                           batch_size=2)
-    history = model.fit(dataset, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert model.output.dtype == "float32"
 
 
 def test_jsonl_nested_example_reads(tmp_path):

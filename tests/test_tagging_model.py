@@ -1,7 +1,6 @@
 import itertools
 import os
 
-import keras
 import numpy as np
 import pytest
 
@@ -11,6 +10,7 @@ from tasks.tagging.metrics import entity_scores
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.tagging.pipeline import make_dataset
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
+from tests.task_test_utils import run_task_test
 from zoo import build_model
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "samples", "conll2003")
@@ -62,37 +62,25 @@ def test_crf_loss_is_negative_log_likelihood_per_word():
 
 
 @pytest.mark.parametrize("head", ["softmax", "crf"])
-def test_trains_under_xla_saves_and_decodes(head, tmp_path):
+def test_tagger_task_contract_learns_and_decodes(head):
+    """XLA training (30 steps), .keras round trip and mixed_bfloat16, then decoding."""
     preset = "bert_tiny_crf_tagger" if head == "crf" else "bert_tiny_tagger"
-    tagger = build_model(preset, labels=LABELS, vocabulary_size=50, num_layers=1,
-                         learning_rate=1e-3, jit_compile=True)
     x = _inputs(batch=8)
     # Learnable rule: the tag depends on the token id parity.
     y = np.where(x["token_ids"][:, 1:-1] % 2 == 0, 1, 0).astype("int32")
     y[:, 1:] = np.where((y[:, 1:] == 1) & (y[:, :-1] > 0), 2, y[:, 1:])
-    history = tagger.fit(x, y, epochs=30, verbose=0)
-    assert tagger.jit_compile is True
+    tagger, history = run_task_test(
+        lambda jit_compile: build_model(preset, labels=LABELS, vocabulary_size=50, num_layers=1,
+                                        learning_rate=1e-3, jit_compile=jit_compile),
+        x, y, expected_output_shape=(8, 6, 3), epochs=30)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     decoded = tagger.predict_on_batch(x)
     assert decoded.dtype == np.int32 and decoded.shape == (8, 6)
-    path = str(tmp_path / "tagger.keras")
-    tagger.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_array_equal(loaded.predict_on_batch(x), decoded)
     if head == "crf":
         # IOB2 constraints: I-PER never follows O or starts a sentence.
         for row in decoded:
             for previous, current in zip([0] + list(row), row):
                 assert not (current == 2 and previous == 0)
-
-
-def test_trains_under_mixed_bfloat16():
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    tagger = build_model("bert_tiny_crf_tagger", labels=LABELS, vocabulary_size=50,
-                         num_layers=1)
-    history = tagger.fit(_inputs(), np.zeros((4, 6), "int32"), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert tagger.output.dtype == "float32"
 
 
 def test_evaluation_matches_entity_scores_on_sample():

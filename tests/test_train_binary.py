@@ -1,23 +1,17 @@
 """The train and evaluate binaries end to end, in a temporary directory."""
 
-import glob
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-SAMPLES = os.path.join(ROOT, "samples", "trec")
+from tests.conftest import ROOT, TREC, run_tool, run_tools  # noqa: F401 (ROOT)
 
-
-def _run(tool, *flags):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, os.path.join(ROOT, "tools", tool), *flags],
-                          capture_output=True, text=True, env=env, timeout=600)
+SAMPLES = TREC
+# tests/test_init_checkpoint.py and tests/test_checkpoint_formats.py import these names.
+_run = run_tool
 
 
 def _scalars(log_dir):
@@ -32,14 +26,9 @@ def _scalars(log_dir):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    model_dir = str(tmp_path_factory.mktemp("run") / "model")
-    result = _run("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
-                  "--eval_data", os.path.join(SAMPLES, "test.label"), "--model_dir", model_dir,
-                  "--epochs=3", "--batch_size=32", "--learning_rate=1e-3",
-                  "--max_seq_length=64", "--vocab_size=1000", "--mixed_precision=float32")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return model_dir, result
+def trained(trained_classifier_dir, trained_models):
+    """The session's TREC classifier: (model_dir, its train.py CompletedProcess)."""
+    return trained_classifier_dir, trained_models.result("classification")
 
 
 def test_model_dir_contents(trained):
@@ -72,8 +61,8 @@ def test_tensorboard_logs_hold_loss_and_learning_rate(trained):
 
 def test_evaluate_prints_one_json_line(trained):
     model_dir, _ = trained
-    result = _run("evaluate.py", "--model_dir", model_dir,
-                  "--data", os.path.join(SAMPLES, "test.label"))
+    result = run_tool("evaluate.py", "--model_dir", model_dir,
+                      "--data", os.path.join(SAMPLES, "test.label"))
     assert result.returncode == 0, result.stderr[-3000:]
     [line] = [l for l in result.stdout.splitlines() if l.startswith("{")]
     metrics = json.loads(line)
@@ -82,28 +71,40 @@ def test_evaluate_prints_one_json_line(trained):
     assert abs(metrics["accuracy"] - stored["accuracy"]) < 1e-6
 
 
-def test_user_errors_are_one_line_with_nonzero_exit(trained, tmp_path):
-    model_dir, _ = trained
+def test_user_errors_are_one_line_with_nonzero_exit(trained_classifier_dir, trained_models,
+                                                    tmp_path):
     bad_eval = tmp_path / "eval.label"
     bad_eval.write_text("LOC:city Where ?\nXYZ:abc What ?\n")
-    result = _run("evaluate.py", "--model_dir", model_dir, "--data", str(bad_eval))
+    # train.py must refuse to touch it; it works on a copy all the same.
+    finished = trained_models.copy("classification", tmp_path / "finished")
+    results = run_tools({
+        "unseen label": ("evaluate.py", "--model_dir", trained_classifier_dir,
+                         "--data", str(bad_eval)),
+        "missing file": ("train.py", "--train_data", str(tmp_path / "missing.label"),
+                         "--eval_data", str(bad_eval), "--model_dir", str(tmp_path / "m")),
+        "finished model_dir": ("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
+                               "--eval_data", os.path.join(SAMPLES, "test.label"),
+                               "--model_dir", finished),
+        "bad flag value": ("train.py", "--train_data=x", "--eval_data=y", "--model_dir=z",
+                           "--jit_compile=sometimes"),
+    })
+    for result in results.values():
+        assert "Traceback" not in result.stderr
+
+    result = results["unseen label"]
     assert result.returncode == 1
     assert f"error: {bad_eval}:2: label 'XYZ' was not seen in training" in result.stderr
-    assert "Traceback" not in result.stderr
 
-    result = _run("train.py", "--train_data", str(tmp_path / "missing.label"),
-                  "--eval_data", str(bad_eval), "--model_dir", str(tmp_path / "m"))
+    result = results["missing file"]
     assert result.returncode == 1
     assert f"error: {tmp_path / 'missing.label'}: no such file" in result.stderr
-    assert "Traceback" not in result.stderr
 
     # A finished model directory is not overwritten by surprise.
-    result = _run("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
-                  "--eval_data", os.path.join(SAMPLES, "test.label"), "--model_dir", model_dir)
+    result = results["finished model_dir"]
     assert result.returncode == 1
     assert "already holds a trained model; pass --overwrite" in result.stderr
+    assert sorted(os.listdir(finished)) == sorted(os.listdir(trained_classifier_dir))
 
-    result = _run("train.py", "--train_data=x", "--eval_data=y", "--model_dir=z",
-                  "--jit_compile=sometimes")
+    result = results["bad flag value"]
     assert result.returncode != 0
-    assert "--jit_compile" in result.stderr and "Traceback" not in result.stderr
+    assert "--jit_compile" in result.stderr

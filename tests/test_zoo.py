@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import ENCODER_PRESETS, build_encoder, build_model, get_preset, list_presets
+from zoo import build_encoder, build_model, get_preset, list_presets
 
 PUBLISHED_SHAPES = {
     "bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
@@ -20,10 +20,17 @@ def test_encoder_presets_have_published_shapes():
     assert albert.embedding_dim == 128 and albert.share_layers
 
 
-def test_every_encoder_has_task_presets():
-    names = list_presets("task")
-    for encoder in ENCODER_PRESETS:
-        assert f"{encoder}_classifier" in names and f"{encoder}_pair_classifier" in names
+def test_list_presets_names_what_get_preset_knows():
+    encoders, tasks = list_presets("encoder"), list_presets("task")
+    assert list_presets() == encoders + tasks
+    assert encoders == sorted(encoders) and tasks == sorted(tasks)
+    assert set(PUBLISHED_SHAPES) <= set(encoders) and not set(encoders) & set(tasks)
+    for name in tasks:  # each task preset names a known encoder preset
+        assert get_preset(name).encoder in encoders, name
+    for name in encoders:
+        assert get_preset(name).num_layers >= 1
+    with pytest.raises(ValueError, match="kind must be 'encoder', 'task' or None"):
+        list_presets("tasks")
 
 
 def test_bert_base_parameter_count_matches_bert():
