@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks.serving import PYTHON_WHITESPACE, span_ner_outputs, split_words, tagging_outputs
+from tasks.span_ner.serving import span_ner_outputs
+from tasks.tagging.serving import tagging_outputs
+from tasks.word_preprocessor import PYTHON_WHITESPACE, WordPreprocessor, split_words
 from tasks.span_ner.decoding import decode_flat, decode_nested
 from tasks.tagging import tags_to_spans
 from tasks.tokenizer import WordPieceTokenizer
@@ -170,7 +172,7 @@ def test_keras_file_alone_carries_labels_vocabulary_and_options(runs):
         assert metadata["task"] == task
         assert metadata["labels"] == md.read_json(md.path(model_dir, md.LABELS))
         assert metadata["task_options"] == config["task_options"]
-        assert metadata["tag_scheme"] == config["tag_scheme"]
+        assert metadata["task_options"].get("tag_scheme") == config["tag_scheme"]
         assert loaded["vocabulary"] == md.load_vocabulary(model_dir)
         assert loaded["lowercase"] == config["lowercase"]
         assert loaded["max_seq_length"] == MAX_SEQ_LENGTH
@@ -335,9 +337,11 @@ def test_old_model_directories_still_load(tmp_path):
                   md.path(str(tmp_path), md.CONFIG))
     md.save_vocabulary(str(tmp_path), VOCABULARY)
     md.write_json(["no", "yes"], md.path(str(tmp_path), md.LABELS))
-    loaded, tokenizer, labels, config = md.load_trained(str(tmp_path))
-    assert labels == ["no", "yes"] and tokenizer.vocabulary == VOCABULARY
-    assert tokenizer.lowercase is False and loaded.task_metadata is None
+    trained = md.load_trained(str(tmp_path))
+    tokenizer = trained.preprocessor.tokenizer()
+    assert trained.labels == ["no", "yes"] and tokenizer.vocabulary == VOCABULARY
+    assert tokenizer.lowercase is False and trained.model.task_metadata is None
+    assert trained.task.name == "classification" and trained.preprocessor.max_seq_length == 16
     with pytest.raises(UserError, match="holds no vocabulary and labels"):
         md.load_trained(model_path=md.path(str(tmp_path), md.BEST_MODEL))
     with pytest.raises(UserError, match="cannot load"):
@@ -435,7 +439,8 @@ def test_tagging_graph_matches_python_tags_and_entities():
     kept = _kept_words(tokenizer, sentences, 16)
     assert kept[3] < 12 and kept[4] < 20  # truncation is exercised
     model = _FakeTagger()
-    serve = tf.function(lambda text: tagging_outputs(model, tokenizer, labels, 16, text),
+    preprocessor = WordPreprocessor(tokenizer, max_seq_length=16)
+    serve = tf.function(lambda text: tagging_outputs(model, preprocessor, labels, text),
                         input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     for seed in range(4):
         drawn = model.draw(len(labels), seed)
@@ -465,8 +470,9 @@ def test_span_graph_matches_python_decoding(decoding, method):
     starts = np.repeat(np.arange(16), width)
     ends = starts + np.tile(np.arange(width), 16)
     model = _FakeSpanModel(len(labels))
+    preprocessor = WordPreprocessor(tokenizer, max_seq_length=16)
     serve = tf.function(
-        lambda text: span_ner_outputs(model, tokenizer, labels, 16, text, threshold=0.3,
+        lambda text: span_ner_outputs(model, preprocessor, labels, text, threshold=0.3,
                                       decoding=decoding, method=method),
         input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     for seed in range(4):
