@@ -54,8 +54,16 @@ def get_task(name, **options):
 
 
 def task_from_metadata(metadata):
-    """The task of a trained model, from its metadata (`task`, `task_options`, ...)."""
-    return get_task_class(metadata["task"]).from_metadata(metadata)
+    """The task of a trained model, from its metadata (`task`, `task_options`, ...).
+
+    A task registered by a module that is not imported yet is named with that
+    module (`task_module` in the metadata), so the error says what to import.
+    """
+    name, module = metadata["task"], metadata.get("task_module")
+    if name not in _TASKS and module:
+        raise ValueError(f"the model's task {name!r} is registered by the module {module!r}: "
+                         f"import it first (binaries: --task_module={module})")
+    return get_task_class(name).from_metadata(metadata)
 
 
 def import_task_modules(modules):

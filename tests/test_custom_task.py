@@ -24,7 +24,7 @@ from tasks.encoder_task_model import EncoderTaskModel
 from tasks.errors import DataFormatError
 from tasks.labels import LabelSet
 from tasks.prediction_io import read_text_lines
-from tasks.registry import get_task, register_task, task_names
+from tasks.registry import get_task, register_task, task_from_metadata, task_names
 from tasks.serving import first_max_index
 from tasks.task import Task
 
@@ -193,3 +193,20 @@ def test_a_task_defined_in_a_test_trains_evaluates_predicts_and_exports(tmp_path
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert served.returncode == 0, served.stderr[-2000:]
     assert json.loads(served.stdout.strip().splitlines()[-1]) == predicted
+
+
+def test_a_model_of_an_unimported_task_says_which_module_to_import():
+    with pytest.raises(ValueError, match=r"--task_module=my_tasks\.reviews"):
+        task_from_metadata({"task": "reviews", "task_module": "my_tasks.reviews"})
+
+
+def test_an_unknown_task_module_is_a_one_line_error():
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "evaluate.py"),
+         "--task_module=no_such_module_here", "--model=x.keras", "--data=y"],
+        capture_output=True, text=True, cwd=REPO,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: --task_module: cannot import task module 'no_such_module_here': "
+        "No module named 'no_such_module_here'")
