@@ -10,16 +10,17 @@ from tasks.preprocessor import as_preprocessor
 _TOKENIZE_BATCH = 512
 
 
-def encode_labels(examples, label_names):
-    """Label ids for `examples`; a label not in `label_names` is an error naming where."""
-    labels = LabelSet(label_names)
-    return np.asarray([labels.id(e.label, f"{e.source}:{e.line}") for e in examples], np.int32)
+def encode_labels(examples, labels):
+    """Label ids for `examples`; a label not in `labels` is an error naming where."""
+    label_set = LabelSet(labels)
+    return np.asarray([label_set.id(e.label, f"{e.source}:{e.line}") for e in examples],
+                      np.int32)
 
 
 def make_dataset(
     examples,
     preprocessor,
-    label_names,
+    labels,
     max_seq_length=None,
     batch_size=32,
     training=False,
@@ -37,7 +38,7 @@ def make_dataset(
         examples: `ClassificationExample`s; all with or all without `text_pair`.
         preprocessor: a `TextPreprocessor`, or a `WordPieceTokenizer` (then
             with `max_seq_length`, 128 by default).
-        label_names: label names, in label-id order.
+        labels: label names, in label-id order.
         max_seq_length: with a tokenizer: the longest packed sequence.
         batch_size: examples per batch.
         training: shuffle each epoch and group examples of similar length.
@@ -53,10 +54,10 @@ def make_dataset(
     columns = {"text": tf.constant([e.text for e in examples])}
     if paired[0]:
         columns["text_pair"] = tf.constant([e.text_pair for e in examples])
-    labels = encode_labels(examples, label_names)
+    label_ids = encode_labels(examples, labels)
 
     dataset = (
-        tf.data.Dataset.from_tensor_slices((columns, labels))
+        tf.data.Dataset.from_tensor_slices((columns, label_ids))
         .batch(_TOKENIZE_BATCH)
         .map(lambda columns, labels: (preprocessor.encode(**columns), labels),
              num_parallel_calls=tf.data.AUTOTUNE)

@@ -5,7 +5,7 @@ Pure Python and NumPy, no TensorFlow.
 The input for one sentence is what a span classifier gives for its candidate spans:
 
 - `probabilities`: [S, C], one row per candidate span, one column per label of
-  `label_names`; column 0 is `NONE` (no entity).
+  `labels`; column 0 is `NONE` (no entity).
 - `starts`, `ends`: [S] word positions of each candidate, `end` INCLUSIVE.
 
 A candidate's score is its best non-`NONE` probability and its label that column's label
@@ -59,7 +59,7 @@ def spans_overlap(a, b):
 # ---------------------------------------------------------------------------------------------
 
 
-def _best_labels(probabilities, starts, ends, label_names):
+def _best_labels(probabilities, starts, ends, labels):
     """Every candidate span with its best non-NONE label and probability, unfiltered.
 
     Returns:
@@ -68,9 +68,9 @@ def _best_labels(probabilities, starts, ends, label_names):
     probabilities = np.asarray(probabilities, dtype=np.float64)
     starts = np.asarray(starts)
     ends = np.asarray(ends)
-    if probabilities.ndim != 2 or probabilities.shape[1] != len(label_names):
+    if probabilities.ndim != 2 or probabilities.shape[1] != len(labels):
         raise ValueError(
-            f"probabilities must have shape [S, {len(label_names)}] (one column per label), "
+            f"probabilities must have shape [S, {len(labels)}] (one column per label), "
             f"got {probabilities.shape}"
         )
     num_spans = probabilities.shape[0]
@@ -80,13 +80,13 @@ def _best_labels(probabilities, starts, ends, label_names):
         )
     if num_spans and (starts.min() < 0 or np.any(starts > ends)):
         raise ValueError("every span needs 0 <= start <= end (end is inclusive)")
-    if num_spans == 0 or len(label_names) < 2:
+    if num_spans == 0 or len(labels) < 2:
         return []
     entity_probabilities = probabilities[:, 1:]
     best = np.argmax(entity_probabilities, axis=1)
     scores = entity_probabilities[np.arange(num_spans), best]
     return [
-        (int(start), int(end), label_names[index + 1], float(score))
+        (int(start), int(end), labels[index + 1], float(score))
         for start, end, index, score in zip(starts.tolist(), ends.tolist(), best.tolist(), scores)
     ]
 
@@ -150,14 +150,14 @@ def _select(candidates, threshold, mode, method):
 # ---------------------------------------------------------------------------------------------
 
 
-def decode_nested(probabilities, starts, ends, label_names, threshold=0.5):
+def decode_nested(probabilities, starts, ends, labels, threshold=0.5):
     """Nested NER: every candidate span whose best non-`NONE` probability is >= `threshold`.
 
     Args:
         probabilities: [S, C] probabilities per candidate span; column 0 is `NONE`.
         starts: [S] first word of each span.
         ends: [S] last word of each span (inclusive).
-        label_names: the C labels, `NONE` first.
+        labels: the C labels, `NONE` first.
         threshold: the smallest kept score.
 
     Returns:
@@ -171,11 +171,11 @@ def decode_nested(probabilities, starts, ends, label_names, threshold=0.5):
     >>> decode_nested(probabilities, [0, 0, 1], [2, 1, 1], ["NONE", "ORG", "PER"])
     [(0, 1, 'PER', 0.7), (0, 2, 'ORG', 0.9)]
     """
-    candidates = _best_labels(probabilities, starts, ends, label_names)
+    candidates = _best_labels(probabilities, starts, ends, labels)
     return _select(candidates, threshold, "nested", None)
 
 
-def decode_flat(probabilities, starts, ends, label_names, threshold=0.5, method="greedy"):
+def decode_flat(probabilities, starts, ends, labels, threshold=0.5, method="greedy"):
     """Flat NER: a non-overlapping set of spans among those scoring >= `threshold`.
 
     A candidate's score is its best non-`NONE` probability.
@@ -190,7 +190,7 @@ def decode_flat(probabilities, starts, ends, label_names, threshold=0.5, method=
         probabilities: [S, C] probabilities per candidate span; column 0 is `NONE`.
         starts: [S] first word of each span.
         ends: [S] last word of each span (inclusive).
-        label_names: the C labels, `NONE` first.
+        labels: the C labels, `NONE` first.
         threshold: the smallest score a kept span may have.
         method: `"greedy"` or `"exact"`.
 
@@ -211,7 +211,7 @@ def decode_flat(probabilities, starts, ends, label_names, threshold=0.5, method=
     [(0, 0, 'ORG', 0.6), (1, 1, 'ORG', 0.6)]
     """
     _check_method(method)
-    candidates = _best_labels(probabilities, starts, ends, label_names)
+    candidates = _best_labels(probabilities, starts, ends, labels)
     return _select(candidates, threshold, "flat", method)
 
 
@@ -261,14 +261,14 @@ def _is_better(f1, threshold, best_f1, best_threshold):
 
 
 def calibrate_threshold(
-    gold, predictions, label_names, mode="flat", method="greedy", grid=None
+    gold, predictions, labels, mode="flat", method="greedy", grid=None
 ):
     """Picks the decoding threshold with the best micro F1 on held-out sentences.
 
     Args:
         gold: per sentence, its gold `(start, end, label)` spans (or `SpanSentence` objects).
         predictions: per sentence, `(probabilities, starts, ends)` as for `decode_flat`.
-        label_names: the C labels, `NONE` first.
+        labels: the C labels, `NONE` first.
         mode: `"flat"` (decode with `decode_flat`) or `"nested"` (`decode_nested`).
         method: `"greedy"` or `"exact"`, for flat decoding.
         grid: the thresholds to try. By default 0.05, 0.10, ..., 0.95, plus every distinct
@@ -302,7 +302,7 @@ def calibrate_threshold(
     if len(gold) != len(predictions):
         raise ValueError(f"{len(gold)} gold sentences but {len(predictions)} predictions")
     candidate_lists = [
-        _best_labels(probabilities, starts, ends, label_names)
+        _best_labels(probabilities, starts, ends, labels)
         for probabilities, starts, ends in predictions
     ]
     grid = _default_grid(candidate_lists) if grid is None else sorted({float(t) for t in grid})

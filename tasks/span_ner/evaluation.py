@@ -27,18 +27,18 @@ def span_probabilities(model, dataset, sentences, max_span_width):
     return results
 
 
-def decode_all(predictions, label_names, threshold=0.5, decoding="flat", method="greedy"):
+def decode_all(predictions, labels, threshold=0.5, decoding="flat", method="greedy"):
     """Entities (start, end, label, score) per sentence from `span_probabilities`."""
     if decoding == "nested":
-        return [decode_nested(p, s, e, label_names, threshold) for p, s, e in predictions]
-    return [decode_flat(p, s, e, label_names, threshold, method) for p, s, e in predictions]
+        return [decode_nested(p, s, e, labels, threshold) for p, s, e in predictions]
+    return [decode_flat(p, s, e, labels, threshold, method) for p, s, e in predictions]
 
 
-def evaluate_span_model(model, dataset, sentences, label_names, max_span_width,
+def evaluate_span_model(model, dataset, sentences, labels, max_span_width,
                         threshold=0.5, decoding="flat", method="greedy"):
     """Span precision, recall and F1 (exact start, end and label), overall and per type."""
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
-    decoded = decode_all(predictions, label_names, threshold, decoding, method)
+    decoded = decode_all(predictions, labels, threshold, decoding, method)
     scores = span_scores([s.spans for s in sentences], decoded)
     flat = {"span_precision": scores["precision"], "span_recall": scores["recall"],
             "span_f1": scores["f1"], "threshold": threshold, "sentences": len(sentences)}
@@ -47,9 +47,9 @@ def evaluate_span_model(model, dataset, sentences, label_names, max_span_width,
     return flat
 
 
-def calibrate(model, dataset, sentences, label_names, max_span_width, decoding="flat",
+def calibrate(model, dataset, sentences, labels, max_span_width, decoding="flat",
               method="greedy"):
     """The threshold on the best non-NONE probability that maximises F1 on `sentences`."""
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
-    return calibrate_threshold([s.spans for s in sentences], predictions, label_names,
+    return calibrate_threshold([s.spans for s in sentences], predictions, labels,
                                mode=decoding, method=method)

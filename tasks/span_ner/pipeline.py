@@ -44,7 +44,7 @@ def span_label_grid(sentence, labels, max_span_width):
 def make_dataset(
     sentences,
     preprocessor,
-    label_names,
+    labels,
     max_span_width=10,
     max_seq_length=None,
     batch_size=32,
@@ -54,15 +54,15 @@ def make_dataset(
     """Builds batched (features, span label grids) for `SpanSentence`s.
 
     Args:
-        sentences: the sentences; their entity types must be in `label_names`.
+        sentences: the sentences; their entity types must be in `labels`.
         preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
             with `max_seq_length`, 128 by default).
-        label_names: "NONE" then the entity types.
+        labels: "NONE" then the entity types.
         max_span_width: L, the widest span in words.
         max_seq_length, batch_size, training, seed: as for `make_word_dataset`.
     """
-    labels = LabelSet(label_names, kind="entity type")
-    grids = [span_label_grid(s, labels, max_span_width) for s in sentences]
+    label_set = LabelSet(labels, kind="entity type")
+    grids = [span_label_grid(s, label_set, max_span_width) for s in sentences]
     dataset = make_word_dataset(
         [s.words for s in sentences], grids, preprocessor, max_seq_length=max_seq_length,
         batch_size=batch_size, training=training, seed=seed)

@@ -5,7 +5,7 @@ import numpy as np
 from tasks.tagging.metrics import entity_scores
 
 
-def predict_tags(model, dataset, sentences, label_names):
+def predict_tags(model, dataset, sentences, labels):
     """Decoded tag names for every word of `sentences`, in order.
 
     `dataset` must be the order-preserving (non-training) dataset of
@@ -17,16 +17,16 @@ def predict_tags(model, dataset, sentences, label_names):
         tag_ids = np.asarray(model.predict_on_batch(features))
         kept = np.asarray(features["word_mask"]).sum(axis=1)
         for row, count in zip(tag_ids, kept):
-            predictions.append([label_names[i] for i in row[:count]])
+            predictions.append([labels[i] for i in row[:count]])
     if len(predictions) != len(sentences):
         raise ValueError(f"the dataset has {len(predictions)} sentences, expected {len(sentences)}")
     return [tags + ["O"] * (len(sentence.words) - len(tags))
             for tags, sentence in zip(predictions, sentences)]
 
 
-def evaluate_tagger(model, dataset, sentences, label_names):
+def evaluate_tagger(model, dataset, sentences, labels):
     """Entity-level precision, recall, F1 (seqeval's default mode) and token accuracy."""
-    predicted = predict_tags(model, dataset, sentences, label_names)
+    predicted = predict_tags(model, dataset, sentences, labels)
     scores = entity_scores([list(s.tags) for s in sentences], predicted)
     flat = {
         "entity_precision": scores["precision"],

@@ -13,14 +13,14 @@ from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 __all__ = ["LABEL_PADDING", "continuation_ids", "encode_tags", "make_dataset"]
 
 
-def encode_tags(sentences, label_names):
-    """Tag ids per sentence; a tag not in `label_names` is an error naming the line."""
-    tags = LabelSet(label_names, kind="tag")
+def encode_tags(sentences, labels):
+    """Tag ids per sentence; a tag not in `labels` is an error naming the line."""
+    tags = LabelSet(labels, kind="tag")
     return [[tags.id(tag, f"{sentence.source}:{sentence.line + offset}")
              for offset, tag in enumerate(sentence.tags)] for sentence in sentences]
 
 
-def continuation_ids(label_names):
+def continuation_ids(labels):
     """For each tag id, the id a non-first subword gets when every subword is labelled.
 
     B-x continues as I-x (when I-x is a known tag); every other tag as itself.
@@ -29,9 +29,9 @@ def continuation_ids(label_names):
     >>> continuation_ids(["O", "B-PER", "I-PER"]).tolist()
     [0, 2, 2]
     """
-    index = {name: i for i, name in enumerate(label_names)}
+    index = {name: i for i, name in enumerate(labels)}
     result = []
-    for i, name in enumerate(label_names):
+    for i, name in enumerate(labels):
         prefix, entity_type = split_tag(name) if name != "O" else ("O", None)
         inside = f"I-{entity_type}"
         result.append(index[inside] if prefix == "B" and inside in index else i)
@@ -41,7 +41,7 @@ def continuation_ids(label_names):
 def make_dataset(
     sentences,
     preprocessor,
-    label_names,
+    labels,
     max_seq_length=None,
     batch_size=32,
     training=False,
@@ -51,10 +51,10 @@ def make_dataset(
     """Builds batched (features, tag ids) for `sentences` (`TaggedSentence`s).
 
     Args:
-        sentences: the sentences; their tags must be in `label_names`.
+        sentences: the sentences; their tags must be in `labels`.
         preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
             with `max_seq_length`, 128 by default).
-        label_names: tag names in id order.
+        labels: tag names in id order.
         max_seq_length: with a tokenizer: the longest `[CLS] … [SEP]` sequence.
         batch_size: sentences per batch.
         training: shuffle every epoch and group sentences of similar length.
@@ -62,7 +62,7 @@ def make_dataset(
         label_all_subwords: in training, label every subword (B-x continues as
             I-x) instead of the first subword of each word only.
     """
-    tag_ids = [np.asarray(ids, np.int32) for ids in encode_tags(sentences, label_names)]
+    tag_ids = [np.asarray(ids, np.int32) for ids in encode_tags(sentences, labels)]
     return make_word_dataset(
         [s.words for s in sentences],
         tag_ids,
@@ -71,5 +71,5 @@ def make_dataset(
         batch_size=batch_size,
         training=training,
         seed=seed,
-        continuation=continuation_ids(label_names) if label_all_subwords else None,
+        continuation=continuation_ids(labels) if label_all_subwords else None,
     )
