@@ -49,7 +49,7 @@ class EncoderTaskModel(keras.Model):
             lowercase: whether text is lower-cased and accent-stripped.
             max_seq_length: the longest packed sequence the model was trained on.
             task_options: the task's options, as `tasks.registry.get_task` takes them.
-            **extra: further JSON-serialisable facts to keep (`tag_scheme`, `preset`).
+            **extra: further JSON-serialisable facts to keep (`preset`, `task_module`).
 
         Returns:
             The model.
