@@ -3,7 +3,6 @@
 import dataclasses
 import difflib
 
-import keras
 
 from layers import Encoder
 from tasks.optimization import create_optimizer
