@@ -1,7 +1,9 @@
 """What every task's prediction input and output share: plain-text lines, format choice."""
 
 import os
+import sys
 
+from tasks.atomic_files import write_text_atomically
 from tasks.errors import DataFormatError
 
 INPUT_FORMATS = ("auto", "text", "data")
@@ -50,3 +52,12 @@ def read_word_input(path, input_format, read_columns):
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found")
     return sentences
+
+
+def write_output(output, lines):
+    """Writes prediction lines to `output` atomically, or to standard output for "-"."""
+    if output == "-":
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    else:
+        write_text_atomically(output, lines)

@@ -31,7 +31,8 @@ FLAGS = flags.FLAGS
 define_task_module_flag()
 define_model_flags()
 flags.DEFINE_string("input", None, "Input file.")
-flags.DEFINE_string("output", None, "Output file (written atomically).")
+flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
+                    "output.")
 flags.DEFINE_enum("input_format", "auto", INPUT_FORMATS,
                   "text: one sentence per line; data: a file in the task's data format "
                   "(CoNLL columns, TREC, MRPC, JSONL); auto: data when it parses as such.")
@@ -52,7 +53,8 @@ def main(argv):
                                          FLAGS.batch_size)
     except ValueError as error:
         raise UserError(str(error))
-    print(f"wrote predictions for {written} to {FLAGS.output}")
+    if FLAGS.output != "-":
+        print(f"wrote predictions for {written} to {FLAGS.output}")
 
 
 def entry_point():

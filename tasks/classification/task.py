@@ -9,9 +9,8 @@ from tasks.classification import readers
 from tasks.classification.model import Classifier, classification_loss, classification_metrics
 from tasks.classification.pipeline import make_dataset
 from tasks.classification.serving import classification_outputs
-from tasks.atomic_files import write_text_atomically
 from tasks.errors import DataFormatError
-from tasks.prediction_io import read_text_lines
+from tasks.prediction_io import read_text_lines, write_output
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -134,7 +133,7 @@ class ClassificationTask(Task):
             if example.text_pair is not None:
                 record["text_pair"] = example.text_pair
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-        write_text_atomically(output, lines)
+        write_output(output, lines)
         return f"{len(examples)} texts"
 
     # === Serving ===

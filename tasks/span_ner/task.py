@@ -5,10 +5,9 @@ import json
 
 from absl import flags
 
-from tasks.atomic_files import write_text_atomically
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.errors import DataFormatError
-from tasks.prediction_io import read_word_input, wants_jsonl
+from tasks.prediction_io import read_word_input, wants_jsonl, write_output
 from tasks.registry import register_task
 from tasks.span_ner import readers
 from tasks.span_ner.evaluation import (
@@ -185,7 +184,7 @@ class SpanNERTask(Task):
             else:
                 tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
                 lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
-        write_text_atomically(output, lines)
+        write_output(output, lines)
         return f"{len(sentences)} sentences"
 
     # === Serving ===

@@ -5,9 +5,8 @@ import json
 
 from absl import flags
 
-from tasks.atomic_files import write_text_atomically
 from tasks.encoder_task_model import MaskedAccuracy
-from tasks.prediction_io import read_word_input, wants_jsonl
+from tasks.prediction_io import read_word_input, wants_jsonl, write_output
 from tasks.registry import register_task
 from tasks import tags
 from tasks.tagging import readers
@@ -154,7 +153,7 @@ class TaggingTask(Task):
                                     batch_size=batch_size)
         predictions = predict_tags(model, dataset, sentences, labels)
         as_jsonl = wants_jsonl(output, output_format)
-        write_text_atomically(output, _tagging_lines(sentences, predictions, as_jsonl))
+        write_output(output, _tagging_lines(sentences, predictions, as_jsonl))
         return f"{len(sentences)} sentences"
 
     # === Serving ===

@@ -1,0 +1,82 @@
+"""Evaluates several trained models on one data file and prints them side by side.
+
+    python tools/compare.py --data=samples/trec/test.label \
+        --run=pretrained=demo_runs/trec/pretrained --run=scratch=demo_runs/trec/scratch
+
+Each `--run=NAME=MODEL` names a model directory written by tools/train.py (or
+its `.keras` file). Every model is evaluated by its own task on `--data`; the
+table lists each task's headline metric (the one that picked its best epoch:
+accuracy, F1, entity F1, ...) and the difference to the first run. The last
+line is one JSON object, `{"<name>_<metric>": value, ...}`, for scripts.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+
+from absl import flags  # noqa: E402
+
+from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_task_module_flag  # noqa: E402
+
+FLAGS = flags.FLAGS
+define_task_module_flag()
+flags.DEFINE_multi_string("run", None, "NAME=MODEL: a name for the table and a model "
+                          "directory (or .keras file) written by tools/train.py; repeatable.")
+flags.DEFINE_string("data", None, "Data file to evaluate every model on (read once).")
+flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
+flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+flags.mark_flags_as_required(["run", "data"])
+
+
+def _runs():
+    runs = []
+    for value in FLAGS.run:
+        name, separator, model = value.partition("=")
+        if not separator or not name or not model:
+            raise UserError(f"--run={value}: expected NAME=MODEL")
+        if name in [existing for existing, _ in runs]:
+            raise UserError(f"--run={value}: the name {name!r} is given twice")
+        runs.append((name, model))
+    return runs
+
+
+def _evaluate(model):
+    from tools import model_directory as md
+
+    trained = (md.load_trained(model_path=model) if model.endswith(".keras")
+               else md.load_trained(model))
+    task = trained.task
+    examples = task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"))
+    try:
+        dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
+                                    batch_size=FLAGS.batch_size)
+    except ValueError as error:
+        raise UserError(str(error))
+    metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
+    headline = task.monitor(len(trained.labels))[0].removeprefix("val_")
+    return headline, metrics
+
+
+def main(argv):
+    results = [(name, *_evaluate(model)) for name, model in _runs()]
+    width = max(len(name) for name, _, _ in results)
+    first = results[0][2][results[0][1]]
+    summary = {}
+    for name, headline, metrics in results:
+        value = metrics[headline]
+        change = "" if name == results[0][0] else f"  ({100 * (value - first):+.1f} points)"
+        print(f"{name:<{width}}  {headline} {value:.4f}{change}")
+        summary[f"{name}_{headline}"] = round(float(value), 6)
+    print(json.dumps(summary, sort_keys=True))
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()
