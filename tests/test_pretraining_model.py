@@ -243,3 +243,30 @@ def test_build_vocab_binary(tmp_path):
     assert (ids.flat_values.numpy() == tokenizer.unk_id).mean() < 0.01
     again = _run("build_vocab.py", f"--corpus={corpus}", f"--output={output}")
     assert again.returncode == 1 and "--overwrite" in again.stderr
+
+
+def test_train_binary_takes_a_pretraining_run_directory_as_init_checkpoint(pretrained, tmp_path):
+    model_dir, _ = pretrained
+    run_dir = str(tmp_path / "fine_tuned")
+    result = _run("train.py", f"--init_checkpoint={model_dir}", "--preset=bert_tiny",
+                  "--train_data", os.path.join(TREC_SAMPLES, "train.label"),
+                  "--eval_data", os.path.join(TREC_SAMPLES, "test.label"),
+                  f"--model_dir={run_dir}", "--epochs=1", "--max_seq_length=64",
+                  "--mixed_precision=float32")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.load(open(os.path.join(run_dir, "config.json")))
+    assert config["init_checkpoint"] == os.path.join(os.path.abspath(model_dir), "encoder")
+    assert config["vocabulary_size"] == len(open(os.path.join(model_dir, "vocab.txt")).read()
+                                            .splitlines())
+
+
+def test_convert_binary_reads_the_encoder_of_a_trained_model_directory(trained_classifier_dir,
+                                                                       tmp_path):
+    output = str(tmp_path / "native")
+    result = _run("convert.py", f"--input={trained_classifier_dir}", f"--output={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = keras.saving.load_model(os.path.join(trained_classifier_dir, "best_model.keras"))
+    for ours, saved in zip(model.get_layer("encoder").weights, load_encoder(output).weights):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(saved))
+    with open(os.path.join(output, "vocab.txt")) as f:
+        assert f.read().splitlines() == list(model.preprocessor.vocabulary)

@@ -108,3 +108,20 @@ def test_user_errors_are_one_line_with_nonzero_exit(trained_classifier_dir, trai
     result = results["bad flag value"]
     assert result.returncode != 0
     assert "--jit_compile" in result.stderr
+
+
+def test_early_stopping_ends_training_and_keeps_the_best_epoch(tmp_path):
+    # A learning rate this small leaves the validation accuracy where it starts: no epoch
+    # after the first improves it, so patience 1 stops after the second of 20 epochs.
+    model_dir = str(tmp_path / "run")
+    result = run_tool("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
+                      "--eval_data", os.path.join(SAMPLES, "test.label"),
+                      "--model_dir", model_dir, "--epochs=20", "--learning_rate=1e-12",
+                      "--early_stopping_patience=1", "--vocab_size=300",
+                      "--max_seq_length=32", "--mixed_precision=float32")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Epoch 2/20" in result.stdout and "Epoch 3/20" not in result.stdout
+    with open(os.path.join(model_dir, "best_model.keras.json")) as f:
+        assert json.load(f)["epoch"] == 1
+    assert json.load(open(os.path.join(model_dir, "config.json")))[
+        "early_stopping_patience"] == 1

@@ -39,11 +39,11 @@ def _source(path):
 
     if not os.path.isdir(path):
         raise UserError(f"--input={path}: no such directory")
-    if os.path.isdir(md.path(path, md.ENCODER)):  # a tools/pretrain.py model directory
-        path = md.path(path, md.ENCODER)
+    path = md.encoder_checkpoint(path)
     if os.path.exists(md.path(path, md.BEST_MODEL)):  # a tools/train.py model directory
-        model, tokenizer, _, _ = md.load_trained(path)
-        return (model.get_layer("encoder"), tokenizer.vocabulary, tokenizer.lowercase,
+        trained = md.load_trained(path)
+        tokenizer = trained.preprocessor.tokenizer()
+        return (trained.model.get_layer("encoder"), tokenizer.vocabulary, tokenizer.lowercase,
                 f"the encoder of {md.path(path, md.BEST_MODEL)}")
     try:
         encoder = load_encoder(path)

@@ -105,6 +105,13 @@ def save_vocabulary(model_dir, tokens):
     write_vocabulary(tokens, path(model_dir, VOCAB))
 
 
+def encoder_checkpoint(path):
+    """`path`, or its `encoder/` when it is a tools/pretrain.py model directory."""
+    if os.path.isdir(path) and os.path.isdir(os.path.join(path, ENCODER)):
+        return os.path.join(path, ENCODER)
+    return path
+
+
 def load_vocabulary(model_dir):
     return read_vocabulary(path(model_dir, VOCAB))
 

@@ -49,13 +49,18 @@ flags.DEFINE_string("vocab", None, "vocab.txt to use; by default the --init_chec
 flags.DEFINE_string("init_checkpoint", None, "A checkpoint directory whose encoder weights "
                     "start training: Hugging Face BERT (config.json, model.safetensors, "
                     "vocab.txt), a KerasHub BertBackbone preset (save_to_preset), or ours "
-                    "(encoder.keras, from pretraining).")
+                    "(encoder.keras; a tools/pretrain.py run directory stands for its "
+                    "encoder/).")
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the training text.",
                      lower_bound=100)
 flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
 flags.DEFINE_string("model_dir", None, "Output directory.")
 flags.DEFINE_boolean("overwrite", False, "Replace a finished model in --model_dir.")
-flags.DEFINE_integer("epochs", 3, "Training epochs.", lower_bound=1)
+flags.DEFINE_integer("epochs", 3, "Training epochs (at most, with early stopping).",
+                     lower_bound=1)
+flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation metric that "
+                     "picks the best model has not improved for this many epochs; the best "
+                     "epoch's model is the one kept and evaluated.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
                    "omitted.", lower_bound=0.0)
@@ -141,6 +146,8 @@ def _load_encoder(tokens):
 
 
 def main(argv):
+    if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
+        FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
     try:
         task_class = get_task_class(FLAGS.task)
         task_options, head_options = task_class.options_from_flags(FLAGS)
@@ -195,6 +202,7 @@ def main(argv):
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
+        "early_stopping_patience": FLAGS.early_stopping_patience,
         "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
@@ -230,6 +238,9 @@ def main(argv):
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
     ]
+    if FLAGS.early_stopping_patience:
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor, patience=FLAGS.early_stopping_patience, mode=mode, verbose=1))
     print(f"training {preset or task.name + ' on ' + encoder_preset} ({policy}, "
           f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
           f"{steps_per_epoch} steps per epoch", flush=True)
