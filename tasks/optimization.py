@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from tasks.layerwise_optimizer import LayerwiseAdamW
+
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -43,21 +45,33 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_decay=0.01):
+def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_decay=0.01,
+                     head_learning_rate=None, layer_lr_decay=1.0, num_layers=None):
     """AdamW as BERT uses it: no weight decay on biases and LayerNorm parameters.
 
-    With `total_steps` the rate follows `WarmupLinearDecay`; without, it is constant.
+    With `total_steps` the rate follows `WarmupLinearDecay`; without, it is
+    constant. `head_learning_rate` (the peak rate of everything outside the
+    encoder) and `layer_lr_decay` (ξ < 1: block l of `num_layers` at
+    ξ^(num_layers − 1 − l) × the rate) give a `LayerwiseAdamW`; the head's
+    rate follows the same schedule, scaled.
+
+    Examples:
+    >>> create_optimizer(1e-4, total_steps=100).__class__.__name__
+    'AdamW'
+    >>> optimizer = create_optimizer(1e-4, head_learning_rate=1e-3)
+    >>> type(optimizer).__name__, optimizer.multiplier("emissions/kernel")
+    ('LayerwiseAdamW', 10.0)
     """
     schedule = learning_rate
     if total_steps:
         schedule = WarmupLinearDecay(learning_rate, warmup_steps, total_steps)
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=schedule,
-        weight_decay=weight_decay,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        global_clipnorm=1.0,
-    )
+    options = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9,
+                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
+    head_multiplier = 1.0 if head_learning_rate is None else head_learning_rate / learning_rate
+    if head_multiplier == 1 and layer_lr_decay == 1:
+        optimizer = keras.optimizers.AdamW(**options)
+    else:
+        optimizer = LayerwiseAdamW(head_multiplier=head_multiplier, layer_decay=layer_lr_decay,
+                                   num_layers=num_layers, **options)
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer

@@ -64,6 +64,12 @@ flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation 
 flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
                    "omitted.", lower_bound=0.0)
+flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what starts from "
+                   "scratch (the task head, CRF transitions, span scorer); by default the "
+                   "encoder's.", lower_bound=0.0)
+flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l of L learns at "
+                   "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
+                   lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up, followed by "
                    "linear decay to 0.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
@@ -203,6 +209,7 @@ def main(argv):
         "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience,
+        "head_learning_rate": FLAGS.head_learning_rate, "layer_lr_decay": FLAGS.layer_lr_decay,
         "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
@@ -218,7 +225,9 @@ def main(argv):
     overrides = dict(head_options, **task.model_head_options(labels),
                      vocabulary_size=len(tokens), learning_rate=learning_rate,
                      total_steps=total_steps, warmup_steps=int(FLAGS.warmup_fraction * total_steps),
-                     jit_compile=jit_compile)
+                     jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay)
+    if FLAGS.head_learning_rate is not None:
+        overrides["head_learning_rate"] = FLAGS.head_learning_rate
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
     try:

@@ -4,7 +4,7 @@ import dataclasses
 import difflib
 
 
-from layers import Encoder
+from layers import Encoder, transformer_of
 from tasks.optimization import create_optimizer
 from tasks.registry import get_task
 from zoo.hardware import resolve_jit_compile
@@ -14,7 +14,8 @@ ENCODER_INPUTS = Encoder.INPUTS
 _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
-_TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile")
+_TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile",
+                    "head_learning_rate", "layer_lr_decay")
 
 
 def _closest_first(name, valid):
@@ -190,9 +191,17 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
             _check_number("warmup_steps", warmup_steps, int, low=0, high=total_steps)
         weight_decay = overrides.get("weight_decay", 0.01)
         _check_number("weight_decay", weight_decay, float, low=0.0)
+        head_learning_rate = overrides.get("head_learning_rate")
+        if head_learning_rate is not None:
+            _check_number("head_learning_rate", head_learning_rate, float, low=0.0,
+                          low_open=True)
+        layer_lr_decay = overrides.get("layer_lr_decay", 1.0)
+        _check_number("layer_lr_decay", layer_lr_decay, float, low=0.0, high=1.0, low_open=True)
         model.compile(
             optimizer=create_optimizer(
-                encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay
+                encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay,
+                head_learning_rate=head_learning_rate, layer_lr_decay=layer_lr_decay,
+                num_layers=transformer_of(encoder).num_layers,
             ),
             loss=task.loss(),
             metrics=task.metrics(model),
