@@ -38,6 +38,8 @@ def test_model_dir_contents(trained):
     assert not os.path.exists(os.path.join(model_dir, "checkpoints"))  # removed when done
     config = json.load(open(os.path.join(model_dir, "config.json")))
     assert config["preset"] == "bert_tiny_classifier"
+    assert config["trainable_parameters"] == config["total_parameters"] > 0
+    assert config["freeze_encoder"] is False
     assert config["labels"] == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
     assert config["total_steps"] == 3 * config["steps_per_epoch"]
     metrics = json.load(open(os.path.join(model_dir, "metrics.json")))

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from layers import transformer_of  # noqa: E402
@@ -70,6 +71,8 @@ flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what start
 flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l of L learns at "
                    "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
                    lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_boolean("freeze_encoder", False, "Feature extraction: the encoder's weights stay "
+                     "as they start; only the task head trains.")
 flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up, followed by "
                    "linear decay to 0.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
@@ -210,6 +213,7 @@ def main(argv):
         "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": FLAGS.head_learning_rate, "layer_lr_decay": FLAGS.layer_lr_decay,
+        "freeze_encoder": FLAGS.freeze_encoder,
         "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
@@ -225,7 +229,8 @@ def main(argv):
     overrides = dict(head_options, **task.model_head_options(labels),
                      vocabulary_size=len(tokens), learning_rate=learning_rate,
                      total_steps=total_steps, warmup_steps=int(FLAGS.warmup_fraction * total_steps),
-                     jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay)
+                     jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay,
+                     freeze_encoder=FLAGS.freeze_encoder)
     if FLAGS.head_learning_rate is not None:
         overrides["head_learning_rate"] = FLAGS.head_learning_rate
     if FLAGS.dropout is not None:
@@ -235,6 +240,10 @@ def main(argv):
                                  **overrides)
     except ValueError as error:
         raise UserError(str(error))
+    trainable = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+    total = sum(int(np.prod(v.shape)) for v in model.weights)
+    config.update(trainable_parameters=trainable, total_parameters=total)
+    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
     # What inference needs rides in the .keras file (vocabulary as an asset), so that
     # best_model.keras alone predicts, evaluates and exports (--model=...keras).
     model.attach_metadata(preprocessor=preprocessor, task=task.name, labels=labels,
@@ -252,7 +261,8 @@ def main(argv):
             monitor, patience=FLAGS.early_stopping_patience, mode=mode, verbose=1))
     print(f"training {preset or task.name + ' on ' + encoder_preset} ({policy}, "
           f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
-          f"{steps_per_epoch} steps per epoch", flush=True)
+          f"{steps_per_epoch} steps per epoch; {trainable:,} of {total:,} parameters "
+          "trainable", flush=True)
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
     model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,

@@ -15,7 +15,7 @@ _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
 _TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile",
-                    "head_learning_rate", "layer_lr_decay")
+                    "head_learning_rate", "layer_lr_decay", "freeze_encoder")
 
 
 def _closest_first(name, valid):
@@ -183,6 +183,9 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
                              if k in _ENCODER_FIELDS and k != "learning_rate"}
         encoder = build_encoder(encoder_preset, **encoder_overrides)
     model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
+    if overrides.get("freeze_encoder", False):
+        # Feature extraction: only the head trains; the flag is saved with the model.
+        encoder.trainable = False
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
