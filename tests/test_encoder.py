@@ -8,19 +8,7 @@ import pytest
 
 from layers import Encoder, TransformerEncoder, transformer_of
 from tests.layer_test_utils import run_layer_test
-
-SMALL = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
-             intermediate_dim=16, max_sequence_length=16)
-
-
-def _inputs():
-    token_ids = np.array([[2, 7, 9, 3, 0, 0], [2, 5, 3, 8, 4, 3]], "int32")
-    return {
-        "token_ids": token_ids,
-        "segment_ids": np.array([[0] * 6, [0, 0, 0, 1, 1, 1]], "int32"),
-        "padding_mask": (token_ids > 0).astype("int32"),
-    }
-
+from tests.test_transformer_encoder import SMALL, encoder_inputs
 
 def _legacy_encoder(**options):
     """The plain functional encoder that `zoo.build_encoder` returned before `Encoder`."""
@@ -33,7 +21,7 @@ def _legacy_encoder(**options):
 @pytest.mark.parametrize("options", [{}, {"norm_first": True, "share_layers": True}])
 def test_model_contract(options):
     # hidden_states[0] is the first leaf (keras.tree sorts the dict's keys).
-    run_layer_test(Encoder, dict(SMALL, **options), _inputs(),
+    run_layer_test(Encoder, dict(SMALL, **options), encoder_inputs(),
                    expected_output_shape=(2, 6, 8), run_training_check=not options)
 
 
@@ -53,8 +41,8 @@ def test_inputs_outputs_and_properties():
 
 def test_same_outputs_as_its_transformer_layer():
     encoder = Encoder(**SMALL, dropout=0.0)
-    ours = encoder(_inputs())
-    theirs = encoder.transformer(**_inputs())
+    ours = encoder(encoder_inputs())
+    theirs = encoder.transformer(**encoder_inputs())
     for key in ("sequence_output", "pooled_output"):
         np.testing.assert_array_equal(np.asarray(ours[key]), np.asarray(theirs[key]))
 
@@ -97,7 +85,7 @@ def test_task_models_save_and_load_their_encoder_as_encoder(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     assert isinstance(loaded.encoder, Encoder)
-    x = {name: value % 40 for name, value in _inputs().items()}
+    x = {name: value % 40 for name, value in encoder_inputs().items()}
     np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(model(x)), atol=1e-6)
 
 

@@ -8,7 +8,8 @@ SMALL = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
              intermediate_dim=16, max_sequence_length=16)
 
 
-def _inputs():
+def encoder_inputs():
+    """A padded batch of two sequences, the second a pair (tests/test_encoder.py shares it)."""
     token_ids = np.array([[2, 7, 9, 3, 0, 0], [2, 5, 3, 8, 4, 3]], "int32")
     return {
         "token_ids": token_ids,
@@ -24,7 +25,7 @@ def _inputs():
 ])
 def test_layer_contract(options):
     run_layer_test(
-        TransformerEncoder, dict(SMALL, **options), _inputs(),
+        TransformerEncoder, dict(SMALL, **options), encoder_inputs(),
         expected_output_shape=(2, 6, 8),
         run_training_check=not options,  # one XLA fit step is enough
     )
@@ -32,7 +33,7 @@ def test_layer_contract(options):
 
 def test_outputs_and_hidden_states():
     encoder = TransformerEncoder(**SMALL, dropout=0.0)
-    out = encoder(**_inputs())
+    out = encoder(**encoder_inputs())
     assert len(out["hidden_states"]) == 3
     np.testing.assert_allclose(out["hidden_states"][-1], out["sequence_output"])
     pooled = np.tanh(
@@ -45,7 +46,7 @@ def test_outputs_and_hidden_states():
 def test_padding_invariance():
     """Padding the same batch further does not change outputs at real positions."""
     encoder = TransformerEncoder(**SMALL, dropout=0.0)
-    data = _inputs()
+    data = encoder_inputs()
     short = encoder(**data)
     padded = {name: np.pad(value, ((0, 0), (0, 5))) for name, value in data.items()}
     padded["token_ids"][:, 6:] = 11  # garbage ids at padded positions
@@ -60,7 +61,7 @@ def test_padding_invariance():
 def test_shared_layers_have_one_block_of_weights():
     shared = TransformerEncoder(**dict(SMALL, num_layers=4, share_layers=True))
     separate = TransformerEncoder(**dict(SMALL, num_layers=4))
-    shared(**_inputs())
-    separate(**_inputs())
+    shared(**encoder_inputs())
+    separate(**encoder_inputs())
     block_weights = len(separate.blocks[0].weights)
     assert len(separate.weights) - len(shared.weights) == 3 * block_weights

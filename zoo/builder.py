@@ -118,8 +118,9 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             `span_combination`, `span_pooling`, `width_embedding_dim`,
             `span_hidden_dim`, `none_weight`, and `num_classes` counts NONE)
             and training fields (`learning_rate`, `warmup_steps`,
-            `total_steps`, `weight_decay`, `jit_compile`). Unknown names or
-            bad values raise `ValueError`.
+            `total_steps`, `weight_decay`, `jit_compile`; `head_learning_rate`
+            and `layer_lr_decay` for per-part rates, `freeze_encoder` to train
+            the head only). Unknown names or bad values raise `ValueError`.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
