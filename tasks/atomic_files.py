@@ -19,17 +19,24 @@ import shutil
 import tempfile
 
 
-def write_text_atomically(path, lines):
-    """Writes the strings `lines` (any iterable) to `path` through `path + ".partial"`."""
-    temporary = f"{path}.partial"
+def _write_then_rename(path, temporary, write):
+    """`write(temporary)`, then rename it to `path`; the temporary file never outlives a failure."""
     try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.writelines(lines)
+        write(temporary)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+
+
+def write_text_atomically(path, lines):
+    """Writes the strings `lines` (any iterable) to `path` through `path + ".partial"`."""
+    def write(temporary):
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+
+    _write_then_rename(path, f"{path}.partial", write)
 
 
 def write_json_atomically(data, path):
@@ -42,14 +49,7 @@ def save_model_atomically(model, path):
     """`model.save(path)` (a `.keras` file) through a temporary file beside it."""
     if not str(path).endswith(".keras"):
         raise ValueError(f"a Keras model file must end in .keras, got {path}")
-    temporary = str(path)[: -len(".keras")] + ".partial.keras"
-    try:
-        model.save(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    _write_then_rename(path, str(path)[: -len(".keras")] + ".partial.keras", model.save)
 
 
 def write_directory_atomically(directory, write, overwrite=False):

@@ -54,7 +54,7 @@ class Task:
                 raise ValueError(f"task {self.name!r} takes no options, got {sorted(options)}")
             self.options = None
             return
-        valid = [field.name for field in dataclasses.fields(self.Options)]
+        valid = self.option_names()
         unknown = sorted(set(options) - set(valid))
         if unknown:
             raise ValueError(f"unknown option(s) {', '.join(unknown)} for task {self.name!r}; "
@@ -67,6 +67,11 @@ class Task:
         if options is not None and name in {f.name for f in dataclasses.fields(options)}:
             return getattr(options, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def option_names(cls):
+        """The names of the task's options (the fields of `Options`)."""
+        return [field.name for field in dataclasses.fields(cls.Options)] if cls.Options else []
 
     @classmethod
     def from_metadata(cls, metadata):

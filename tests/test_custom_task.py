@@ -142,7 +142,7 @@ def _write_reviews(path, count, seed):
         f.writelines(lines)
 
 
-def test_the_task_is_registered_by_this_module_only():
+def test_the_task_registers_itself_when_its_module_is_imported():
     assert "keyword_sentiment" in task_names()
     assert isinstance(get_task("keyword_sentiment"), KeywordSentimentTask)
 

@@ -19,6 +19,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
+from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_task_module_flag  # noqa: E402
 
@@ -45,8 +46,6 @@ def _runs():
 
 
 def _evaluate(model):
-    from tools import model_directory as md
-
     trained = (md.load_trained(model_path=model) if model.endswith(".keras")
                else md.load_trained(model))
     task = trained.task

@@ -190,14 +190,11 @@ def load_pretrained(path, task, **options):
         ValueError: an unknown task, a bad option, or a checkpoint that
             cannot be loaded (see `load_encoder`).
     """
-    import dataclasses
-
     from tasks.registry import get_task_class
     from zoo.builder import _ENCODER_FIELDS, build_task_model
 
     task_class = get_task_class(task) if isinstance(task, str) else type(task)
-    option_names = ({field.name for field in dataclasses.fields(task_class.Options)}
-                    if task_class.Options is not None else set())
+    option_names = set(task_class.option_names())
     task_options = {name: value for name, value in options.items() if name in option_names}
     if isinstance(task, str):
         task = task_class(**task_options)
