@@ -4,10 +4,13 @@ Nothing in this package knows about a particular task or data format; `tasks/`
 and `zoo/` assemble these layers into models.
 """
 
+from layers.adapter import Adapter
 from layers.classification_head import ClassificationHead
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
-from layers.encoder import Encoder, transformer_of
+from layers.encoder import Encoder, encoder_config, rebuild_encoder, transformer_of
+from layers.layer_mix import LAYER_MIXES, LayerMix
+from layers.lora_dense import LoraDense
 from layers.masked_lm_head import MaskedLMHead
 from layers.next_sentence_head import NextSentenceHead
 from layers.position_gather import PositionGather, gather_positions
@@ -21,9 +24,13 @@ from layers.transformer_block import TransformerEncoderBlock
 from layers.transformer_encoder import TransformerEncoder
 
 __all__ = [
+    "Adapter",
     "CRF",
     "ClassificationHead",
     "Encoder",
+    "LAYER_MIXES",
+    "LayerMix",
+    "LoraDense",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "NextSentenceHead",
@@ -36,6 +43,8 @@ __all__ = [
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "encoder_config",
     "gather_positions",
+    "rebuild_encoder",
     "transformer_of",
 ]

@@ -2,6 +2,7 @@
 
 import keras
 
+from layers.layer_mix import LAYER_MIXES, LayerMix
 from layers.serialization import register
 from layers.transformer_encoder import TransformerEncoder
 
@@ -57,6 +58,13 @@ class Encoder(keras.Model):
     - `hidden_states`: num_layers + 1 tensors [B, T, hidden_dim], the
       embeddings output then each block's output.
 
+    With `layer_mix="scalar_mix"` or `"mean_last_4"` (`LayerMix`), what a head
+    reads is a mix of `hidden_states` instead of the last layer:
+    `sequence_output` is the mix, and `pooled_output` the mix's first
+    ([CLS]) vector (BERT's pooler was trained on the last layer only). A
+    scalar mix's weights live in a "layer_mix" layer beside the transformer,
+    and train even when the transformer is frozen.
+
     Everything is computed by one `TransformerEncoder` layer named
     "transformer" (`encoder.transformer`); the constructor takes its
     arguments. `transformer_of(model)` finds that layer in an `Encoder` and
@@ -66,7 +74,9 @@ class Encoder(keras.Model):
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
         max_sequence_length, num_segments, embedding_dim, dropout,
         attention_dropout, norm_first, gelu_approximate, share_layers,
-        layer_norm_epsilon, initializer_range: see `TransformerEncoder`.
+        layer_norm_epsilon, initializer_range, adapter_size, lora_rank: see
+        `TransformerEncoder`.
+        layer_mix: what `sequence_output` is: one of `LAYER_MIXES`.
         dtype: the dtype policy (default: the global one).
         **kwargs: `name`, `trainable`.
 
@@ -106,9 +116,15 @@ class Encoder(keras.Model):
         share_layers=False,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        adapter_size=0,
+        lora_rank=0,
+        layer_mix="last",
         dtype=None,
         **kwargs,
     ):
+        if layer_mix not in LAYER_MIXES:
+            raise ValueError(f"layer_mix must be one of {', '.join(LAYER_MIXES)}, "
+                             f"got {layer_mix!r}")
         # === Layers ===
         transformer = TransformerEncoder(
             vocabulary_size=vocabulary_size,
@@ -126,6 +142,8 @@ class Encoder(keras.Model):
             share_layers=share_layers,
             layer_norm_epsilon=layer_norm_epsilon,
             initializer_range=initializer_range,
+            adapter_size=adapter_size,
+            lora_rank=lora_rank,
             dtype=dtype,
             name=TRANSFORMER_NAME,
         )
@@ -134,7 +152,11 @@ class Encoder(keras.Model):
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in self.INPUTS}
         outputs = transformer(**inputs)
+        if layer_mix != "last":
+            mixed = LayerMix(layer_mix, dtype=dtype, name="layer_mix")(outputs["hidden_states"])
+            outputs = dict(outputs, sequence_output=mixed, pooled_output=mixed[:, 0, :])
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        self.layer_mix = layer_mix
 
     # The settings live in the transformer layer only; these read them there.
     @property
@@ -172,6 +194,7 @@ class Encoder(keras.Model):
             if key not in self._MODEL_KEYS
         }
         config.update(
+            layer_mix=self.layer_mix,
             name=self.name,
             trainable=self.trainable,
             dtype=keras.dtype_policies.serialize(self.transformer.dtype_policy),
@@ -181,3 +204,63 @@ class Encoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def encoder_config(encoder):
+    """The constructor arguments of an `Encoder` equivalent to `encoder`.
+
+    Works for every encoder `transformer_of` knows (older functional ones
+    included); `Encoder(**encoder_config(e))` has the same variables as `e`.
+    """
+    if isinstance(encoder, Encoder):
+        return encoder.get_config()
+    transformer = transformer_of(encoder)
+    config = {key: value for key, value in transformer.get_config().items()
+              if key not in Encoder._MODEL_KEYS}
+    config.update(name=getattr(encoder, "name", "encoder"),
+                  trainable=getattr(encoder, "trainable", True),
+                  dtype=keras.dtype_policies.serialize(transformer.dtype_policy))
+    return config
+
+
+def rebuild_encoder(encoder, **changes):
+    """A new `Encoder` with some settings changed and `encoder`'s weights carried over.
+
+    Every variable of `encoder` is copied to the variable at the same path
+    in the new one; variables that only the new one has (adapters, LoRA
+    factors, a scalar mix) keep their initial values, which leave the
+    encoder's output unchanged. This is how adapters, LoRA and layer mixing
+    are added to a pretrained encoder.
+
+    Args:
+        encoder: an `Encoder` (or an older functional encoder).
+        **changes: `Encoder` arguments to change: `adapter_size`,
+            `lora_rank`, `layer_mix`, `dropout`, ...
+
+    Raises:
+        ValueError: a change that alters a weight's shape, or drops a weight.
+
+    Examples:
+    >>> import numpy as np
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
+    ...                   hidden_dim=8, intermediate_dim=16, dropout=0.0)
+    >>> adapted = rebuild_encoder(encoder, adapter_size=2, lora_rank=1)
+    >>> ids = {"token_ids": np.array([[2, 9, 3]]), "segment_ids": np.zeros((1, 3), "int32"),
+    ...        "padding_mask": np.ones((1, 3), "int32")}
+    >>> bool(np.allclose(adapted(ids)["sequence_output"], encoder(ids)["sequence_output"],
+    ...                  atol=1e-6))
+    True
+    """
+    config = {**encoder_config(encoder), **changes}
+    rebuilt = Encoder.from_config(config)
+    new_by_path = {variable.path: variable for variable in rebuilt.weights}
+    for variable in encoder.weights:
+        target = new_by_path.get(variable.path)
+        if target is None:
+            raise ValueError(f"the rebuilt encoder has no weight {variable.path!r} "
+                             f"(changes: {changes})")
+        if tuple(target.shape) != tuple(variable.shape):
+            raise ValueError(f"weight {variable.path!r} changes shape from "
+                             f"{tuple(variable.shape)} to {tuple(target.shape)}")
+        target.assign(variable)
+    return rebuilt

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from layers.lora_dense import LoraDense
 from layers.serialization import register
 
 # Added to the scores of padded keys. Finite so that a row with no real key
@@ -20,13 +21,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     and softmax are computed in float32 whatever the dtype policy, so the layer
     is safe under `mixed_float16` and `mixed_bfloat16`. Query, key, value and
     output projections are plain `Dense` layers of width `hidden_dim`, the
-    layout of BERT checkpoints.
+    layout of BERT checkpoints. With `lora_rank` > 0 the query and value
+    projections carry Keras's LoRA (`LoraDense`): a frozen kernel plus a
+    trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
+    those two projections the best use of a fixed budget.
 
     Args:
         hidden_dim: width of inputs and outputs; divisible by `num_heads`.
         num_heads: number of attention heads.
         dropout: dropout rate on the attention probabilities.
         initializer_range: stddev of the truncated-normal initialiser.
+        lora_rank: rank of the LoRA updates of the query and value
+            projections (0: none).
 
     Examples:
     >>> import numpy as np
@@ -38,7 +44,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     def __init__(
-        self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, **kwargs
+        self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, lora_rank=0,
+        **kwargs
     ):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
@@ -50,21 +57,26 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.head_dim = self.hidden_dim // self.num_heads
         self.dropout = float(dropout)
         self.initializer_range = float(initializer_range)
+        self.lora_rank = int(lora_rank or 0)
+        if self.lora_rank < 0:
+            raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
 
         # === Layers ===
-        def dense(name):
-            return keras.layers.Dense(
-                self.hidden_dim,
+        def dense(name, lora_rank=0):
+            options = dict(
                 kernel_initializer=keras.initializers.TruncatedNormal(
                     stddev=initializer_range
                 ),
                 dtype=self.dtype_policy,
                 name=name,
             )
+            if lora_rank:
+                return LoraDense(self.hidden_dim, lora_rank=lora_rank, **options)
+            return keras.layers.Dense(self.hidden_dim, **options)
 
-        self.query_dense = dense("query")
+        self.query_dense = dense("query", self.lora_rank)
         self.key_dense = dense("key")
-        self.value_dense = dense("value")
+        self.value_dense = dense("value", self.lora_rank)
         self.output_dense = dense("output")
         self.dropout_layer = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="attention_dropout"
@@ -113,6 +125,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,
+                "lora_rank": self.lora_rank,
             }
         )
         return config

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from layers.adapter import Adapter
 from layers.self_attention import MultiHeadSelfAttention
 from layers.serialization import register
 
@@ -17,6 +18,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
     BERT and Hugging Face `transformers`; `gelu_approximate=True` selects the
     tanh approximation used by KerasHub.
 
+    With `adapter_size` > 0 a Houlsby `Adapter` follows each sublayer (on its
+    output, before the residual sum), and with `lora_rank` > 0 the attention's
+    query and value projections carry LoRA updates; both start as the
+    identity, so the block computes what it did without them.
+
     Args:
         hidden_dim: width of inputs and outputs.
         num_heads: attention heads.
@@ -27,6 +33,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         gelu_approximate: tanh approximation of GELU if True.
         layer_norm_epsilon: epsilon of the layer norms.
         initializer_range: stddev of the truncated-normal initialiser.
+        adapter_size: bottleneck width of the adapters (0: none).
+        lora_rank: rank of the attention's LoRA updates (0: none).
 
     Examples:
     >>> import numpy as np
@@ -48,6 +56,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         gelu_approximate=False,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        adapter_size=0,
+        lora_rank=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -62,6 +72,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.gelu_approximate = bool(gelu_approximate)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
+        self.adapter_size = int(adapter_size or 0)
+        self.lora_rank = int(lora_rank or 0)
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -70,6 +82,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.num_heads,
             dropout=self.attention_dropout,
             initializer_range=initializer_range,
+            lora_rank=self.lora_rank,
             dtype=self.dtype_policy,
             name="attention",
         )
@@ -98,6 +111,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
+        self.attention_adapter = self.feedforward_adapter = None
+        if self.adapter_size:
+            def adapter(name):
+                return Adapter(self.adapter_size, gelu_approximate=self.gelu_approximate,
+                               initializer_range=initializer_range,
+                               dtype=self.dtype_policy, name=name)
+
+            self.attention_adapter = adapter("attention_adapter")
+            self.feedforward_adapter = adapter("feedforward_adapter")
 
     def build(self, inputs_shape, padding_mask_shape=None):
         self.attention.build(inputs_shape)
@@ -105,7 +127,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.feedforward_norm.build(inputs_shape)
         self.intermediate_dense.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
+        for adapter in (self.attention_adapter, self.feedforward_adapter):
+            if adapter is not None:
+                adapter.build(inputs_shape)
         self.built = True
+
+    def _adapted(self, adapter, x):
+        return x if adapter is None else adapter(x)
 
     def _feedforward(self, x):
         x = self.intermediate_dense(x)
@@ -118,15 +146,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attended = self.attention(
                 self.attention_norm(x), padding_mask=padding_mask, training=training
             )
-            x = x + self.dropout_layer(attended, training=training)
+            attended = self._adapted(self.attention_adapter,
+                                     self.dropout_layer(attended, training=training))
+            x = x + attended
             transformed = self._feedforward(self.feedforward_norm(x))
-            return x + self.dropout_layer(transformed, training=training)
+            transformed = self._adapted(self.feedforward_adapter,
+                                        self.dropout_layer(transformed, training=training))
+            return x + transformed
+        # Houlsby et al. place each adapter on the sublayer's output, after its
+        # dropout and before the residual sum and layer norm.
         attended = self.attention(x, padding_mask=padding_mask, training=training)
-        x = self.attention_norm(x + self.dropout_layer(attended, training=training))
+        attended = self._adapted(self.attention_adapter,
+                                 self.dropout_layer(attended, training=training))
+        x = self.attention_norm(x + attended)
         transformed = self._feedforward(x)
-        return self.feedforward_norm(
-            x + self.dropout_layer(transformed, training=training)
-        )
+        transformed = self._adapted(self.feedforward_adapter,
+                                    self.dropout_layer(transformed, training=training))
+        return self.feedforward_norm(x + transformed)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)
@@ -144,6 +180,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "gelu_approximate": self.gelu_approximate,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "adapter_size": self.adapter_size,
+                "lora_rank": self.lora_rank,
             }
         )
         return config

@@ -23,6 +23,13 @@ class TransformerEncoder(keras.layers.Layer):
     cross-layer parameter sharing). With `norm_first=True` a final layer norm
     follows the stack, as pre-LN transformers need.
 
+    Parameter-efficient fine-tuning: `adapter_size` > 0 puts Houlsby adapters
+    in every block, `lora_rank` > 0 LoRA updates on every block's query and
+    value projections. Both start as the identity, and with either only what
+    the method trains stays trainable (`adaptation_weights`): the adapters
+    and every LayerNorm (Houlsby et al. 2019), and the LoRA factors (Hu et
+    al. 2021); the rest of the encoder is frozen, the pooler included.
+
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim:
             the shape of the encoder.
@@ -33,6 +40,8 @@ class TransformerEncoder(keras.layers.Layer):
         norm_first, gelu_approximate: see `TransformerEncoderBlock`.
         share_layers: reuse one block for every layer.
         layer_norm_epsilon, initializer_range: numerics and initialisation.
+        adapter_size: bottleneck width of the adapters (0: none).
+        lora_rank: rank of the LoRA updates (0: none).
 
     Examples:
     >>> import numpy as np
@@ -61,6 +70,8 @@ class TransformerEncoder(keras.layers.Layer):
         share_layers=False,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        adapter_size=0,
+        lora_rank=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -81,6 +92,11 @@ class TransformerEncoder(keras.layers.Layer):
         self.share_layers = bool(share_layers)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
+        self.adapter_size = int(adapter_size or 0)
+        self.lora_rank = int(lora_rank or 0)
+        if self.adapter_size < 0 or self.lora_rank < 0:
+            raise ValueError(f"adapter_size and lora_rank must be >= 0, got "
+                             f"{adapter_size} and {lora_rank}")
 
         # === Layers ===
         self.embeddings = TextEmbeddings(
@@ -107,6 +123,8 @@ class TransformerEncoder(keras.layers.Layer):
                 gelu_approximate=self.gelu_approximate,
                 layer_norm_epsilon=self.layer_norm_epsilon,
                 initializer_range=self.initializer_range,
+                adapter_size=self.adapter_size,
+                lora_rank=self.lora_rank,
                 dtype=self.dtype_policy,
                 name=f"block_{index}",
             )
@@ -143,6 +161,33 @@ class TransformerEncoder(keras.layers.Layer):
             self.final_norm.build(hidden_shape)
         self.pooler.build((token_ids_shape[0], self.hidden_dim))
         self.built = True
+        if self.adapter_size or self.lora_rank:
+            # Variable by variable, so the layers (and Keras's record of which
+            # layers train) are untouched.
+            keep = {id(variable) for variable in self.adaptation_weights()}
+            for variable in self.weights:
+                variable.trainable = id(variable) in keep
+
+    def adaptation_weights(self):
+        """The variables that adapters and LoRA train (empty without either).
+
+        Adapters: every adapter's weights and every LayerNorm's. LoRA: the
+        A and B factors of the query and value projections.
+        """
+        weights = []
+        if self.adapter_size:
+            norms = [self.embeddings.layer_norm]
+            if self.final_norm is not None:
+                norms.append(self.final_norm)
+            for block in self.blocks:
+                norms += [block.attention_norm, block.feedforward_norm]
+                weights += block.attention_adapter.weights + block.feedforward_adapter.weights
+            weights += [variable for norm in norms for variable in norm.weights]
+        if self.lora_rank:
+            for block in self.blocks:
+                for dense in (block.attention.query_dense, block.attention.value_dense):
+                    weights += [dense.lora_kernel_a, dense.lora_kernel_b]
+        return weights
 
     def call(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         if padding_mask is None:
@@ -200,6 +245,8 @@ class TransformerEncoder(keras.layers.Layer):
                 "share_layers": self.share_layers,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "adapter_size": self.adapter_size,
+                "lora_rank": self.lora_rank,
             }
         )
         return config

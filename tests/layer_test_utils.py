@@ -40,7 +40,9 @@ def _assert_outputs_close(actual, expected, atol=1e-5):
 
 def _functional_model(layer, input_data):
     """Wraps `layer` in a functional model with the same inputs."""
-    if isinstance(input_data, dict):
+    if isinstance(input_data, list):  # one argument that is a list of tensors
+        inputs = [keras.Input(shape=value.shape[1:], dtype=value.dtype) for value in input_data]
+    elif isinstance(input_data, dict):
         inputs = {
             name: keras.Input(shape=value.shape[1:], dtype=value.dtype, name=name)
             for name, value in input_data.items()
@@ -78,7 +80,8 @@ def run_layer_test(
     Args:
         layer_cls: the layer class.
         init_kwargs: constructor arguments.
-        input_data: a NumPy array, or a dict of arrays passed as keyword args.
+        input_data: a NumPy array, a list of arrays passed as one argument,
+            or a dict of arrays passed as keyword args.
         expected_output_shape: shape of the (first) output, if given.
         float32_outputs: indices into the flattened outputs that must stay
             float32 under mixed precision (logits, CRF scores).

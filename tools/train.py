@@ -23,8 +23,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from layers import transformer_of  # noqa: E402
-from tasks.callbacks import BestModelCheckpoint  # noqa: E402
+from layers import LAYER_MIXES, transformer_of  # noqa: E402
+from tasks.callbacks import BestModelCheckpoint, LearningRateLogger  # noqa: E402
+from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
+from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
@@ -72,9 +74,30 @@ flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l o
                    "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
                    lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_boolean("freeze_encoder", False, "Feature extraction: the encoder's weights stay "
-                     "as they start; only the task head trains.")
-flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up, followed by "
-                   "linear decay to 0.", lower_bound=0.0, upper_bound=1.0)
+                     "as they start; only the task head (and a --layer_mix) trains.")
+flags.DEFINE_enum("layer_mix", "last", LAYER_MIXES, "What the head reads: the last layer, "
+                  "ELMo's learned scalar mix of every layer (embeddings included), or the "
+                  "mean of the last four.")
+flags.DEFINE_integer("adapter_size", 0, "Houlsby bottleneck adapters of this width after the "
+                     "attention and feed-forward sublayers of every block; only adapters, "
+                     "LayerNorms and the head train (0: none).", lower_bound=0)
+flags.DEFINE_integer("lora_rank", 0, "LoRA updates of this rank on every block's query and "
+                     "value projections (Keras's own LoRA); only they and the head train "
+                     "(0: none).", lower_bound=0)
+flags.DEFINE_boolean("gradual_unfreezing", False, "ULMFiT's gradual unfreezing: the head "
+                     "trains alone, then one more block from the top every "
+                     "--unfreeze_every_steps, the embeddings last.")
+flags.DEFINE_integer("unfreeze_every_steps", None, "Steps between unfreezing steps of "
+                     "--gradual_unfreezing; one epoch when omitted.", lower_bound=1)
+flags.DEFINE_float("l2sp", 0.0, "L2-SP: add alpha * ||theta - theta_0||^2 over the encoder's "
+                   "weights to the loss, theta_0 the weights training starts from (0: off).",
+                   lower_bound=0.0)
+flags.DEFINE_enum("schedule", "linear", SCHEDULES, "Learning-rate schedule: warm-up over "
+                  "--warmup_fraction then linear decay to 0, cosine decay to 0, ULMFiT's "
+                  "slanted triangular (the warm-up fraction is its cut_frac), or constant "
+                  "(no warm-up).")
+flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up before the "
+                   "schedule's decay.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
                    lower_bound=0.0, upper_bound=0.99)
 flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence, in wordpieces.",
@@ -85,7 +108,9 @@ flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
 _RESUME_KEYS = ("task", "preset", "train_data", "max_seq_length", "lowercase", "labels",
-                "vocabulary_size", "batch_size", "epochs", "learning_rate")
+                "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
+                "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
+                "schedule")
 
 
 def _resolve_preset(task, head_options):
@@ -200,6 +225,13 @@ def main(argv):
     total_steps = steps_per_epoch * FLAGS.epochs
     learning_rate = FLAGS.learning_rate or ENCODER_PRESETS[encoder_preset].learning_rate
     monitor, mode = task.monitor(len(labels))
+    unfreeze_every_steps = None
+    if FLAGS.gradual_unfreezing:
+        if FLAGS.freeze_encoder or FLAGS.adapter_size or FLAGS.lora_rank:
+            raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
+                            "cannot be combined with --freeze_encoder, --adapter_size or "
+                            "--lora_rank")
+        unfreeze_every_steps = FLAGS.unfreeze_every_steps or steps_per_epoch
 
     task_options = task.options_dict()
     config = {
@@ -213,8 +245,11 @@ def main(argv):
         "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": FLAGS.head_learning_rate, "layer_lr_decay": FLAGS.layer_lr_decay,
-        "freeze_encoder": FLAGS.freeze_encoder,
-        "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
+        "freeze_encoder": FLAGS.freeze_encoder, "layer_mix": FLAGS.layer_mix,
+        "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
+        "gradual_unfreezing": FLAGS.gradual_unfreezing,
+        "unfreeze_every_steps": unfreeze_every_steps, "l2sp": FLAGS.l2sp,
+        "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
         "monitor": monitor, "train_examples": len(train_examples),
@@ -230,7 +265,9 @@ def main(argv):
                      vocabulary_size=len(tokens), learning_rate=learning_rate,
                      total_steps=total_steps, warmup_steps=int(FLAGS.warmup_fraction * total_steps),
                      jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay,
-                     freeze_encoder=FLAGS.freeze_encoder)
+                     schedule=FLAGS.schedule, freeze_encoder=FLAGS.freeze_encoder,
+                     layer_mix=FLAGS.layer_mix, adapter_size=FLAGS.adapter_size,
+                     lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp)
     if FLAGS.head_learning_rate is not None:
         overrides["head_learning_rate"] = FLAGS.head_learning_rate
     if FLAGS.dropout is not None:
@@ -251,11 +288,15 @@ def main(argv):
                           data_format=FLAGS.data_format,
                           task_module=type(task).__module__)
     # Task callbacks first: they add validation metrics the others log and monitor.
+    # BackupAndRestore before GradualUnfreezing: the restored step count picks the stage.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
+        LearningRateLogger(os.path.join(md.path(FLAGS.model_dir, md.LOGS), "train")),
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
     ]
+    if unfreeze_every_steps:
+        callbacks.append(GradualUnfreezing(unfreeze_every_steps))
     if FLAGS.early_stopping_patience:
         callbacks.append(keras.callbacks.EarlyStopping(
             monitor, patience=FLAGS.early_stopping_patience, mode=mode, verbose=1))

@@ -4,8 +4,9 @@ import dataclasses
 import difflib
 
 
-from layers import Encoder, transformer_of
-from tasks.optimization import create_optimizer
+from layers import LAYER_MIXES, Encoder, rebuild_encoder, transformer_of
+from tasks.l2sp import attach_l2sp
+from tasks.optimization import SCHEDULES, create_optimizer
 from tasks.registry import get_task
 from zoo.hardware import resolve_jit_compile
 from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
@@ -15,7 +16,9 @@ _ENCODER_FIELDS = tuple(
     f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
 )
 _TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile",
-                    "head_learning_rate", "layer_lr_decay", "freeze_encoder")
+                    "head_learning_rate", "layer_lr_decay", "schedule")
+# How the pretrained encoder is adapted (tools/train.py flags of the same names).
+_ADAPTATION_FIELDS = ("freeze_encoder", "layer_mix", "adapter_size", "lora_rank", "l2sp")
 
 
 def _closest_first(name, valid):
@@ -78,6 +81,46 @@ def _validated_encoder_config(preset, overrides):
     return config
 
 
+def _validated_adaptation(overrides):
+    adaptation = {name: overrides[name] for name in _ADAPTATION_FIELDS if name in overrides}
+    for name in ("adapter_size", "lora_rank"):
+        if name in adaptation:
+            _check_number(name, adaptation[name], int, low=0)
+    if adaptation.get("layer_mix", "last") not in LAYER_MIXES:
+        raise ValueError(f"layer_mix must be one of {', '.join(LAYER_MIXES)}, "
+                         f"got {adaptation['layer_mix']!r}")
+    l2sp = adaptation.get("l2sp", 0.0)
+    _check_number("l2sp", l2sp, float, low=0.0)
+    parameter_efficient = adaptation.get("adapter_size") or adaptation.get("lora_rank")
+    if adaptation.get("freeze_encoder") and (parameter_efficient or l2sp):
+        raise ValueError("freeze_encoder trains the head only; it cannot be combined with "
+                         "adapter_size, lora_rank or l2sp, which train (part of) the encoder")
+    if parameter_efficient and l2sp:
+        raise ValueError("l2sp pulls the encoder's weights towards their start; with adapters "
+                         "or LoRA those weights are frozen already")
+    return adaptation
+
+
+def _adapted_encoder(encoder, adaptation):
+    """`encoder` with the adaptation fields applied (new layers keep its output unchanged)."""
+    changes = {name: adaptation[name] for name in ("adapter_size", "lora_rank", "layer_mix")
+               if name in adaptation}
+    transformer = transformer_of(encoder)
+    current = dict(adapter_size=transformer.adapter_size, lora_rank=transformer.lora_rank,
+                   layer_mix=getattr(encoder, "layer_mix", "last"))
+    if any(current[name] != value for name, value in changes.items()):
+        encoder = rebuild_encoder(encoder, **changes)
+    if adaptation.get("freeze_encoder"):
+        # Feature extraction: only the head trains; the flag is saved with the model.
+        # A scalar mix is the head's way of reading the encoder: it still learns.
+        encoder.trainable = False
+        if getattr(encoder, "layer_mix", "last") == "scalar_mix":
+            encoder.get_layer("layer_mix").trainable = True
+    if adaptation.get("l2sp"):
+        attach_l2sp(transformer_of(encoder).trainable_weights, adaptation["l2sp"])
+    return encoder
+
+
 def build_encoder(preset="bert_tiny", **overrides):
     """A functional encoder model for an encoder preset (random weights).
 
@@ -117,10 +160,19 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             "IOB2" when `labels` are given; for span NER `max_span_width`,
             `span_combination`, `span_pooling`, `width_embedding_dim`,
             `span_hidden_dim`, `none_weight`, and `num_classes` counts NONE)
-            and training fields (`learning_rate`, `warmup_steps`,
-            `total_steps`, `weight_decay`, `jit_compile`; `head_learning_rate`
-            and `layer_lr_decay` for per-part rates, `freeze_encoder` to train
-            the head only). Unknown names or bad values raise `ValueError`.
+            training fields (`learning_rate`, `warmup_steps`, `total_steps`,
+            `weight_decay`, `jit_compile`; `schedule`, one of
+            `tasks.optimization.SCHEDULES`; `head_learning_rate` and
+            `layer_lr_decay` for per-part rates) and adaptation fields
+            (`freeze_encoder` to train the head only; `layer_mix`, one of
+            `layers.LAYER_MIXES`, for what the head reads; `adapter_size` and
+            `lora_rank` for Houlsby adapters and LoRA, which train only
+            themselves, the LayerNorms (adapters) and the head; `l2sp=α` for
+            a penalty α‖θ − θ₀‖² pulling the encoder's weights towards the
+            ones it starts from). Gradual unfreezing changes what trains
+            during `fit`: it is a callback,
+            `tasks.gradual_unfreezing.GradualUnfreezing`. Unknown names or
+            bad values raise `ValueError`.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
@@ -167,10 +219,11 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         task = get_task(task)
     if encoder_preset not in ENCODER_PRESETS:
         raise _unknown("encoder preset", encoder_preset, ENCODER_PRESETS)
-    valid = _ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS
+    valid = _ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS + _ADAPTATION_FIELDS
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
+    adaptation = _validated_adaptation(overrides)
     encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
     head = {name: value for name, value in overrides.items() if name in task.head_options}
     labels = head.get("labels")
@@ -183,10 +236,8 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         encoder_overrides = {k: v for k, v in overrides.items()
                              if k in _ENCODER_FIELDS and k != "learning_rate"}
         encoder = build_encoder(encoder_preset, **encoder_overrides)
+    encoder = _adapted_encoder(encoder, adaptation)
     model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
-    if overrides.get("freeze_encoder", False):
-        # Feature extraction: only the head trains; the flag is saved with the model.
-        encoder.trainable = False
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
@@ -201,11 +252,14 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
                           low_open=True)
         layer_lr_decay = overrides.get("layer_lr_decay", 1.0)
         _check_number("layer_lr_decay", layer_lr_decay, float, low=0.0, high=1.0, low_open=True)
+        schedule = overrides.get("schedule", "linear")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
         model.compile(
             optimizer=create_optimizer(
                 encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay,
                 head_learning_rate=head_learning_rate, layer_lr_decay=layer_lr_decay,
-                num_layers=transformer_of(encoder).num_layers,
+                num_layers=transformer_of(encoder).num_layers, schedule=schedule,
             ),
             loss=task.loss(),
             metrics=task.metrics(model),

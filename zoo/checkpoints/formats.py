@@ -178,8 +178,9 @@ def load_pretrained(path, task, **options):
             (`num_classes`, `labels`; `head="softmax"` or `"crf"` and
             `tag_scheme` for tagging; span fields), training fields
             (`learning_rate`, `total_steps`, `warmup_steps`, `weight_decay`,
-            `jit_compile`, `head_learning_rate`, `layer_lr_decay`,
-            `freeze_encoder`) and encoder fields, which are applied to the
+            `jit_compile`, `schedule`, `head_learning_rate`, `layer_lr_decay`),
+            adaptation fields (`freeze_encoder`, `layer_mix`, `adapter_size`,
+            `lora_rank`, `l2sp`; see `zoo.build_model`) and encoder fields, which are applied to the
             loaded encoder (`dropout`, `attention_dropout`,
             `max_sequence_length`).
 

