@@ -1,12 +1,15 @@
-"""Training callbacks: keep the best model, written atomically."""
+"""Training callbacks: keep the best model, written atomically; log the learning rate."""
 
 import json
 import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tasks.atomic_files import save_model_atomically, write_json_atomically
+from tasks.layerwise_optimizer import LayerwiseAdamW
+from tasks.optimization import learning_rate_at
 
 
 class BestModelCheckpoint(keras.callbacks.Callback):
@@ -58,3 +61,64 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         save_model_atomically(self.model, self.path)
         write_json_atomically({"monitor": self.monitor, "value": self.best,
                                "epoch": self.best_epoch}, self.path + ".json")
+
+
+class LearningRateLogger(keras.callbacks.Callback):
+    """Writes the learning rate of every training step to TensorBoard.
+
+    After each batch it writes, at step `optimizer.iterations` (1 after the
+    first step), the rate applied by the step just taken: the schedule at
+    `optimizer.iterations − 1`, or a fixed rate as it stands. Tag
+    "learning_rate/step"; with a `LayerwiseAdamW` whose head multiplier is
+    not 1, the head's rate goes to "learning_rate/head" as well. The tags do
+    not clash with those of Keras's `TensorBoard` callback, so `log_dir` may
+    be its `logs/train` folder. With `steps_per_execution` > 1, batches end
+    every few steps: each step taken since the last batch is written then.
+
+    The writer opens at the start of `fit`, is flushed at each epoch's end
+    and closed at the end of training.
+
+    Args:
+        log_dir: the folder of the event file.
+
+    Examples:
+    >>> import tempfile
+    >>> logger = LearningRateLogger(tempfile.mkdtemp())
+    >>> logger.tag, logger.head_tag
+    ('learning_rate/step', 'learning_rate/head')
+    """
+
+    tag = "learning_rate/step"
+    head_tag = "learning_rate/head"
+
+    def __init__(self, log_dir):
+        super().__init__()
+        self.log_dir = log_dir
+        self._writer = None
+        self._last_step = None
+
+    def on_train_begin(self, logs=None):
+        self._writer = tf.summary.create_file_writer(self.log_dir)
+        # A resumed run (BackupAndRestore) goes on from the restored iteration count.
+        self._last_step = int(self.model.optimizer.iterations)
+
+    def on_train_batch_end(self, batch, logs=None):
+        optimizer = self.model.optimizer
+        step = int(optimizer.iterations)
+        inner = getattr(optimizer, "inner_optimizer", optimizer)
+        head_multiplier = inner.head_multiplier if isinstance(inner, LayerwiseAdamW) else 1.0
+        with self._writer.as_default():
+            for taken in range(self._last_step + 1, step + 1):
+                rate = float(learning_rate_at(optimizer, taken - 1))
+                tf.summary.scalar(self.tag, rate, step=taken)
+                if head_multiplier != 1:
+                    tf.summary.scalar(self.head_tag, rate * head_multiplier, step=taken)
+        self._last_step = max(self._last_step, step)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._writer.flush()
+
+    def on_train_end(self, logs=None):
+        self._writer.flush()
+        self._writer.close()
+        self._writer = None
