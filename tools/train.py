@@ -32,7 +32,13 @@ from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
-from zoo import ENCODER_PRESETS, TASK_PRESETS, build_task_model, get_preset  # noqa: E402
+from zoo import (  # noqa: E402
+    ENCODER_PRESETS,
+    TASK_PRESETS,
+    build_task_model,
+    check_adaptation,
+    get_preset,
+)
 from zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
 from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
@@ -179,6 +185,21 @@ def _load_encoder(tokens):
     return encoder
 
 
+def _check_adaptation_flags():
+    """Conflicting adaptation flags fail before anything is read or written."""
+    try:
+        check_adaptation(dict(freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
+                              adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank,
+                              l2sp=FLAGS.l2sp))
+    except ValueError as error:
+        raise UserError(f"{error} (--freeze_encoder, --adapter_size, --lora_rank, --l2sp)")
+    if FLAGS.gradual_unfreezing and (FLAGS.freeze_encoder or FLAGS.adapter_size
+                                     or FLAGS.lora_rank):
+        raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
+                        "cannot be combined with --freeze_encoder, --adapter_size or "
+                        "--lora_rank")
+
+
 def main(argv):
     if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
@@ -188,6 +209,7 @@ def main(argv):
         task = task_class(**task_options)
     except ValueError as error:
         raise UserError(f"--task={FLAGS.task}: {error}")
+    _check_adaptation_flags()
     if FLAGS.data_format and FLAGS.data_format not in task.formats:
         raise UserError(f"--data_format={FLAGS.data_format} is not one of "
                         f"{', '.join(task.formats)} for --task={task.name}")
@@ -227,10 +249,6 @@ def main(argv):
     monitor, mode = task.monitor(len(labels))
     unfreeze_every_steps = None
     if FLAGS.gradual_unfreezing:
-        if FLAGS.freeze_encoder or FLAGS.adapter_size or FLAGS.lora_rank:
-            raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
-                            "cannot be combined with --freeze_encoder, --adapter_size or "
-                            "--lora_rank")
         unfreeze_every_steps = FLAGS.unfreeze_every_steps or steps_per_epoch
 
     task_options = task.options_dict()

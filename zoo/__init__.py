@@ -6,7 +6,14 @@
 (None, 6)
 """
 
-from zoo.builder import build_encoder, build_model, build_task_model, get_preset, list_presets
+from zoo.builder import (
+    build_encoder,
+    build_model,
+    build_task_model,
+    check_adaptation,
+    get_preset,
+    list_presets,
+)
 from zoo.checkpoints import (
     load_encoder,
     load_hf_encoder,
@@ -24,6 +31,7 @@ __all__ = [
     "build_encoder",
     "build_model",
     "build_task_model",
+    "check_adaptation",
     "get_preset",
     "list_presets",
     "load_encoder",

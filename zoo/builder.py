@@ -81,7 +81,13 @@ def _validated_encoder_config(preset, overrides):
     return config
 
 
-def _validated_adaptation(overrides):
+def check_adaptation(overrides):
+    """The adaptation fields of `overrides`, checked (a `ValueError` says what conflicts).
+
+    Examples:
+    >>> check_adaptation({"adapter_size": 16, "learning_rate": 1e-3})
+    {'adapter_size': 16}
+    """
     adaptation = {name: overrides[name] for name in _ADAPTATION_FIELDS if name in overrides}
     for name in ("adapter_size", "lora_rank"):
         if name in adaptation:
@@ -223,7 +229,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
-    adaptation = _validated_adaptation(overrides)
+    adaptation = check_adaptation(overrides)
     encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
     head = {name: value for name, value in overrides.items() if name in task.head_options}
     labels = head.get("labels")
