@@ -39,16 +39,18 @@ def wants_jsonl(output, output_format):
 
 
 def read_word_input(path, input_format, read_columns):
-    """Sentences to tag: `(words, source, line)` from plain text or a column file.
+    """Sentences to tag: `(words, source, line, document)` from plain text or a column file.
 
-    Plain text is one sentence per line, words split at whitespace. With
-    `input_format="data"`, or `"auto"` when the file looks like columns,
-    `read_columns(path)` reads it and must return objects with `words`,
-    `source` and `line` (their labels are not used).
+    Plain text is one sentence per line, words split at whitespace, and one
+    document (`document` 0). With `input_format="data"`, or `"auto"` when the
+    file looks like columns, `read_columns(path)` reads it and must return
+    objects with `words`, `source`, `line` and `document` (their labels are
+    not used).
     """
     if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
-        return [(tuple(s.words), s.source, s.line) for s in read_columns(path)]
-    sentences = [(tuple(line.split()), path, number) for number, line in read_text_lines(path)]
+        return [(tuple(s.words), s.source, s.line, s.document) for s in read_columns(path)]
+    sentences = [(tuple(line.split()), path, number, 0)
+                 for number, line in read_text_lines(path)]
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found")
     return sentences

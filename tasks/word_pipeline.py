@@ -5,7 +5,10 @@ Each sentence (a list of words, already split) becomes the features of
 word (tag ids, or span labels by start), padded with -1.
 
 A word whose subwords do not all fit in `max_seq_length - 2` is dropped with
-every word after it; `word_mask` says how many were kept.
+every word after it; `word_mask` says how many were kept. With document
+context (`left_context`, `right_context`), the neighbouring sentences' words
+fill the subwords the sentence leaves free (see `WordPreprocessor`); they
+carry no label.
 """
 
 import tensorflow as tf
@@ -27,6 +30,8 @@ def make_word_dataset(
     seed=None,
     continuation=None,
     max_seq_length=None,
+    left_context=None,
+    right_context=None,
 ):
     """Builds batched (features, labels) from word lists and per-word label rows.
 
@@ -42,21 +47,31 @@ def make_word_dataset(
             subword, a non-first subword of a word labelled `l` getting
             `continuation[l]`; None labels first subwords only.
         max_seq_length: with a tokenizer: the longest `[CLS] … [SEP]` sequence.
+        left_context, right_context: None (no context, the default), or one
+            list of words per sentence each: the words before and after it in
+            its document (`tasks.document_context.add_document_context`).
     """
     preprocessor = as_preprocessor(preprocessor, max_seq_length, WordPreprocessor)
     if not words:
         raise ValueError("no sentences to make a dataset from")
-    ragged_words = tf.ragged.constant([list(w) for w in words], dtype=tf.string)
+    ragged_words = _ragged_words(words)
     row_lengths = [len(w) for w in words]
     flat_labels = tf.concat([tf.constant(l, tf.int32) for l in labels], axis=0) if sum(
         row_lengths) else tf.zeros([0] + list(labels[0].shape[1:]), tf.int32)
     ragged_labels = tf.RaggedTensor.from_row_lengths(flat_labels, row_lengths)
+    with_context = left_context is not None or right_context is not None
+    for name, context in (("left_context", left_context), ("right_context", right_context)):
+        if context is not None and len(context) != len(words):
+            raise ValueError(f"{name} has {len(context)} rows for {len(words)} sentences")
+    if with_context:
+        contexts = tuple(_ragged_words(context if context is not None else [()] * len(words))
+                         for context in (left_context, right_context))
     every_subword = continuation is not None and training
     if every_subword:
         continuation = tf.constant(continuation, tf.int32)
 
-    def encode(words, tags):
-        features, counts = preprocessor.encode_words(words)
+    def encode(words, tags, context=None):
+        features, counts = preprocessor.encode_words(words, *(context or ()))
         kept = tf.cast(counts.row_lengths(), tf.int32)
         tags = tf.ragged.boolean_mask(tags, tf.ragged.range(tags.row_lengths()) <
                                       tf.cast(kept, tf.int64)[:, None])
@@ -68,12 +83,15 @@ def make_word_dataset(
                                   tf.gather(continuation, word_tag))
             pieces = tf.reduce_sum(counts, axis=1)
             tags = tf.RaggedTensor.from_row_lengths(piece_tags, pieces)
-            starts = tf.cast(tf.ragged.range(pieces) + 1, tf.int32)
+            # Each subword's position: its word's first subword's, plus its place in the word.
+            word_starts = tf.repeat(features["word_starts"].flat_values, counts.flat_values)
+            starts = tf.RaggedTensor.from_row_lengths(word_starts + position_in_word, pieces)
             features.update(word_starts=starts, word_mask=tf.ones_like(starts))
         return features, tags
 
+    slices = (ragged_words, ragged_labels) + ((contexts,) if with_context else ())
     dataset = (
-        tf.data.Dataset.from_tensor_slices((ragged_words, ragged_labels))
+        tf.data.Dataset.from_tensor_slices(slices)
         .batch(_TOKENIZE_BATCH)
         .map(encode, num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
@@ -84,3 +102,11 @@ def make_word_dataset(
     padding = {**preprocessor.padding_values, "labels": LABEL_PADDING}
     return shuffle_batch_and_count(dataset, len(words), batch_size,
                                    preprocessor.max_seq_length, padding, training, seed)
+
+
+def _ragged_words(word_lists):
+    """A string RaggedTensor [sentences, (words)], built from flat values (fast, and of the
+    right type when every row is empty)."""
+    flat = [word for words in word_lists for word in words]
+    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
+                                            [len(words) for words in word_lists])

@@ -45,6 +45,28 @@ def row_exclusive_cumsum(lengths):
     return lengths.with_flat_values(global_exclusive - per_value_offset)
 
 
+def split_context_budget(budget, left, right):
+    """Context subwords to take on each side: `(left_take, right_take)`, int32 [B].
+
+    The most context that fits in `budget` subwords, split as evenly as the
+    two sides allow (an odd one out goes to the right); a side with less than
+    its half leaves the rest to the other.
+
+    Args:
+        budget: int32 [B], free subwords beside the centre sentence (>= 0).
+        left: int32 [B], subwords of left context available.
+        right: int32 [B], subwords of right context available.
+
+    Examples:
+    >>> takes = split_context_budget(tf.constant([7, 7, 7, 0]), tf.constant([10, 1, 10, 5]),
+    ...                              tf.constant([10, 10, 1, 5]))
+    >>> [take.numpy().tolist() for take in takes]
+    [[3, 1, 6, 0], [4, 6, 1, 0]]
+    """
+    left_take = tf.minimum(left, tf.maximum(budget // 2, budget - right))
+    return left_take, tf.minimum(right, budget - left_take)
+
+
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class WordPreprocessor(TextPreprocessor):
     """Split words → model features with each word's first-subword position.
@@ -54,6 +76,16 @@ class WordPreprocessor(TextPreprocessor):
     each word's first subword in `token_ids`), `word_mask` (1 per kept word)
     [words]. A word whose subwords do not all fit in `max_seq_length - 2` is
     dropped with every word after it; a word with no subword becomes `[UNK]`.
+
+    Document context (`encode_words(words, left_context, right_context)`):
+    words of the neighbouring sentences are packed around the sentence as
+    `[CLS] left-context sentence right-context [SEP]`. The sentence always
+    comes first: context only fills the subwords it leaves free (none when
+    the sentence itself had to be cut), split evenly between the two sides
+    (`split_context_budget`) and trimmed at the far ends (the start of the
+    left context, the end of the right one). Context subwords are attended to
+    (`padding_mask` 1) but are no words: `word_starts` point into the
+    sentence only. Segment ids stay 0.
 
     Args: as `TextPreprocessor`.
 
@@ -65,10 +97,38 @@ class WordPreprocessor(TextPreprocessor):
     ([[2, 4, 5, 3]], [[1]], [[2]])
     >>> preprocessor(tf.constant(["opens"]))["word_starts"].numpy().tolist()
     [[1, 0, 0, 0]]
+    >>> roomier = WordPreprocessor(preprocessor.vocabulary, max_seq_length=6)
+    >>> features, _ = roomier.encode_words(tf.ragged.constant([["open"]]),
+    ...     left_context=tf.ragged.constant([["x", "opens"]]),
+    ...     right_context=tf.ragged.constant([["opens"]]))
+    >>> features["token_ids"].to_list(), features["word_starts"].to_list()
+    ([[2, 5, 4, 4, 5, 3]], [[2]])
+
+    (Three free subwords: one to the left, trimmed from its start, two to the
+    right.)
     """
 
-    def encode_words(self, words):
+    def word_pieces(self, words):
+        """String RaggedTensor [B, words] → int32 subwords [B, words, (pieces)].
+
+        A word with no piece (e.g. only a control character) becomes `[UNK]`.
+        """
+        tokenizer = self.tokenizer()
+        pieces = tokenizer.tokenize(words.flat_values).merge_dims(-2, -1)  # [N, P]
+        counts = pieces.row_lengths()
+        unk = tf.fill([tf.shape(counts)[0], 1], tokenizer.unk_id)
+        with_unk = tf.concat([pieces, tf.RaggedTensor.from_tensor(unk)], axis=1)
+        keep = tf.ragged.range(counts + 1) < tf.expand_dims(tf.maximum(counts, 1), 1)
+        return words.with_flat_values(tf.ragged.boolean_mask(with_unk, keep))  # [B, W, P]
+
+    def encode_words(self, words, left_context=None, right_context=None):
         """String RaggedTensor [B, words] → (ragged features, subwords per kept word).
+
+        Args:
+            words: the sentences, split into words.
+            left_context, right_context: optional string RaggedTensors
+                [B, words]: the words before and after each sentence in its
+                document (see the class docstring); None or empty rows for none.
 
         Returns:
             `(features, subword_counts)`: the five features as int32
@@ -76,23 +136,22 @@ class WordPreprocessor(TextPreprocessor):
             of subwords of each kept word [B, (kept words)].
         """
         tokenizer = self.tokenizer()
-        pieces = tokenizer.tokenize(words.flat_values).merge_dims(-2, -1)  # [N, P]
-        counts = pieces.row_lengths()
-        # A word with no piece (e.g. only a control character) becomes [UNK].
-        unk = tf.fill([tf.shape(counts)[0], 1], tokenizer.unk_id)
-        with_unk = tf.concat([pieces, tf.RaggedTensor.from_tensor(unk)], axis=1)
-        keep = tf.ragged.range(counts + 1) < tf.expand_dims(tf.maximum(counts, 1), 1)
-        pieces = words.with_flat_values(tf.ragged.boolean_mask(with_unk, keep))  # [B, W, P]
+        pieces = self.word_pieces(words)  # [B, W, P]
         counts = tf.cast(pieces.row_lengths(axis=2), tf.int32)  # [B, W]
         kept = row_exclusive_cumsum(counts) + counts <= self.max_seq_length - 2
         pieces = tf.ragged.boolean_mask(pieces, kept)
         counts = tf.ragged.boolean_mask(counts, kept)
         flat = pieces.merge_dims(1, 2)  # [B, T']
         batch = flat.nrows()
+        starts = row_exclusive_cumsum(counts) + 1
+        if left_context is not None or right_context is not None:
+            whole = tf.equal(counts.row_lengths(), words.row_lengths())
+            flat, offsets = self._with_context(flat, whole, left_context, right_context)
+            starts = starts.with_flat_values(
+                starts.flat_values + tf.repeat(offsets, starts.row_lengths()))
         cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.cls_id))
         sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.sep_id))
         token_ids = tf.concat([cls, flat, sep], axis=1)
-        starts = row_exclusive_cumsum(counts) + 1
         features = {
             "token_ids": token_ids,
             "segment_ids": tf.zeros_like(token_ids),
@@ -102,10 +161,39 @@ class WordPreprocessor(TextPreprocessor):
         }
         return features, counts
 
-    def encode(self, words):
-        """String RaggedTensor [B, words] → the ragged features (see `encode_words`)."""
-        return self.encode_words(words)[0]
+    def _context_subwords(self, context, batch):
+        """The subwords of context words, [B, (subwords)]; no row when `context` is None."""
+        if context is None:
+            return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
+                                                    tf.zeros([batch], tf.int64))
+        return self.word_pieces(context).merge_dims(1, 2)
 
-    def call(self, text):
-        """Dense features of raw sentences, split into words as `str.split()` does."""
-        return self.pad(self.encode(split_words(text)))
+    def _with_context(self, centre, whole, left_context, right_context):
+        """`left centre right` subwords [B, (tokens)] and the left length [B] (int32)."""
+        batch = centre.nrows()
+        left = self._context_subwords(left_context, batch)
+        right = self._context_subwords(right_context, batch)
+        left_length = tf.cast(left.row_lengths(), tf.int32)
+        right_length = tf.cast(right.row_lengths(), tf.int32)
+        free = self.max_seq_length - 2 - tf.cast(centre.row_lengths(), tf.int32)
+        budget = tf.where(whole, free, 0)  # a sentence cut short gets no context
+        left_take, right_take = split_context_budget(budget, left_length, right_length)
+        left = tf.ragged.boolean_mask(
+            left, tf.ragged.range(left_length) >= tf.expand_dims(left_length - left_take, 1))
+        right = tf.ragged.boolean_mask(
+            right, tf.ragged.range(right_length) < tf.expand_dims(right_take, 1))
+        return tf.concat([left, centre, right], axis=1), left_take
+
+    def encode(self, words, left_context=None, right_context=None):
+        """String RaggedTensor [B, words] → the ragged features (see `encode_words`)."""
+        return self.encode_words(words, left_context, right_context)[0]
+
+    def call(self, text, left_context=None, right_context=None):
+        """Dense features of raw sentences, split into words as `str.split()` does.
+
+        `left_context` and `right_context`, when given, are [B] raw strings
+        of the neighbouring sentences' words (split the same way; "" for none).
+        """
+        left = None if left_context is None else split_words(left_context)
+        right = None if right_context is None else split_words(right_context)
+        return self.pad(self.encode(split_words(text), left, right))

@@ -3,11 +3,14 @@
 Features are those of `tasks.word_pipeline`. The label of the span that starts
 at word i and ends at word i + w sits at `labels[i, w]`: 0 for NONE, the
 entity type id otherwise, -1 where the span runs past the last kept word.
+Sentences that carry document context (`left_context`, `right_context`, see
+`tasks.document_context`) are encoded with it; spans stay inside the sentence.
 """
 
 import numpy as np
 import tensorflow as tf
 
+from tasks.document_context import context_lists
 from tasks.labels import LabelSet
 from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
 
@@ -55,6 +58,8 @@ def make_dataset(
 
     Args:
         sentences: the sentences; their entity types must be in `labels`.
+            Their `left_context` and `right_context` words, if any, are
+            packed around them, unlabelled.
         preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
             with `max_seq_length`, 128 by default).
         labels: "NONE" then the entity types.
@@ -63,9 +68,11 @@ def make_dataset(
     """
     label_set = LabelSet(labels, kind="entity type")
     grids = [span_label_grid(s, label_set, max_span_width) for s in sentences]
+    left_context, right_context = context_lists(sentences)
     dataset = make_word_dataset(
         [s.words for s in sentences], grids, preprocessor, max_seq_length=max_seq_length,
-        batch_size=batch_size, training=training, seed=seed)
+        batch_size=batch_size, training=training, seed=seed, left_context=left_context,
+        right_context=right_context)
 
     def hide_truncated_spans(features, labels):
         # Spans that end past the last kept word (truncated sentences) are not labels.

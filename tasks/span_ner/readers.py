@@ -38,6 +38,10 @@ class SpanSentence:
         source: path of the file the sentence was read from ("" when built by hand).
         line: 1-based line of the sentence in `source` (its JSON line, or its first word line
             in a column file); 0 when built by hand.
+        document: 0-based index of the sentence's document in `source` (see `read_span_jsonl`
+            and `tasks.tagging.readers.read_column_file`); 0 when built by hand.
+        left_context, right_context: words of the neighbouring sentences of the document,
+            encoded as unlabelled context (`tasks.document_context`); empty by default.
 
     Raises:
         ValueError: a span is empty or reaches outside the sentence.
@@ -55,10 +59,14 @@ class SpanSentence:
     spans: tuple[tuple[int, int, str], ...] = ()
     source: str = ""
     line: int = 0
+    document: int = 0
+    left_context: tuple[str, ...] = ()
+    right_context: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Tuples keep the dataclass hashable and really frozen, whatever sequence was passed.
-        object.__setattr__(self, "words", tuple(self.words))
+        for name in ("words", "left_context", "right_context"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "spans", _normalized_spans(self.spans))
         for start, end, label in self.spans:
             if not 0 <= start <= end < len(self.words):
@@ -121,6 +129,7 @@ def _parse_span(span, index, num_tokens, where):
 
 
 def _parse_record(text, path, line_number):
+    """`(SpanSentence, its "document" value or None)` of one JSON line."""
     where = f"{path}:{line_number}"
     try:
         record = json.loads(text)
@@ -138,7 +147,11 @@ def _parse_record(text, path, line_number):
     spans = [
         _parse_span(span, index, len(tokens), where) for index, span in enumerate(record["spans"])
     ]
-    return SpanSentence(tokens, spans, str(path), line_number)
+    document = record.get("document")
+    if document is not None and not (isinstance(document, str) or _is_integer(document)):
+        raise DataFormatError(f"{where}: 'document' must be a string or an integer, "
+                              f"got {document!r}")
+    return SpanSentence(tokens, spans, str(path), line_number), document
 
 
 def read_span_jsonl(path):
@@ -152,7 +165,10 @@ def read_span_jsonl(path):
 
     `start` and `end` are 0-based word indices and `end` is INCLUSIVE (`{"start": 0, "end": 0}`
     is the first word alone). Nested and overlapping spans are allowed; a span listed twice (same
-    start, end and label) is kept once. Other keys of the object are ignored, blank lines are
+    start, end and label) is kept once. An optional `"document"` key (a string or an integer)
+    names the sentence's document: records next to each other with the same value (or both
+    without one) are one document, numbered from 0 in each sentence's `document` (a file
+    without the key is one document). Other keys of the object are ignored, blank lines are
     skipped, `\\r\\n` line endings and a UTF-8 byte-order mark are accepted.
 
     Args:
@@ -166,8 +182,8 @@ def read_span_jsonl(path):
         DataFormatError: naming the file and line: invalid UTF-8 or JSON, not an object, a
             missing `tokens`/`spans`/`start`/`end`/`label`, an empty token list, a non-string
             token, a start or end that is not an integer, negative, `start > end`,
-            `end >= len(tokens)`, a label that is not a non-empty string; or, naming the file,
-            no sentence at all.
+            `end >= len(tokens)`, a label that is not a non-empty string, a `document` that
+            is not a string or an integer; or, naming the file, no sentence at all.
 
     Examples:
     >>> import json, os, tempfile
@@ -181,11 +197,16 @@ def read_span_jsonl(path):
     >>> sentence.spans, sentence.line
     (((0, 1, 'ORG'), (0, 2, 'ORG')), 1)
     """
-    sentences = [
-        _parse_record(text, path, line_number)
-        for line_number, text in decoded_lines(path)
-        if text.strip()
-    ]
+    sentences, previous_key = [], None
+    for line_number, text in decoded_lines(path):
+        if not text.strip():
+            continue
+        sentence, key = _parse_record(text, path, line_number)
+        document = sentences[-1].document if sentences else 0
+        if sentences and key != previous_key:
+            document += 1  # the next record with another "document" starts a document
+        sentences.append(dataclasses.replace(sentence, document=document))
+        previous_key = key
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found (empty, or only blank lines)")
     return sentences
@@ -215,7 +236,7 @@ def from_tagged_sentences(tagged):
         tagged: `TaggedSentence` objects (e.g. from `read_column_file`).
 
     Returns:
-        A list of `SpanSentence` with the same words, source and line.
+        A list of `SpanSentence` with the same words, source, line and document.
 
     Raises:
         DataFormatError: a tag is not `O` nor `B-`/`I-`/`E-`/`S-` followed by a type (the
@@ -234,7 +255,8 @@ def from_tagged_sentences(tagged):
             raise TypeError(f"expected TaggedSentence objects, got {type(sentence).__name__}")
         _check_tag_syntax(sentence)
         spans = tags_to_spans(sentence.tags)
-        sentences.append(SpanSentence(sentence.words, spans, sentence.source, sentence.line))
+        sentences.append(SpanSentence(sentence.words, spans, sentence.source, sentence.line,
+                                      sentence.document))
     return sentences
 
 

@@ -5,13 +5,15 @@ Words as for tagging (`tasks.tagging.serving`): `words`, `num_words`,
 `entity_score` (float32 [B, E], 0 as padding), the best non-NONE probability
 of each entity. Decoding follows the model's options: flat greedy, flat
 exact (weighted interval scheduling, in float64 as `tasks.span_ner.decoding`)
-or nested, at its threshold.
+or nested, at its threshold. A model trained with document context also takes
+`left_context` and `right_context`, as a tagger does (`tasks.tagging.serving`).
 """
 
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import dense_rows, entity_outputs, first_max_index, word_inputs, word_outputs
+from tasks.document_context import context_word_inputs
+from tasks.serving import dense_rows, entity_outputs, first_max_index, word_outputs
 
 
 def _greedy(scores, qualifies, starts, ends, width):
@@ -86,9 +88,11 @@ def _exact_row(scores, qualifies, starts, ends, width):
 
 
 def span_ner_outputs(model, preprocessor, labels, text, threshold=0.5, decoding="flat",
-                     method="greedy"):
-    """Words and entities (with scores) of a `SpanNER` model, from raw sentences."""
-    words, features, kept = word_inputs(preprocessor, text)
+                     method="greedy", left_context=None, right_context=None):
+    """Words and entities (with scores) of a `SpanNER` model, from raw sentences (and
+    their document context, raw strings too)."""
+    words, features, kept = context_word_inputs(preprocessor, text, left_context,
+                                                right_context)
     probabilities = ops.softmax(model(features, training=False), axis=-1)
     probabilities = ops.cast(probabilities, "float32")  # [B, W·L, C]
     max_width = int(model.max_span_width)

@@ -5,6 +5,12 @@ import json
 
 from absl import flags
 
+from tasks.document_context import (
+    add_document_context,
+    check_context_sentences,
+    define_context_flag,
+    serving_input_names,
+)
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.errors import DataFormatError
 from tasks.prediction_io import read_word_input, wants_jsonl, write_output
@@ -33,14 +39,20 @@ class SpanNEROptions:
     """max_span_width: the widest span the model scores, in words. decoding:
     "flat" (non-overlapping entities) or "nested". flat_method: "greedy" or
     "exact" (weighted interval scheduling). threshold: minimum best non-NONE
-    probability of an entity (see `tools/calibrate.py`)."""
+    probability of an entity (see `tools/calibrate.py`). context_sentences:
+    encode each sentence with up to this many sentences before and after it
+    in its document, as unlabelled context (`tasks.document_context`); 0:
+    alone."""
 
     max_span_width: int = 10
     decoding: str = "flat"
     flat_method: str = "greedy"
     threshold: float = 0.5
+    context_sentences: int = 0
 
     def __post_init__(self):
+        object.__setattr__(self, "context_sentences",
+                           check_context_sentences(self.context_sentences))
         if self.decoding not in DECODINGS:
             raise ValueError(f"decoding must be one of {DECODINGS}, got {self.decoding!r}")
         if self.flat_method not in FLAT_METHODS:
@@ -57,7 +69,11 @@ class SpanNERTask(Task):
     Head options: `num_classes` (entity types + NONE), `labels`,
     `max_span_width`, `span_combination`, `span_pooling`,
     `width_embedding_dim`, `span_hidden_dim`, `none_weight`. Predictions are
-    CoNLL columns (flat decoding) or JSONL entities with scores.
+    CoNLL columns (flat decoding) or JSONL entities with scores. With
+    `context_sentences=N`, each sentence is read with the words of its N
+    neighbours on each side in its document as context (in training,
+    evaluation, prediction and the exported model, whose signature then also
+    takes `left_context` and `right_context`); spans stay inside the sentence.
 
     Examples:
     >>> SpanNERTask().monitor(num_classes=5)
@@ -86,6 +102,7 @@ class SpanNERTask(Task):
                                 "scheduling.", flag_values=flag_values)
         flags.DEFINE_float("none_weight", 1.0, "Span NER: loss weight of NONE spans.",
                                  lower_bound=0.0, flag_values=flag_values)
+        define_context_flag(flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
@@ -93,13 +110,15 @@ class SpanNERTask(Task):
             raise ValueError("--none_weight must be > 0")
         return ({"max_span_width": flag_values.max_span_width,
                  "decoding": flag_values.span_decoding,
-                 "flat_method": flag_values.flat_method, "threshold": 0.5},
+                 "flat_method": flag_values.flat_method, "threshold": 0.5,
+                 "context_sentences": flag_values.context_sentences},
                 {"none_weight": flag_values.none_weight})
 
     # === Data ===
 
     def read(self, path, data_format=None):
-        return readers.read_span_file(path, data_format)
+        sentences = readers.read_span_file(path, data_format)
+        return add_document_context(sentences, self.context_sentences)
 
     def label_names(self, sentences):
         return readers.span_label_names(sentences)
@@ -155,11 +174,14 @@ class SpanNERTask(Task):
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
         if input_format != "text" and path.endswith((".jsonl", ".json")):
-            read = self.read(path)  # the span JSONL format; its spans are ignored
-            return [readers.SpanSentence(s.words, (), s.source, s.line) for s in read]
-        return [readers.SpanSentence(words, (), source, line)
-                for words, source, line in read_word_input(path, input_format,
-                                                           read_column_file)]
+            read = readers.read_span_jsonl(path)  # the span JSONL format; its spans are ignored
+            sentences = [readers.SpanSentence(s.words, (), s.source, s.line, s.document)
+                         for s in read]
+        else:
+            sentences = [readers.SpanSentence(words, (), source, line, document)
+                         for words, source, line, document in read_word_input(
+                             path, input_format, read_column_file)]
+        return add_document_context(sentences, self.context_sentences)
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
@@ -189,6 +211,12 @@ class SpanNERTask(Task):
 
     # === Serving ===
 
-    def serving_outputs(self, model, preprocessor, labels, text):
+    def serving_inputs(self):
+        """`text`; with document context also `left_context` and `right_context`."""
+        return serving_input_names(self.context_sentences)
+
+    def serving_outputs(self, model, preprocessor, labels, text, left_context=None,
+                        right_context=None):
         return span_ner_outputs(model, preprocessor, labels, text, threshold=self.threshold,
-                                decoding=self.decoding, method=self.flat_method)
+                                decoding=self.decoding, method=self.flat_method,
+                                left_context=left_context, right_context=right_context)

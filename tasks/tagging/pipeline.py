@@ -1,11 +1,13 @@
 """tf.data pipeline for word tagging: one tag id per word, on its first subword.
 
 See `tasks.word_pipeline` for the features. Labels are tag ids [W], -1 at
-padded words.
+padded words. Sentences that carry document context (`left_context`,
+`right_context`, see `tasks.document_context`) are encoded with it.
 """
 
 import numpy as np
 
+from tasks.document_context import context_lists
 from tasks.labels import LabelSet
 from tasks.tags import split_tag
 from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
@@ -51,7 +53,9 @@ def make_dataset(
     """Builds batched (features, tag ids) for `sentences` (`TaggedSentence`s).
 
     Args:
-        sentences: the sentences; their tags must be in `labels`.
+        sentences: the sentences; their tags must be in `labels`. Their
+            `left_context` and `right_context` words, if any, are packed
+            around them, unlabelled.
         preprocessor: a `WordPreprocessor`, or a `WordPieceTokenizer` (then
             with `max_seq_length`, 128 by default).
         labels: tag names in id order.
@@ -63,6 +67,7 @@ def make_dataset(
             I-x) instead of the first subword of each word only.
     """
     tag_ids = [np.asarray(ids, np.int32) for ids in encode_tags(sentences, labels)]
+    left_context, right_context = context_lists(sentences)
     return make_word_dataset(
         [s.words for s in sentences],
         tag_ids,
@@ -72,4 +77,6 @@ def make_dataset(
         training=training,
         seed=seed,
         continuation=continuation_ids(labels) if label_all_subwords else None,
+        left_context=left_context,
+        right_context=right_context,
     )

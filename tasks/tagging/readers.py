@@ -40,22 +40,29 @@ class TaggedSentence:
         source: path of the file the sentence was read from ("" when built by hand).
         line: 1-based line of the first word in `source` (0 when built by hand). Word `k` of
             the sentence sits on line `line + k`.
+        document: 0-based index of the sentence's document in `source` (`-DOCSTART-` lines
+            start documents); 0 when built by hand.
+        left_context, right_context: words of the neighbouring sentences of the document,
+            encoded as unlabelled context (`tasks.document_context`); empty by default.
 
     Examples:
     >>> sentence = TaggedSentence(("EU", "rejects"), ("B-ORG", "O"), "eng.train", 1)
-    >>> len(sentence), sentence.tags[0]
-    (2, 'B-ORG')
+    >>> len(sentence), sentence.tags[0], sentence.left_context
+    (2, 'B-ORG', ())
     """
 
     words: tuple[str, ...]
     tags: tuple[str, ...]
     source: str = ""
     line: int = 0
+    document: int = 0
+    left_context: tuple[str, ...] = ()
+    right_context: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Tuples keep the dataclass hashable and really frozen, whatever sequence was passed.
-        object.__setattr__(self, "words", tuple(self.words))
-        object.__setattr__(self, "tags", tuple(self.tags))
+        for name in ("words", "tags", "left_context", "right_context"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.words) != len(self.tags):
             raise ValueError(
                 f"{len(self.words)} words but {len(self.tags)} tags "
@@ -142,20 +149,24 @@ def _raw_sentences(path):
     """Groups the column lines of a file into sentences.
 
     Yields:
-        `(first_line_number, [(line_number, columns), ...])` per sentence. Blank lines and
-        `-DOCSTART-` lines (document boundaries) end a sentence and are not part of any.
+        `(first_line_number, [(line_number, columns), ...], document)` per sentence. Blank
+        lines and `-DOCSTART-` lines end a sentence and are not part of any; a `-DOCSTART-`
+        line after a sentence starts the next document (`document`, from 0).
     """
-    rows = []
+    rows, document, document_has_sentences = [], 0, False
     for line_number, text in decoded_lines(path):
         stripped = text.strip(" \t")
         columns = _COLUMN_SEPARATOR.split(stripped) if stripped else []
         if columns and columns[0] != _DOCSTART:
             rows.append((line_number, columns))
-        elif rows:
-            yield rows[0][0], rows
-            rows = []
+            continue
+        if rows:
+            yield rows[0][0], rows, document
+            rows, document_has_sentences = [], True
+        if columns and document_has_sentences:  # -DOCSTART-
+            document, document_has_sentences = document + 1, False
     if rows:
-        yield rows[0][0], rows
+        yield rows[0][0], rows, document
 
 
 def _describe_columns(num_columns):
@@ -180,23 +191,24 @@ def _check_column_indices(path, line_number, num_columns, word_column, tag_colum
             raise ValueError(f"{name}={index} is out of range for {num_columns} columns in {path}")
 
 
-def _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column):
+def _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column, document):
     for line_number, columns in rows:
         _check_column_count(path, line_number, columns, num_columns)
     words = [columns[word_column] for _, columns in rows]
     tags = [columns[tag_column] for _, columns in rows]
-    return TaggedSentence(tuple(words), tuple(tags), str(path), first_line)
+    return TaggedSentence(tuple(words), tuple(tags), str(path), first_line, document)
 
 
 def _parse_file(path, num_columns, word_column, tag_column):
     sentences = []
-    for first_line, rows in _raw_sentences(path):
+    for first_line, rows, document in _raw_sentences(path):
         if not sentences:
             # Unless given, the first word line fixes the column count for the whole file.
             num_columns = len(rows[0][1]) if num_columns is None else num_columns
             _check_column_indices(path, first_line, num_columns, word_column, tag_column)
         sentences.append(
-            _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column)
+            _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column,
+                            document)
         )
     return sentences
 
@@ -236,7 +248,8 @@ def read_column_file(
 
     Handles CoNLL-2003 (`word POS chunk NER`, tag last) and two-column `word tag` files, with
     columns separated by spaces or tabs. `-DOCSTART-` lines are skipped (they also end a
-    sentence), `\\r\\n` line endings and a UTF-8 byte-order mark are accepted.
+    sentence, and start a new document: each sentence's `document`), `\\r\\n` line
+    endings and a UTF-8 byte-order mark are accepted.
 
     Args:
         path: the file, UTF-8 encoded.

@@ -10,12 +10,18 @@ as padding), `num_words` (int32 [B]), `tags` (string [B, W], ""),
 -1 as padding) and `num_entities` (int32 [B]). Entities are sorted by
 start, then end. A CRF decodes with Viterbi in the graph; entities are read
 from the tags as `tasks.tagging.tags_to_spans` (conlleval) reads them.
+
+A model trained with document context (`context_sentences` > 0) also takes
+`left_context` and `right_context`: [B] raw strings, the words of the
+sentences before and after each sentence in its document ("" for none),
+packed around it as the training pipeline does (`tasks.document_context`).
 """
 
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import entity_outputs, word_inputs, word_outputs
+from tasks.document_context import context_word_inputs
+from tasks.serving import entity_outputs, word_outputs
 from tasks.tags import tag_parts
 
 
@@ -65,9 +71,11 @@ def tags_to_entities(prefixes, types, type_names):
     return where[:, 0], where[:, 1], ends, labels
 
 
-def tagging_outputs(model, preprocessor, labels, text):
-    """Words, tags and entities of a `SequenceTagger`, from raw sentences."""
-    words, features, kept = word_inputs(preprocessor, text)
+def tagging_outputs(model, preprocessor, labels, text, left_context=None, right_context=None):
+    """Words, tags and entities of a `SequenceTagger`, from raw sentences (and their
+    document context, raw strings too)."""
+    words, features, kept = context_word_inputs(preprocessor, text, left_context,
+                                                right_context)
     tag_ids = ops.cast(model.decode(features), "int32")  # [B, padded words]
     num_words = tf.cast(words.row_lengths(), tf.int32)
     width = tf.reduce_max(tf.concat([num_words, [0]], 0))

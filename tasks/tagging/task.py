@@ -5,6 +5,12 @@ import json
 
 from absl import flags
 
+from tasks.document_context import (
+    add_document_context,
+    check_context_sentences,
+    define_context_flag,
+    serving_input_names,
+)
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.prediction_io import read_word_input, wants_jsonl, write_output
 from tasks.registry import register_task
@@ -24,11 +30,18 @@ FORMATS = ("conll", "columns")
 class TaggingOptions:
     """convert_iob1: read IOB1 files as IOB2. label_all_subwords: train on every
     subword (B-x continues as I-x). tag_scheme: the scheme of the training data
-    (detected by `adapt`), which constrains a CRF."""
+    (detected by `adapt`), which constrains a CRF. context_sentences: encode
+    each sentence with up to this many sentences before and after it in its
+    document, as unlabelled context (`tasks.document_context`); 0: alone."""
 
     convert_iob1: bool = False
     label_all_subwords: bool = False
     tag_scheme: str = None
+    context_sentences: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "context_sentences",
+                           check_context_sentences(self.context_sentences))
 
 
 @register_task
@@ -38,7 +51,10 @@ class TaggingTask(Task):
     Head options: `head` ("crf", the default, or "softmax"), `num_classes`,
     `labels` and `tag_scheme` (a CRF with labels and a scheme forbids the
     transitions the scheme forbids). Predictions are CoNLL columns or JSONL
-    with the tags and the entities.
+    with the tags and the entities. With `context_sentences=N`, each sentence
+    is read with the words of its N neighbours on each side in its document
+    as context (in training, evaluation, prediction and the exported model,
+    whose signature then also takes `left_context` and `right_context`).
 
     Examples:
     >>> from tasks.tagging import TaggedSentence
@@ -62,11 +78,13 @@ class TaggingTask(Task):
                                    "first subword.", flag_values=flag_values)
         flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to "
                                    "IOB2 when reading.", flag_values=flag_values)
+        define_context_flag(flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
         return ({"convert_iob1": flag_values.convert_iob1,
-                 "label_all_subwords": flag_values.label_all_subwords},
+                 "label_all_subwords": flag_values.label_all_subwords,
+                 "context_sentences": flag_values.context_sentences},
                 {"head": flag_values.head})
 
     @classmethod
@@ -80,7 +98,8 @@ class TaggingTask(Task):
 
     def read(self, path, data_format=None):
         # Both formats: whitespace columns, word first, tag last.
-        return readers.read_column_file(path, convert_iob1=self.convert_iob1)
+        sentences = readers.read_column_file(path, convert_iob1=self.convert_iob1)
+        return add_document_context(sentences, self.context_sentences)
 
     def adapt(self, sentences):
         return self.with_options(tag_scheme=tags.detect_scheme(sentences))
@@ -143,8 +162,10 @@ class TaggingTask(Task):
     # === Prediction ===
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
-        return [readers.TaggedSentence(words, ("O",) * len(words), source, line)
-                for words, source, line in read_word_input(path, input_format, self.read)]
+        sentences = [readers.TaggedSentence(words, ("O",) * len(words), source, line, document)
+                     for words, source, line, document in read_word_input(path, input_format,
+                                                                          self.read)]
+        return add_document_context(sentences, self.context_sentences)
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
@@ -158,8 +179,13 @@ class TaggingTask(Task):
 
     # === Serving ===
 
-    def serving_outputs(self, model, preprocessor, labels, text):
-        return tagging_outputs(model, preprocessor, labels, text)
+    def serving_inputs(self):
+        """`text`; with document context also `left_context` and `right_context`."""
+        return serving_input_names(self.context_sentences)
+
+    def serving_outputs(self, model, preprocessor, labels, text, left_context=None,
+                        right_context=None):
+        return tagging_outputs(model, preprocessor, labels, text, left_context, right_context)
 
 
 def _tagging_lines(sentences, predictions, as_jsonl):
