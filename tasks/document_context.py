@@ -15,8 +15,9 @@ This module is the one home of what both tasks share:
   document (plain text given to `tools/predict.py`: one document per file);
 - the `--context_sentences` flag and option (`define_context_flag`,
   `check_context_sentences`);
-- the exported model's extra inputs (`serving_input_names`,
-  `context_word_inputs`): raw `left_context` and `right_context` strings.
+- the exported model's extra inputs (`serving_input_names`): raw
+  `left_context` and `right_context` strings, which
+  `tasks.serving.word_inputs` packs.
 
 The packing itself, `[CLS] left-context sentence right-context [SEP]` with
 the sentence first and the context trimmed at the far ends, is
@@ -38,11 +39,8 @@ References:
 import dataclasses
 import numbers
 
-import tensorflow as tf
 from absl import flags
 
-from tasks.serving import word_inputs
-from tasks.word_preprocessor import split_words
 
 CONTEXT_FLAG = "context_sentences"
 CONTEXT_INPUTS = ("left_context", "right_context")
@@ -165,26 +163,3 @@ def serving_input_names(context_sentences):
     (('text',), ('text', 'left_context', 'right_context'))
     """
     return ("text",) + (CONTEXT_INPUTS if context_sentences else ())
-
-
-def context_word_inputs(preprocessor, text, left_context=None, right_context=None):
-    """`tasks.serving.word_inputs` with document context, from raw strings.
-
-    Args:
-        preprocessor: a `WordPreprocessor`.
-        text: [B] raw sentences.
-        left_context, right_context: [B] raw strings, the words of the
-            sentences before and after each one in its document ("" for
-            none), split into words as `str.split()` does; None for no
-            context at all (then exactly `word_inputs`).
-
-    Returns:
-        `(words [B, W] ragged, dense model features, kept words [B])`.
-    """
-    if left_context is None and right_context is None:
-        return word_inputs(preprocessor, text)
-    words = split_words(text)
-    left = None if left_context is None else split_words(left_context)
-    right = None if right_context is None else split_words(right_context)
-    features, counts = preprocessor.encode_words(words, left, right)
-    return words, preprocessor.pad(features), tf.cast(counts.row_lengths(), tf.int32)

@@ -42,11 +42,18 @@ def dense_rows(values, row_ids, num_rows, default):
     return ragged.to_tensor(default_value=default)
 
 
-def word_inputs(preprocessor, text):
+def word_inputs(preprocessor, text, left_context=None, right_context=None):
     """(words [B, W] ragged, dense model features, kept words [B]) from raw sentences,
-    with a `WordPreprocessor`."""
+    with a `WordPreprocessor`.
+
+    `left_context` and `right_context` ([B] raw strings, "" for none; see
+    `tasks.document_context`) are the words of the neighbouring sentences,
+    packed around each sentence as unlabelled context; None: no context.
+    """
     words = split_words(text)
-    features, counts = preprocessor.encode_words(words)
+    left = None if left_context is None else split_words(left_context)
+    right = None if right_context is None else split_words(right_context)
+    features, counts = preprocessor.encode_words(words, left, right)
     return words, preprocessor.pad(features), tf.cast(counts.row_lengths(), tf.int32)
 
 

@@ -4,7 +4,10 @@
     python tools/export.py --model=runs/trec/best_model.keras --output=exported/trec
 
 The SavedModel's `serving_default` signature takes a 1-D string tensor `text`
-of raw sentences (a pair classifier: `text` and `text_pair`); tokenization,
+of raw sentences (a pair classifier: `text` and `text_pair`; a tagger or span
+NER model trained with `--context_sentences`: `text`, `left_context` and
+`right_context`, the words of the neighbouring sentences as raw strings, ""
+for none); tokenization,
 packing, truncation to max_seq_length and decoding (CRF Viterbi, span NER
 decoding at the model's threshold) all run inside the graph. Outputs:
 classification `label`, `label_id`, `probabilities`; tagging and span NER

@@ -113,7 +113,7 @@ define_hardware_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
-_RESUME_KEYS = ("task", "preset", "train_data", "max_seq_length", "lowercase", "labels",
+_RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length", "lowercase", "labels",
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
                 "schedule")

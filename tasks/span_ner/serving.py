@@ -12,8 +12,13 @@ or nested, at its threshold. A model trained with document context also takes
 import tensorflow as tf
 from keras import ops
 
-from tasks.document_context import context_word_inputs
-from tasks.serving import dense_rows, entity_outputs, first_max_index, word_outputs
+from tasks.serving import (
+    dense_rows,
+    entity_outputs,
+    first_max_index,
+    word_inputs,
+    word_outputs,
+)
 
 
 def _greedy(scores, qualifies, starts, ends, width):
@@ -91,7 +96,7 @@ def span_ner_outputs(model, preprocessor, labels, text, threshold=0.5, decoding=
                      method="greedy", left_context=None, right_context=None):
     """Words and entities (with scores) of a `SpanNER` model, from raw sentences (and
     their document context, raw strings too)."""
-    words, features, kept = context_word_inputs(preprocessor, text, left_context,
+    words, features, kept = word_inputs(preprocessor, text, left_context,
                                                 right_context)
     probabilities = ops.softmax(model(features, training=False), axis=-1)
     probabilities = ops.cast(probabilities, "float32")  # [B, W·L, C]

@@ -20,8 +20,7 @@ packed around it as the training pipeline does (`tasks.document_context`).
 import tensorflow as tf
 from keras import ops
 
-from tasks.document_context import context_word_inputs
-from tasks.serving import entity_outputs, word_outputs
+from tasks.serving import entity_outputs, word_inputs, word_outputs
 from tasks.tags import tag_parts
 
 
@@ -74,7 +73,7 @@ def tags_to_entities(prefixes, types, type_names):
 def tagging_outputs(model, preprocessor, labels, text, left_context=None, right_context=None):
     """Words, tags and entities of a `SequenceTagger`, from raw sentences (and their
     document context, raw strings too)."""
-    words, features, kept = context_word_inputs(preprocessor, text, left_context,
+    words, features, kept = word_inputs(preprocessor, text, left_context,
                                                 right_context)
     tag_ids = ops.cast(model.decode(features), "int32")  # [B, padded words]
     num_words = tf.cast(words.row_lengths(), tf.int32)
