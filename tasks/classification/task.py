@@ -4,9 +4,15 @@ import dataclasses
 import json
 
 import numpy as np
+from absl import flags
 
 from tasks.classification import readers
-from tasks.classification.model import Classifier, classification_loss, classification_metrics
+from tasks.classification.model import (
+    POOLINGS,
+    Classifier,
+    classification_loss,
+    classification_metrics,
+)
 from tasks.classification.pipeline import make_dataset
 from tasks.classification.serving import classification_outputs
 from tasks.errors import DataFormatError
@@ -41,7 +47,24 @@ class ClassificationTask(Task):
     name = "classification"
     formats = readers.FORMATS
     Options = ClassificationOptions
-    head_options = ("num_classes", "labels", "head_hidden_dim")
+    head_options = ("num_classes", "labels", "head_hidden_dim", "pooling")
+
+    @classmethod
+    def define_flags(cls, flag_values):
+        flags.DEFINE_enum("pooling", "pooler", POOLINGS, "Classification: the text's vector "
+                          "is BERT's pooler output, the [CLS] vector, or the mean or maximum "
+                          "over its tokens (mean: what sentence-transformers checkpoints such "
+                          "as all-MiniLM-L6-v2 are trained with).", flag_values=flag_values)
+        flags.DEFINE_integer("head_hidden_dim", None, "Classification: width of an extra "
+                             "dense + tanh layer before the logits (none when omitted).",
+                             lower_bound=1, flag_values=flag_values)
+
+    @classmethod
+    def options_from_flags(cls, flag_values):
+        head = {"pooling": flag_values.pooling}
+        if flag_values.head_hidden_dim is not None:
+            head["head_hidden_dim"] = flag_values.head_hidden_dim
+        return {}, head
 
     @classmethod
     def from_metadata(cls, metadata):
@@ -83,11 +106,11 @@ class ClassificationTask(Task):
         return f"{encoder_preset}_{'pair_' if self.paired_input else ''}classifier"
 
     def build_model(self, encoder, num_classes=2, labels=None, dropout=0.1,
-                    head_hidden_dim=None):
+                    head_hidden_dim=None, pooling="pooler"):
         if labels is not None:
             num_classes = len(labels)
         return Classifier(encoder, num_classes, dropout=dropout, head_hidden_dim=head_hidden_dim,
-                          name="classifier")
+                          pooling=pooling, name="classifier")
 
     def loss(self):
         return classification_loss()

