@@ -32,7 +32,8 @@ class ClassificationOptions:
 class ClassificationTask(Task):
     """Single-text and text-pair classification (TREC, MRPC, JSONL).
 
-    The model is a `Classifier` (the encoder's pooled output → logits); the
+    The model is a `Classifier` (the encoder's pooled output, or a `pooling`
+    of its token vectors → logits); the
     best model is the one with the highest validation F1 of class 1 for two
     classes, accuracy otherwise. Predictions are JSONL records with the label
     and the class probabilities.
