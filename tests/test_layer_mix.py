@@ -73,3 +73,13 @@ def test_encoder_outputs_the_mix_and_its_first_vector(mode, tmp_path):
 def test_encoder_refuses_an_unknown_mix():
     with pytest.raises(ValueError, match="layer_mix"):
         Encoder(**SMALL, layer_mix="first")
+
+
+def test_a_frozen_encoder_still_learns_its_scalar_mix():
+    from zoo import build_model
+
+    model = build_model("bert_tiny_classifier", num_classes=3, **SMALL,
+                        freeze_encoder=True, layer_mix="scalar_mix")
+    assert {v.path for v in model.trainable_variables} == {
+        "layer_mix/logits", "layer_mix/scale", "classification_head/logits/kernel",
+        "classification_head/logits/bias"}
