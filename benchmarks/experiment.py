@@ -1,7 +1,7 @@
 """One experiment run, as the benchmark scripts do it: train, pick on validation, test once.
 
-`train_and_test` runs `tools/train.py` (the best epoch is picked on the
-validation data), optionally `tools/calibrate.py` on the validation data, then
+`train_and_test` runs `tools/train.py` (the best epoch, and for span NER the
+decoding threshold, are picked on the validation data), then
 `tools/evaluate.py` once on the test data, and keeps the result in
 `<run>.json`, so that a benchmark started again skips the runs it has.
 """
@@ -29,14 +29,13 @@ def _tool(name, flags, log, stdout=None):
                        stdout=stdout or errors, stderr=errors, env=ENVIRONMENT)
 
 
-def train_and_test(run, train_flags, test_data, calibrate_data=None):
+def train_and_test(run, train_flags, test_data):
     """Trains into `run`, then tests once; {"test": metrics, "seconds", "trainable", "total"}.
 
     Args:
         run: the model directory (its log is `<run>.log`, its result `<run>.json`).
         train_flags: `tools/train.py` flags, `--model_dir` excepted.
         test_data: the test file, read once, by `tools/evaluate.py`.
-        calibrate_data: validation data for `tools/calibrate.py` (span NER).
 
     Returns:
         The result; `seconds` is the training binary's wall time (validation included).
@@ -49,8 +48,6 @@ def train_and_test(run, train_flags, test_data, calibrate_data=None):
     start = time.monotonic()
     _tool("train.py", [*train_flags, f"--model_dir={run}", "--overwrite"], log)
     seconds = time.monotonic() - start
-    if calibrate_data:
-        _tool("calibrate.py", [f"--model_dir={run}", f"--data={calibrate_data}"], log)
     test_file = os.path.join(run, "test.json")
     with open(test_file, "w") as out:
         _tool("evaluate.py", [f"--model_dir={run}", f"--data={test_data}"], log, stdout=out)

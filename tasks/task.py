@@ -180,6 +180,14 @@ class Task:
         metrics["examples"] = len(examples)
         return metrics
 
+    def tune_decoding(self, model, dataset, examples, labels):
+        """Task option changes picked on validation data after training; none by default.
+
+        `tools/train.py` applies them to the best model (and its config.json)
+        before the final evaluation: span NER picks its decoding threshold.
+        """
+        return {}
+
     # === Prediction ===
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):

@@ -8,13 +8,14 @@ import numpy as np
 
 from tests.test_hf_import import _minilm_dir
 from tests.test_train_binary import ROOT, SAMPLES, _run
+from zoo import ENCODER_PRESETS
 from zoo.checkpoints import load_hf_encoder
 
 
 def test_fine_tunes_from_huggingface_directory(tmp_path):
     checkpoint = _minilm_dir()
     model_dir = str(tmp_path / "model")
-    result = _run("train.py", "--preset=minilm_l6_h384", "--init_checkpoint", checkpoint,
+    result = _run("train.py", "--init_checkpoint", checkpoint,
                   "--train_data", os.path.join(SAMPLES, "train.label"),
                   "--eval_data", os.path.join(SAMPLES, "test.label"), "--model_dir", model_dir,
                   "--epochs=1", "--batch_size=16", "--max_seq_length=32",
@@ -23,6 +24,10 @@ def test_fine_tunes_from_huggingface_directory(tmp_path):
     config = json.load(open(os.path.join(model_dir, "config.json")))
     assert config["init_checkpoint"] == os.path.abspath(checkpoint)
     assert config["vocabulary_size"] == 30522 and config["lowercase"] is True
+    # No --preset: the defaults are those of the preset with the checkpoint's shape, and
+    # the fresh head on the pretrained encoder learns at the preset's head rate.
+    assert config["preset"] == "minilm_l6_h384_classifier"
+    assert config["head_learning_rate"] == ENCODER_PRESETS["minilm_l6_h384"].fine_tuning.head_learning_rate
     with open(os.path.join(checkpoint, "vocab.txt"), encoding="utf-8") as f:
         assert open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8").read() == f.read()
     # With a negligible learning rate the encoder weights are the checkpoint's.

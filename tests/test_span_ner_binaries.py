@@ -36,6 +36,21 @@ def calibrated(trained_models, tmp_path_factory):
             "metrics": json_line(results["evaluate"].stdout)}
 
 
+def test_training_tunes_the_threshold_on_the_validation_data(trained_span_ner_dir,
+                                                             trained_models):
+    config = json.load(open(os.path.join(trained_span_ner_dir, "config.json")))
+    assert config["calibrated_on"] == os.path.abspath(DEV)
+    assert "decoding tuned on" in trained_models.result("span_ner").stdout
+    check = run_tool("calibrate.py", "--model_dir", trained_span_ner_dir, "--data", DEV,
+                     "--dry_run")
+    assert check.returncode == 0, check.stderr[-3000:]
+    report = json.loads(check.stdout.strip().splitlines()[-1])
+    assert config["task_options"]["threshold"] == pytest.approx(report["threshold"])
+    metrics = json.load(open(os.path.join(trained_span_ner_dir, "metrics.json")))
+    assert metrics["threshold"] == pytest.approx(report["threshold"])
+    assert metrics["span_f1"] == pytest.approx(report["span_f1"])
+
+
 def test_calibrate_stores_threshold_and_evaluate_uses_it(calibrated):
     report = calibrated["report"]
     best = max(row[3] for row in report["table"])  # the table's values have 6 decimals

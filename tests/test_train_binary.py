@@ -41,6 +41,10 @@ def test_model_dir_contents(trained):
     assert config["trainable_parameters"] == config["total_parameters"] > 0
     assert config["freeze_encoder"] is False
     assert config["labels"] == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+    # The bert_tiny preset's fine-tuning defaults fill what the flags leave out; from
+    # random weights the head learns at the encoder's rate.
+    assert config["epochs"] == 3 and config["warmup_fraction"] == 0.1
+    assert config["head_learning_rate"] is None
     assert config["total_steps"] == 3 * config["steps_per_epoch"]
     metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
     assert 0.0 <= metrics["accuracy"] <= 1.0

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import build_encoder, build_model, get_preset, list_presets
+from zoo import ENCODER_PRESETS, build_encoder, build_model, get_preset, list_presets
 
 PUBLISHED_SHAPES = {
     "bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
@@ -43,6 +43,30 @@ def test_albert_base_shares_layers():
     # ALBERT-Base: about 11.7M parameters with its 30,000-token vocabulary.
     encoder = build_encoder("albert_base")
     assert 11_000_000 < encoder.count_params() < 12_500_000
+
+
+def test_a_fresh_head_on_a_pretrained_encoder_learns_at_the_preset_head_rate():
+    shape = dict(vocabulary_size=50, num_layers=1, hidden_dim=16, num_heads=2,
+                 intermediate_dim=32)
+    defaults = ENCODER_PRESETS["bert_tiny"].fine_tuning
+    # From random weights everything learns at one rate: the preset's.
+    scratch = build_model("bert_tiny_classifier", **shape)
+    assert type(scratch.optimizer).__name__ == "AdamW"
+    assert np.isclose(float(scratch.optimizer.learning_rate), defaults.learning_rate)
+    # On a given (pretrained) encoder the head learns at the preset's head rate ...
+    tuned = build_model("bert_tiny_classifier", encoder=build_encoder("bert_tiny", **shape),
+                        **shape)
+    encoder_paths = {v.path for v in tuned.get_layer("encoder").weights}
+    factors = {v.path: tuned.optimizer.multiplier(v.path) for v in tuned.trainable_variables}
+    head = [path for path in factors if path not in encoder_paths]
+    assert head and all(np.isclose(factors[path],
+                                   defaults.head_learning_rate / defaults.learning_rate)
+                        for path in head)
+    assert all(factors[path] == 1.0 for path in encoder_paths)
+    # ... unless told otherwise.
+    same = build_model("bert_tiny_classifier", encoder=build_encoder("bert_tiny", **shape),
+                       head_learning_rate=defaults.learning_rate, **shape)
+    assert type(same.optimizer).__name__ == "AdamW"
 
 
 def test_build_model_is_compiled_with_overrides():

@@ -19,7 +19,6 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
-from tasks.atomic_files import save_model_atomically  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_model_flags, define_task_module_flag, model_source  # noqa: E402
@@ -50,17 +49,8 @@ def main(argv):
         raise UserError(str(error))
     threshold, f1, table = task.calibrate(trained.model, dataset, sentences, trained.labels)
     if not FLAGS.dry_run:
-        model = trained.model
-        if getattr(model, "task_metadata", None) is not None:
-            # The model's own copy of the task options is what loading prefers.
-            model.task_metadata["task_options"]["threshold"] = float(threshold)
-            model.task_metadata["calibrated_on"] = os.path.abspath(FLAGS.data)
-            save_model_atomically(model, FLAGS.model or md.path(FLAGS.model_dir, md.BEST_MODEL))
-        if FLAGS.model_dir:
-            config = md.read_json(md.path(FLAGS.model_dir, md.CONFIG))
-            config["task_options"]["threshold"] = float(threshold)
-            config["calibrated_on"] = os.path.abspath(FLAGS.data)
-            md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+        md.update_task_options({"threshold": float(threshold)}, FLAGS.data, trained.model,
+                               FLAGS.model_dir, FLAGS.model)
     print(json.dumps({"threshold": float(threshold), "span_f1": f1,
                       "table": [[round(float(v), 6) for v in row] for row in table]}))
 

@@ -24,7 +24,7 @@ import keras
 
 import zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
 
-from tasks.atomic_files import write_json_atomically
+from tasks.atomic_files import save_model_atomically, write_json_atomically
 from tasks.registry import task_from_metadata
 from tasks.tokenizer import read_vocabulary, write_vocabulary
 from tools.errors import UserError
@@ -182,3 +182,22 @@ def load_trained(model_dir=None, model_path=None):
                                               config["max_seq_length"])
     return TrainedModel(model, task, task.preprocessor_of(preprocessor), labels, config)
 
+
+
+def update_task_options(changes, tuned_on, model, model_dir=None, model_path=None):
+    """Writes task option `changes` (e.g. a decoding threshold) into a trained model.
+
+    The model's own copy of the task options (what loading prefers) is
+    changed and the model saved again atomically, to `model_path` or the
+    directory's best model; the directory's config.json follows. `tuned_on`
+    (the data the options were picked on) is recorded as `calibrated_on`.
+    """
+    if getattr(model, "task_metadata", None) is not None:
+        model.task_metadata["task_options"].update(changes)
+        model.task_metadata["calibrated_on"] = os.path.abspath(tuned_on)
+        save_model_atomically(model, model_path or path(model_dir, BEST_MODEL))
+    if model_dir:
+        config = read_json(path(model_dir, CONFIG))
+        config["task_options"].update(changes)
+        config["calibrated_on"] = os.path.abspath(tuned_on)
+        write_json(config, path(model_dir, CONFIG))

@@ -39,13 +39,19 @@ from zoo import (  # noqa: E402
     check_adaptation,
     get_preset,
 )
-from zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
+from zoo.checkpoints import (  # noqa: E402
+    load_encoder,
+    matching_encoder_preset,
+    read_tokenizer_settings,
+)
 from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-flags.DEFINE_string("preset", "bert_tiny", "Encoder preset (bert_tiny, ...) or task preset "
-                    "(bert_tiny_classifier, bert_tiny_crf_tagger, ...).")
+flags.DEFINE_string("preset", None, "Encoder preset (bert_tiny, ...) or task preset "
+                    "(bert_tiny_classifier, bert_tiny_crf_tagger, ...); it gives the "
+                    "fine-tuning defaults. By default the encoder preset with the shape of "
+                    "--init_checkpoint (else the nearest), or bert_tiny without one.")
 flags.DEFINE_string("task", "classification", "The task: a registered task name ("
                     f"{', '.join(task_names())}, or one of a --task_module).")
 for _name in task_names():
@@ -65,8 +71,8 @@ flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the 
 flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
 flags.DEFINE_string("model_dir", None, "Output directory.")
 flags.DEFINE_boolean("overwrite", False, "Replace a finished model in --model_dir.")
-flags.DEFINE_integer("epochs", 3, "Training epochs (at most, with early stopping).",
-                     lower_bound=1)
+flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopping); the "
+                     "preset's default when omitted.", lower_bound=1)
 flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation metric that "
                      "picks the best model has not improved for this many epochs; the best "
                      "epoch's model is the one kept and evaluated.", lower_bound=1)
@@ -74,8 +80,10 @@ flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
                    "omitted.", lower_bound=0.0)
 flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what starts from "
-                   "scratch (the task head, CRF transitions, span scorer); by default the "
-                   "encoder's.", lower_bound=0.0)
+                   "scratch (the task head, CRF transitions, span scorer) on a pretrained "
+                   "encoder; the preset's default when omitted (without --init_checkpoint "
+                   "everything starts from scratch and learns at --learning_rate).",
+                   lower_bound=0.0)
 flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l of L learns at "
                    "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
                    lower_bound=0.0, upper_bound=1.0)
@@ -102,12 +110,17 @@ flags.DEFINE_enum("schedule", "linear", SCHEDULES, "Learning-rate schedule: warm
                   "--warmup_fraction then linear decay to 0, cosine decay to 0, ULMFiT's "
                   "slanted triangular (the warm-up fraction is its cut_frac), or constant "
                   "(no warm-up).")
-flags.DEFINE_float("warmup_fraction", 0.1, "Fraction of steps of linear warm-up before the "
-                   "schedule's decay.", lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_float("warmup_fraction", None, "Fraction of steps of linear warm-up before the "
+                   "schedule's decay; the preset's default when omitted.", lower_bound=0.0,
+                   upper_bound=1.0)
 flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
                    lower_bound=0.0, upper_bound=0.99)
-flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence, in wordpieces.",
+flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence, in wordpieces; the "
+                     "preset's default (at most the encoder's positions) when omitted.",
                      lower_bound=8)
+flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune its decoding "
+                     "on --eval_data (span NER: the F1-best threshold, as tools/calibrate.py "
+                     "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
 define_hardware_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
@@ -119,24 +132,30 @@ _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length"
                 "schedule")
 
 
-def _resolve_preset(task, head_options):
+def _resolve_preset(task, head_options, encoder):
     """(encoder preset, task preset or None, head options) from --preset.
 
     A task preset gives its encoder and head; an encoder preset takes the
     task's head options from its flags and, when the zoo has one, the name of
-    the matching task preset (kept in config.json).
+    the matching task preset (kept in config.json). Without --preset, the
+    encoder preset of the --init_checkpoint's shape (else the nearest) gives
+    the defaults, or bert_tiny without a checkpoint.
     """
-    if FLAGS.preset in TASK_PRESETS:
-        preset = TASK_PRESETS[FLAGS.preset]
+    if FLAGS.preset is None:
+        name = matching_encoder_preset(transformer_of(encoder)) if encoder else "bert_tiny"
+    else:
+        name = FLAGS.preset
+    if name in TASK_PRESETS:
+        preset = TASK_PRESETS[name]
         if preset.task != task.name:
-            raise UserError(f"--preset={FLAGS.preset} is a {preset.task} preset, "
+            raise UserError(f"--preset={name} is a {preset.task} preset, "
                             f"not one for --task={task.name}")
-        return preset.encoder, FLAGS.preset, {**head_options, **preset.head_options}
-    if FLAGS.preset in ENCODER_PRESETS:
-        name = task.preset_for(FLAGS.preset, head_options)
-        return FLAGS.preset, name if name in TASK_PRESETS else None, head_options
+        return preset.encoder, name, {**head_options, **preset.head_options}
+    if name in ENCODER_PRESETS:
+        task_preset = task.preset_for(name, head_options)
+        return name, task_preset if task_preset in TASK_PRESETS else None, head_options
     try:
-        get_preset(FLAGS.preset)
+        get_preset(name)
     except ValueError as error:
         raise UserError(f"--preset: {error}")
 
@@ -166,23 +185,30 @@ def _count_batches(dataset):
     return int(dataset.reduce(0, lambda count, _: count + 1))
 
 
-def _load_encoder(tokens):
-    """The --init_checkpoint encoder (None without one), checked against the data settings."""
+def _load_encoder():
+    """The --init_checkpoint encoder, or None without one."""
     if not FLAGS.init_checkpoint:
         return None
     encoder_options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
     try:
-        encoder = load_encoder(FLAGS.init_checkpoint, **encoder_options)
+        return load_encoder(FLAGS.init_checkpoint, **encoder_options)
     except (ValueError, OSError) as error:
         raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    transformer = transformer_of(encoder)
-    if transformer.vocabulary_size != len(tokens):
-        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
-                        f"has {transformer.vocabulary_size} token embeddings")
-    if FLAGS.max_seq_length > transformer.max_sequence_length:
+
+
+def _max_seq_length(encoder, encoder_preset, preset, defaults):
+    """--max_seq_length, else the preset's default, within the encoder's positions."""
+    if encoder is not None:
+        positions, source = transformer_of(encoder).max_sequence_length, "--init_checkpoint"
+    else:
+        positions = ENCODER_PRESETS[encoder_preset].max_sequence_length
+        source = preset or encoder_preset
+    if FLAGS.max_seq_length is None:
+        return min(defaults.max_seq_length, positions)
+    if FLAGS.max_seq_length > positions:
         raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
-                        f"{transformer.max_sequence_length} positions of --init_checkpoint")
-    return encoder
+                        f"{positions} positions of {source}")
+    return FLAGS.max_seq_length
 
 
 def _check_adaptation_flags():
@@ -221,11 +247,18 @@ def main(argv):
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     task = task.adapt(train_examples)
-    encoder_preset, preset, head_options = _resolve_preset(task, head_options)
-    positions = ENCODER_PRESETS[encoder_preset].max_sequence_length
-    if FLAGS.max_seq_length > positions:
-        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
-                        f"{positions} positions of {preset or encoder_preset}")
+    encoder = _load_encoder()
+    encoder_preset, preset, head_options = _resolve_preset(task, head_options, encoder)
+    defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
+    max_seq_length = _max_seq_length(encoder, encoder_preset, preset, defaults)
+    epochs = FLAGS.epochs or defaults.epochs
+    learning_rate = FLAGS.learning_rate or defaults.learning_rate
+    head_learning_rate = FLAGS.head_learning_rate
+    if head_learning_rate is None and encoder is not None:
+        head_learning_rate = defaults.head_learning_rate
+    warmup_fraction = FLAGS.warmup_fraction
+    if warmup_fraction is None:
+        warmup_fraction = defaults.warmup_fraction
     labels = task.label_names(train_examples)
 
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
@@ -233,7 +266,10 @@ def main(argv):
     lowercase = FLAGS.lowercase
     if FLAGS.init_checkpoint and not FLAGS.vocab:
         lowercase = _checkpoint_tokenizer_settings(FLAGS.init_checkpoint)[1]
-    preprocessor = task.make_preprocessor(tokens, lowercase, FLAGS.max_seq_length)
+    if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
+        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
+                        f"has {transformer_of(encoder).vocabulary_size} token embeddings")
+    preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
     options = dict(batch_size=FLAGS.batch_size, seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.
     try:
@@ -244,8 +280,7 @@ def main(argv):
     except ValueError as error:
         raise UserError(str(error))
     steps_per_epoch = _count_batches(train_dataset)
-    total_steps = steps_per_epoch * FLAGS.epochs
-    learning_rate = FLAGS.learning_rate or ENCODER_PRESETS[encoder_preset].learning_rate
+    total_steps = steps_per_epoch * epochs
     monitor, mode = task.monitor(len(labels))
     unfreeze_every_steps = None
     if FLAGS.gradual_unfreezing:
@@ -259,15 +294,15 @@ def main(argv):
         "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
         "vocab": FLAGS.vocab, "vocabulary_size": len(tokens), "lowercase": lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
-        "labels": labels, "epochs": FLAGS.epochs, "batch_size": FLAGS.batch_size,
-        "learning_rate": learning_rate, "warmup_fraction": FLAGS.warmup_fraction,
+        "labels": labels, "epochs": epochs, "batch_size": FLAGS.batch_size,
+        "learning_rate": learning_rate, "warmup_fraction": warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience,
-        "head_learning_rate": FLAGS.head_learning_rate, "layer_lr_decay": FLAGS.layer_lr_decay,
+        "head_learning_rate": head_learning_rate, "layer_lr_decay": FLAGS.layer_lr_decay,
         "freeze_encoder": FLAGS.freeze_encoder, "layer_mix": FLAGS.layer_mix,
         "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
         "gradual_unfreezing": FLAGS.gradual_unfreezing,
         "unfreeze_every_steps": unfreeze_every_steps, "l2sp": FLAGS.l2sp,
-        "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": FLAGS.max_seq_length,
+        "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
         "monitor": monitor, "train_examples": len(train_examples),
@@ -281,17 +316,17 @@ def main(argv):
 
     overrides = dict(head_options, **task.model_head_options(labels),
                      vocabulary_size=len(tokens), learning_rate=learning_rate,
-                     total_steps=total_steps, warmup_steps=int(FLAGS.warmup_fraction * total_steps),
+                     total_steps=total_steps, warmup_steps=int(warmup_fraction * total_steps),
                      jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay,
                      schedule=FLAGS.schedule, freeze_encoder=FLAGS.freeze_encoder,
                      layer_mix=FLAGS.layer_mix, adapter_size=FLAGS.adapter_size,
                      lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp)
-    if FLAGS.head_learning_rate is not None:
-        overrides["head_learning_rate"] = FLAGS.head_learning_rate
+    if head_learning_rate is not None:
+        overrides["head_learning_rate"] = head_learning_rate
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
     try:
-        model = build_task_model(task, encoder_preset, encoder=_load_encoder(tokens),
+        model = build_task_model(task, encoder_preset, encoder=encoder,
                                  **overrides)
     except ValueError as error:
         raise UserError(str(error))
@@ -325,10 +360,16 @@ def main(argv):
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
     model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
-              validation_data=eval_dataset, epochs=FLAGS.epochs, shuffle=False,
+              validation_data=eval_dataset, epochs=epochs, shuffle=False,
               callbacks=callbacks, verbose=2)
 
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
+    if FLAGS.tune_decoding:
+        changes = task.tune_decoding(best, eval_dataset, eval_examples, labels)
+        if changes:
+            task = task.with_options(**changes)
+            md.update_task_options(changes, FLAGS.eval_data, best, FLAGS.model_dir)
+            print(f"decoding tuned on {FLAGS.eval_data}: {json.dumps(changes)}", flush=True)
     metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     print(json.dumps(metrics, sort_keys=True))

@@ -13,10 +13,11 @@ from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
 ENCODER_INPUTS = Encoder.INPUTS
 _ENCODER_FIELDS = tuple(
-    f.name for f in dataclasses.fields(EncoderPreset) if f.name not in ("description",)
+    f.name for f in dataclasses.fields(EncoderPreset)
+    if f.name not in ("description", "fine_tuning")
 )
-_TRAINING_FIELDS = ("warmup_steps", "total_steps", "weight_decay", "jit_compile",
-                    "head_learning_rate", "layer_lr_decay", "schedule")
+_TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_decay",
+                    "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule")
 # How the pretrained encoder is adapted (tools/train.py flags of the same names).
 _ADAPTATION_FIELDS = ("freeze_encoder", "layer_mix", "adapter_size", "lora_rank", "l2sp")
 
@@ -65,15 +66,13 @@ def _check_number(name, value, kind, low=None, high=None, low_open=False, high_o
 
 
 def _validated_encoder_config(preset, overrides):
-    config = dataclasses.asdict(preset)
-    config.pop("description")
+    config = {name: getattr(preset, name) for name in _ENCODER_FIELDS}
     config.update({k: v for k, v in overrides.items() if k in config})
     for name in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim",
                  "vocabulary_size", "max_sequence_length", "num_segments"):
         _check_number(name, config[name], int, low=1)
     for name in ("dropout", "attention_dropout"):
         _check_number(name, config[name], float, low=0.0, high=1.0, high_open=True)
-    _check_number("learning_rate", config["learning_rate"], float, low=0.0, low_open=True)
     if config["hidden_dim"] % config["num_heads"]:
         raise ValueError(
             f"hidden_dim={config['hidden_dim']} is not divisible by num_heads={config['num_heads']}"
@@ -145,7 +144,6 @@ def build_encoder(preset="bert_tiny", **overrides):
         if name not in _ENCODER_FIELDS:
             raise _unknown("encoder override", name, _ENCODER_FIELDS)
     config = _validated_encoder_config(ENCODER_PRESETS[preset], overrides)
-    config.pop("learning_rate")
     return Encoder(**config, name="encoder")
 
 
@@ -169,7 +167,10 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             training fields (`learning_rate`, `warmup_steps`, `total_steps`,
             `weight_decay`, `jit_compile`; `schedule`, one of
             `tasks.optimization.SCHEDULES`; `head_learning_rate` and
-            `layer_lr_decay` for per-part rates) and adaptation fields
+            `layer_lr_decay` for per-part rates; `learning_rate` defaults to
+            the encoder preset's `fine_tuning.learning_rate`, and with a
+            pretrained `encoder` `head_learning_rate` to its
+            `fine_tuning.head_learning_rate`) and adaptation fields
             (`freeze_encoder` to train the head only; `layer_mix`, one of
             `layers.LAYER_MIXES`, for what the head reads; `adapter_size` and
             `lora_rank` for Houlsby adapters and LoRA, which train only
@@ -208,7 +209,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
     Args:
         task: a `tasks.task.Task`, or the name of a registered one.
         encoder_preset: an encoder preset name ("bert_tiny", ...): the shape
-            of a new encoder and the training defaults (learning rate).
+            of a new encoder and the training defaults (`fine_tuning`).
         encoder: an existing encoder model to put the head on (pretrained
             weights); by default a new, randomly initialised one.
         compile: compile with the task's optimizer, loss and metrics.
@@ -238,9 +239,9 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         if labels is not None and head["num_classes"] != len(labels):
             raise ValueError(f"num_classes={head['num_classes']} but {len(labels)} labels "
                              "were given")
-    if encoder is None:
-        encoder_overrides = {k: v for k, v in overrides.items()
-                             if k in _ENCODER_FIELDS and k != "learning_rate"}
+    pretrained = encoder is not None
+    if not pretrained:
+        encoder_overrides = {k: v for k, v in overrides.items() if k in _ENCODER_FIELDS}
         encoder = build_encoder(encoder_preset, **encoder_overrides)
     encoder = _adapted_encoder(encoder, adaptation)
     model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
@@ -252,7 +253,13 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
             _check_number("warmup_steps", warmup_steps, int, low=0, high=total_steps)
         weight_decay = overrides.get("weight_decay", 0.01)
         _check_number("weight_decay", weight_decay, float, low=0.0)
-        head_learning_rate = overrides.get("head_learning_rate")
+        defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
+        learning_rate = overrides.get("learning_rate", defaults.learning_rate)
+        _check_number("learning_rate", learning_rate, float, low=0.0, low_open=True)
+        # A fresh head on a pretrained encoder learns at its own, larger rate; when
+        # everything starts from random weights, everything learns at one rate.
+        head_learning_rate = overrides.get(
+            "head_learning_rate", defaults.head_learning_rate if pretrained else None)
         if head_learning_rate is not None:
             _check_number("head_learning_rate", head_learning_rate, float, low=0.0,
                           low_open=True)
@@ -263,7 +270,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
         model.compile(
             optimizer=create_optimizer(
-                encoder_config["learning_rate"], total_steps, warmup_steps, weight_decay,
+                learning_rate, total_steps, warmup_steps, weight_decay,
                 head_learning_rate=head_learning_rate, layer_lr_decay=layer_lr_decay,
                 num_layers=transformer_of(encoder).num_layers, schedule=schedule,
             ),

@@ -1,11 +1,32 @@
-"""Named presets: encoder shapes and task heads, as plain data.
+"""Named presets: encoder shapes, their fine-tuning defaults and task heads, as plain data.
 
-An encoder preset gives the published shape of a BERT-family model; a task
-preset names an encoder and a head. Every encoder has `<encoder>_classifier`
-and `<encoder>_pair_classifier` task presets.
+An encoder preset gives the published shape of a BERT-family model and the
+fine-tuning settings that suit it; a task preset names an encoder and a head.
+Every encoder has `<encoder>_classifier`, `<encoder>_pair_classifier`,
+`<encoder>_tagger`, `<encoder>_crf_tagger` and `<encoder>_span_ner` task presets.
 """
 
 import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuningDefaults:
+    """What `tools/train.py` and `zoo.build_model` use when they are not told otherwise.
+
+    `head_learning_rate` drives what starts from scratch on top of a
+    *pretrained* encoder (the task head, CRF transitions, span scorer): a
+    fresh head at the encoder's small rate learns far too slowly. A model
+    trained from random weights uses `learning_rate` everywhere.
+    `max_seq_length` covers the longest CoNLL-2003 sentence (164 wordpieces
+    with the BERT uncased vocabulary); length bucketing keeps short inputs
+    cheap.
+    """
+
+    learning_rate: float = 5e-5
+    head_learning_rate: float = 1e-3
+    warmup_fraction: float = 0.1
+    epochs: int = 3
+    max_seq_length: int = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +47,8 @@ class EncoderPreset:
     dropout: float = 0.1
     attention_dropout: float = 0.1
     layer_norm_epsilon: float = 1e-12
-    # Fine-tuning learning rate that suits this size (smaller models want more).
-    learning_rate: float = 5e-5
+    # Fine-tuning settings that suit this size (smaller models want larger rates).
+    fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""
 
 
@@ -47,25 +68,25 @@ class TaskPreset:
 
 
 ENCODER_PRESETS = {
-    "bert_tiny": EncoderPreset(2, 128, 2, 512, learning_rate=3e-4,
+    "bert_tiny": EncoderPreset(2, 128, 2, 512, fine_tuning=FineTuningDefaults(3e-4),
                                description="BERT-Tiny (Turc et al. 2019)"),
-    "bert_mini": EncoderPreset(4, 256, 4, 1024, learning_rate=1e-4,
+    "bert_mini": EncoderPreset(4, 256, 4, 1024, fine_tuning=FineTuningDefaults(1e-4),
                                description="BERT-Mini (Turc et al. 2019)"),
-    "bert_small": EncoderPreset(4, 512, 8, 2048, learning_rate=5e-5,
+    "bert_small": EncoderPreset(4, 512, 8, 2048, fine_tuning=FineTuningDefaults(5e-5),
                                 description="BERT-Small (Turc et al. 2019)"),
-    "bert_medium": EncoderPreset(8, 512, 8, 2048, learning_rate=5e-5,
+    "bert_medium": EncoderPreset(8, 512, 8, 2048, fine_tuning=FineTuningDefaults(5e-5),
                                  description="BERT-Medium (Turc et al. 2019)"),
-    "bert_base": EncoderPreset(12, 768, 12, 3072, learning_rate=3e-5,
+    "bert_base": EncoderPreset(12, 768, 12, 3072, fine_tuning=FineTuningDefaults(3e-5),
                                description="BERT-Base (Devlin et al. 2019)"),
-    "bert_large": EncoderPreset(24, 1024, 16, 4096, learning_rate=2e-5,
+    "bert_large": EncoderPreset(24, 1024, 16, 4096, fine_tuning=FineTuningDefaults(2e-5),
                                 description="BERT-Large (Devlin et al. 2019)"),
-    "minilm_l6_h384": EncoderPreset(6, 384, 12, 1536, learning_rate=5e-5,
+    "minilm_l6_h384": EncoderPreset(6, 384, 12, 1536, fine_tuning=FineTuningDefaults(1e-4),
                                     description="MiniLM-L6-H384, the shape of all-MiniLM-L6-v2"),
     "albert_base": EncoderPreset(12, 768, 12, 3072, vocabulary_size=30000,
                                  embedding_dim=128, share_layers=True,
                                  gelu_approximate=True, dropout=0.0,
                                  attention_dropout=0.0, layer_norm_epsilon=1e-12,
-                                 learning_rate=3e-5,
+                                 fine_tuning=FineTuningDefaults(3e-5),
                                  description="ALBERT-Base (Lan et al. 2020): "
                                              "factorised embeddings, shared layers"),
 }

@@ -17,6 +17,7 @@ from zoo.checkpoints.formats import (
     load_encoder,
     load_pretrained,
     load_tokenizer,
+    matching_encoder_preset,
     read_tokenizer_settings,
 )
 from zoo.checkpoints.huggingface import (
@@ -51,6 +52,7 @@ __all__ = [
     "read_hf_lowercase",
     "read_hf_weights",
     "read_keras_hub_config",
+    "matching_encoder_preset",
     "read_tokenizer_settings",
     "save_encoder_checkpoint",
 ]

@@ -202,7 +202,7 @@ def load_pretrained(path, task, **options):
     elif task_options:
         task = task.with_options(**task_options)
     encoder_overrides = {name: value for name, value in options.items()
-                         if name in _ENCODER_FIELDS and name != "learning_rate"}
+                         if name in _ENCODER_FIELDS}
     encoder = load_encoder(path, **encoder_overrides)
     transformer = transformer_of(encoder)
     overrides = dict(vocabulary_size=transformer.vocabulary_size,
