@@ -22,17 +22,17 @@ lower-casing are used) the pretrained encoder is probed and, unless
 Prints a table (layer, pretrained, control) and one JSON line; writes
 probe.json, probe.png (accuracy by layer) and TensorBoard logs (scalars
 probe/<column_name>/pretrained and .../control with step = layer, and the
-plot) under --output_dir/logs.
+plot) under --output_dir/logs; a rerun into the same --output_dir replaces them.
 """
 
+import glob
+import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
-
-import json  # noqa: E402
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -91,9 +91,9 @@ flags.DEFINE_integer("max_eval_words", None, "Score on the first sentences of --
                      "fit in this many words; all when omitted.", lower_bound=1)
 flags.DEFINE_integer("max_sentences", None, "Read at most this many sentences of each file.",
                      lower_bound=1)
-flags.DEFINE_integer("epochs", 5, "Epochs of probe training.", lower_bound=1)
+flags.DEFINE_integer("epochs", 10, "Epochs of probe training.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 256, "Words per probe training step.", lower_bound=1)
-flags.DEFINE_float("learning_rate", 1e-3, "Adam's learning rate for the probes.",
+flags.DEFINE_float("learning_rate", 3e-3, "Adam's learning rate for the probes.",
                    lower_bound=0.0)
 flags.DEFINE_integer("encoder_batch_size", 32, "Sentences per forward pass of the encoder.",
                      lower_bound=1)
@@ -196,6 +196,9 @@ def _probe(encoder, train_dataset, eval_dataset, num_classes):
 
 
 def _write_tensorboard(log_dir, column_name, layers, curves, image):
+    # A rerun replaces the last run's curves rather than adding a second set of points.
+    for old_events in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        os.remove(old_events)
     writer = tf.summary.create_file_writer(log_dir)
     with writer.as_default():
         for name, values in curves.items():
