@@ -221,8 +221,29 @@ def test_contradicting_arguments(tmp_path):
         read_column_file(path, scheme="IOB3")
     with pytest.raises(ValueError, match="convert_iob1=True"):
         read_column_file(path, scheme="IOB2", convert_iob1=True)
-    with pytest.raises(ValueError, match="tag_column=4 is out of range"):
+    with pytest.raises(ValueError, match="any_tags=True"):
+        read_column_file(path, any_tags=True, scheme="IOB2")
+    with pytest.raises(ValueError, match="any_tags=True"):
+        read_column_file(path, any_tags=True, convert_iob1=True)
+
+
+def test_column_out_of_range_names_file_and_line(tmp_path):
+    path = _write(tmp_path, "\n-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\n")
+    with pytest.raises(DataFormatError, match=r"data.txt:4: tag_column=4 is out of range for "
+                       r"4 columns \(column 5, counting from 1\)"):
         read_column_file(path, tag_column=4)
+    with pytest.raises(DataFormatError, match=r"data.txt:4: word_column=-5 is out of range"):
+        read_column_file(path, word_column=-5)
+
+
+def test_any_tags_reads_another_column_unchecked(tmp_path):
+    path = _write(tmp_path, "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n")
+    pos = read_column_file(path, tag_column=1, any_tags=True)
+    assert [s.tags for s in pos] == [("NNP", "VBZ"), ("NNP",)]
+    assert [s.words for s in pos] == [("EU", "rejects"), ("Peter",)]
+    assert read_column_file(path, tag_column=2, any_tags=True)[0].tags == ("B-NP", "B-VP")
+    with pytest.raises(DataFormatError, match="data.txt:1: tag 'NNP'"):
+        read_column_file(path, tag_column=1)  # checked as entity tags by default
 
 
 # ---------------------------------------------------------------------------------------------

@@ -188,7 +188,9 @@ def _check_column_indices(path, line_number, num_columns, word_column, tag_colum
         )
     for name, index in (("word_column", word_column), ("tag_column", tag_column)):
         if not -num_columns <= index < num_columns:
-            raise ValueError(f"{name}={index} is out of range for {num_columns} columns in {path}")
+            counted = f" (column {index + 1}, counting from 1)" if index >= 0 else ""
+            raise DataFormatError(f"{path}:{line_number}: {name}={index} is out of range for "
+                                  f"{num_columns} columns{counted}")
 
 
 def _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column, document):
@@ -234,22 +236,27 @@ def _check_tags(sentence, scheme, allowed_prefixes):
         raise DataFormatError(f"{sentence.source}:{last_line}: {problem}")
 
 
-def _resolve_scheme(scheme, convert_iob1):
+def _resolve_scheme(scheme, convert_iob1, any_tags):
     scheme = None if scheme is None else canonical_scheme(scheme)
     if convert_iob1 and scheme not in (None, "IOB1"):
         raise ValueError(f"convert_iob1=True reads IOB1 data, but scheme={scheme!r} was given")
+    if any_tags and (scheme is not None or convert_iob1):
+        raise ValueError("any_tags=True reads the tags as they are; it cannot be combined "
+                         "with scheme or convert_iob1")
     return scheme
 
 
 def read_column_file(
-    path, tag_column=-1, word_column=0, num_columns=None, scheme=None, convert_iob1=False
+    path, tag_column=-1, word_column=0, num_columns=None, scheme=None, convert_iob1=False,
+    any_tags=False,
 ):
     """Reads a column-formatted tagging file: one word per line, blank lines between sentences.
 
     Handles CoNLL-2003 (`word POS chunk NER`, tag last) and two-column `word tag` files, with
     columns separated by spaces or tabs. `-DOCSTART-` lines are skipped (they also end a
     sentence, and start a new document: each sentence's `document`), `\\r\\n` line
-    endings and a UTF-8 byte-order mark are accepted.
+    endings and a UTF-8 byte-order mark are accepted. With `any_tags=True` the tag column
+    may hold any labels (the POS or chunk column of CoNLL-2003, for probing classifiers).
 
     Args:
         path: the file, UTF-8 encoded.
@@ -262,6 +269,8 @@ def read_column_file(
             words them.
         convert_iob1: convert IOB1 tags to IOB2 while reading (only `O`/`B-`/`I-` allowed;
             valid IOB2 passes through unchanged). Needs `scheme` to be `None` or `"IOB1"`.
+        any_tags: read the tag column as plain labels (`NNP`, `B-NP`, ...), unchecked;
+            `scheme` must be None and `convert_iob1` False.
 
     Returns:
         A list of `TaggedSentence`, in file order.
@@ -280,11 +289,15 @@ def read_column_file(
     >>> [sentence] = read_column_file(path)
     >>> sentence.words, sentence.tags, sentence.line
     (('EU', 'rejects'), ('B-ORG', 'O'), 3)
+    >>> read_column_file(path, tag_column=1, any_tags=True)[0].tags  # the POS column
+    ('NNP', 'VBZ')
     """
-    scheme = _resolve_scheme(scheme, convert_iob1)
+    scheme = _resolve_scheme(scheme, convert_iob1, any_tags)
     sentences = _parse_file(path, num_columns, word_column, tag_column)
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found (empty, or only blank/-DOCSTART- lines)")
+    if any_tags:
+        return sentences
     allowed_prefixes = "BI" if convert_iob1 else scheme_prefixes(scheme)
     for sentence in sentences:
         _check_tags(sentence, scheme, allowed_prefixes)
