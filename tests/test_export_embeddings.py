@@ -140,6 +140,8 @@ def model_exports(files):
                               f"--output={base / 'predicted.npy'}"),
         "trainable task": start_tool("export.py", f"--init_checkpoint={files['checkpoint']}",
                                      "--task=classification", f"--output={base / 'never'}"),
+        "evaluate": start_tool("evaluate.py", f"--model={base / 'embedder.keras'}",
+                               f"--data={base / 'texts.jsonl'}"),
     })
     _check({name: results[name] for name in ("classifier", "embedder", "predict")})
     served = _serve(base, list(outputs.values()), "serve_models")
@@ -171,3 +173,10 @@ def test_a_task_that_needs_training_is_not_built_from_a_checkpoint(model_exports
     assert _error_line(model_exports["results"]["trainable task"]) == (
         "error: --task=classification needs training: train it with tools/train.py and "
         "export its --model_dir; --task builds only tasks that need none (sentence_embedding)")
+
+
+@pytest.mark.slow
+def test_evaluate_refuses_a_model_whose_task_needs_no_training(model_exports):
+    assert _error_line(model_exports["results"]["evaluate"]) == (
+        "error: a sentence_embedding model has no labels or loss to evaluate against (its "
+        "task needs no training)")

@@ -55,7 +55,8 @@ from tools.flags import (  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_encoder_source_flags()
+define_encoder_source_flags(what="the model to export (or, with --task, whose encoder is "
+                            "used)")
 define_pooling_flags()
 flags.DEFINE_string("task", None, "Build the model of this task, one that needs no training "
                     "(sentence_embedding), on the encoder of --init_checkpoint or of the "

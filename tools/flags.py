@@ -30,8 +30,10 @@ def define_model_flags(flag_values=flags.FLAGS, what="a model", required=True):
                                          flag_values=flag_values)
 
 
-def define_encoder_source_flags(flag_values=flags.FLAGS):
-    """`--init_checkpoint`, `--model_dir` or `--model` (exactly one): where an encoder comes from.
+def define_encoder_source_flags(flag_values=flags.FLAGS,
+                                what="the model whose encoder is used"):
+    """`--init_checkpoint`, `--model_dir` or `--model` (exactly one): where an encoder comes
+    from, and `--max_seq_length`.
 
     Read with `tools.model_directory.load_encoder_source`.
     """
@@ -39,7 +41,7 @@ def define_encoder_source_flags(flag_values=flags.FLAGS):
                         "Face BERT (a sentence-transformers model such as all-MiniLM-L6-v2 "
                         "included), a KerasHub BertBackbone preset, or ours (a tools/pretrain.py "
                         "run directory stands for its encoder/).", flag_values=flag_values)
-    define_model_flags(flag_values, what="the model whose encoder is used", required=False)
+    define_model_flags(flag_values, what=what, required=False)
     flags.mark_flags_as_mutual_exclusive(["init_checkpoint", "model_dir", "model"],
                                          required=True, flag_values=flag_values)
     flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence, in wordpieces; "
