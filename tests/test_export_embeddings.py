@@ -111,8 +111,8 @@ def test_task_flags_are_refused_where_they_mean_nothing(checkpoint_export):
     assert _error_line(results["no task"]).startswith(
         f"error: --init_checkpoint={checkpoint_export['checkpoint']} needs --task")
     assert _error_line(results["head flag without task"]) == (
-        "error: --pooling shape a model built with --task; a trained model is exported as "
-        "it is")
+        "error: --pooling: only for a model built with --task; a trained model is exported "
+        "as it is")
     assert not os.path.exists(base / "never")
 
 

@@ -99,8 +99,8 @@ def _check_task_flags():
                         "(one that needs no training) whose model is built on its encoder")
     given = [f"--{name}" for name in _TASK_MODEL_FLAGS if FLAGS[name].present]
     if given and not FLAGS.task:
-        raise UserError(f"{', '.join(given)} shape a model built with --task; a trained model "
-                        "is exported as it is")
+        raise UserError(f"{', '.join(given)}: only for a model built with --task; a trained "
+                        "model is exported as it is")
 
 
 def _task_model():
