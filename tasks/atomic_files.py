@@ -39,6 +39,23 @@ def write_text_atomically(path, lines):
     _write_then_rename(path, f"{path}.partial", write)
 
 
+def write_binary_atomically(path, write):
+    """Calls `write(f)` on a binary file that becomes `path` only once `write` returned.
+
+    Examples:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.bin")
+    >>> write_binary_atomically(path, lambda f: f.write(b"\\x00\\x01"))
+    >>> open(path, "rb").read()
+    b'\\x00\\x01'
+    """
+    def write_file(temporary):
+        with open(temporary, "wb") as f:
+            write(f)
+
+    _write_then_rename(path, f"{path}.partial", write_file)
+
+
 def write_json_atomically(data, path):
     """Writes `data` as indented JSON with sorted keys (and a final newline)."""
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

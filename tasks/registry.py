@@ -5,7 +5,7 @@ your own registers with the `register_task` decorator (and, for the binaries,
 lives in a module they import with `--task_module=your.module`).
 
 Examples:
->>> {"classification", "span_ner", "tagging"} <= set(task_names())
+>>> {"classification", "sentence_embedding", "span_ner", "tagging"} <= set(task_names())
 True
 >>> get_task("span_ner", max_span_width=4).max_span_width
 4
@@ -79,3 +79,4 @@ def import_task_modules(modules):
 importlib.import_module("tasks.classification.task")
 importlib.import_module("tasks.tagging.task")
 importlib.import_module("tasks.span_ner.task")
+importlib.import_module("tasks.sentence_embedding.task")

@@ -36,6 +36,11 @@ class Task:
         logged_metrics: names of `evaluate` results that `callbacks` adds to
             every epoch's logs as `val_<name>` (for metrics Keras cannot
             compute batch by batch, such as entity F1).
+        trainable: False for a task whose model works on a pretrained
+            encoder as it is, with no labels and no loss (sentence
+            embeddings): tools/train.py refuses it, and tools/export.py
+            `--task` builds its model on any checkpoint's or trained
+            model's encoder.
 
     Args:
         **options: fields of `Options`; unknown names raise `ValueError`.
@@ -47,6 +52,7 @@ class Task:
     head_options = ()
     preprocessor_class = TextPreprocessor
     logged_metrics = ()
+    trainable = True
 
     def __init__(self, **options):
         if self.Options is None:

@@ -29,6 +29,9 @@ flags.mark_flags_as_required(["data"])
 def main(argv):
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = trained.task
+    if not task.trainable:
+        raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
+                        "(its task needs no training)")
     examples = task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"))
     try:
         dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,

@@ -1,7 +1,17 @@
-"""Exports a trained model as a TensorFlow SavedModel that serves raw text.
+"""Exports a model as a TensorFlow SavedModel that serves raw text.
 
     python tools/export.py --model_dir=runs/conll --output=exported/conll
     python tools/export.py --model=runs/trec/best_model.keras --output=exported/trec
+    python tools/export.py --init_checkpoint=/path/to/all-MiniLM-L6-v2 \
+        --task=sentence_embedding --output=exported/minilm_embeddings
+
+A trained model (--model_dir or --model) is exported as it is. With --task,
+the model of a task that needs no training (`Task.trainable` False:
+sentence_embedding) is built on the encoder of --init_checkpoint (any
+checkpoint format) or of a trained model, with the head options of the flags
+of the same names (--pooling, --normalize, --layer) and the encoder's
+vocabulary, lower-casing and --max_seq_length; a sentence embedding export
+serves `text` → `embedding` (float32 [B, hidden_dim]).
 
 The SavedModel's `serving_default` signature takes a 1-D string tensor `text`
 of raw sentences (a pair classifier: `text` and `text_pair`; a tagger or span
@@ -34,14 +44,25 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 from absl import flags  # noqa: E402
 
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_encoder_source_flags,
+    define_pooling_flags,
+    define_task_module_flag,
+)
 
 # TensorFlow, Keras and the model code are imported in `main`, once the flags are
 # checked: a refused --output costs no TensorFlow start-up.
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_model_flags()
+define_encoder_source_flags(what="the model to export (or, with --task, whose encoder is "
+                            "used)")
+define_pooling_flags()
+flags.DEFINE_string("task", None, "Build the model of this task, one that needs no training "
+                    "(sentence_embedding), on the encoder of --init_checkpoint or of the "
+                    "trained model, and export it; required with --init_checkpoint. Its head "
+                    "options come from the flags of the same names (--pooling, --normalize, "
+                    "--layer).")
 flags.DEFINE_string("output", None, "Directory to write the SavedModel to.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing export at --output.")
 flags.mark_flags_as_required(["output"])
@@ -54,7 +75,7 @@ def _is_inside(path, directory):
 
 def _check_output(output):
     """Refuses an --output that exists (without --overwrite) or that holds the model."""
-    source = FLAGS.model_dir or FLAGS.model
+    source = FLAGS.model_dir or FLAGS.model or FLAGS.init_checkpoint
     if _is_inside(source, output):
         raise UserError(f"--output={output} would replace the model being exported")
     if not os.path.lexists(output):
@@ -68,14 +89,61 @@ def _check_output(output):
                         "(no saved_model.pb): refusing to replace it")
 
 
+# Flags that only shape a model built with --task.
+_TASK_MODEL_FLAGS = ("pooling", "normalize", "layer", "max_seq_length")
+
+
+def _check_task_flags():
+    if FLAGS.init_checkpoint and not FLAGS.task:
+        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint} needs --task: the task "
+                        "(one that needs no training) whose model is built on its encoder")
+    given = [f"--{name}" for name in _TASK_MODEL_FLAGS if FLAGS[name].present]
+    if given and not FLAGS.task:
+        raise UserError(f"{', '.join(given)}: only for a model built with --task; a trained "
+                        "model is exported as it is")
+
+
+def _task_model():
+    """(task, model, preprocessor, labels, what): --task's model on the chosen encoder."""
+    from tasks.registry import get_task_class, task_names
+    from tools import model_directory as md
+
+    try:
+        task = get_task_class(FLAGS.task)()
+    except ValueError as error:
+        raise UserError(f"--task: {error}")
+    if task.trainable:
+        ready = [name for name in task_names() if not get_task_class(name).trainable]
+        raise UserError(f"--task={task.name} needs training: train it with tools/train.py and "
+                        "export its --model_dir; --task builds only tasks that need none "
+                        f"({', '.join(ready)})")
+    source = md.load_encoder_source(FLAGS.init_checkpoint, FLAGS.model_dir, FLAGS.model,
+                                    FLAGS.max_seq_length)
+    head = {name: FLAGS[name].value for name in task.head_options if name in FLAGS}
+    try:
+        model = task.build_model(source.encoder, **head)
+    except ValueError as error:
+        raise UserError(str(error))
+    preprocessor = task.make_preprocessor(source.vocabulary, source.lowercase,
+                                          source.max_seq_length)
+    return task, model, preprocessor, task.label_names([]), source.what
+
+
 def main(argv):
     output = FLAGS.output.rstrip(os.sep) or FLAGS.output
     _check_output(output)
+    _check_task_flags()
     from tasks.atomic_files import write_directory_atomically
     from tasks.serving import SIGNATURE, export_saved_model
     from tools import model_directory as md
 
-    trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
+    if FLAGS.task:
+        task, model, preprocessor, labels, what = _task_model()
+    else:
+        trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
+        task, model, preprocessor, labels = (trained.task, trained.model, trained.preprocessor,
+                                             trained.labels)
+        what = FLAGS.model_dir or FLAGS.model
     parent = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(parent, exist_ok=True)
@@ -83,11 +151,11 @@ def main(argv):
         raise UserError(f"--output={output}: cannot create {parent}: {error.strerror}")
     # _check_output has refused anything but an earlier export to replace.
     write_directory_atomically(
-        output, lambda directory: export_saved_model(
-            trained.task, trained.model, trained.preprocessor, trained.labels, directory),
+        output, lambda directory: export_saved_model(task, model, preprocessor, labels,
+                                                     directory),
         overwrite=True)
-    print(f"exported the {trained.task.name} model to {output} (signature {SIGNATURE!r}, "
-          f"max_seq_length={trained.preprocessor.max_seq_length})")
+    print(f"exported the {task.name} model of {what} to {output} (signature {SIGNATURE!r}, "
+          f"max_seq_length={preprocessor.max_seq_length})")
 
 
 def entry_point():

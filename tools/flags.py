@@ -18,15 +18,52 @@ from absl import flags
 TASK_MODULE_FLAG = "task_module"
 
 
-def define_model_flags(flag_values=flags.FLAGS, what="a model"):
-    """`--model_dir` or `--model` (exactly one): the trained model a binary reads."""
+def define_model_flags(flag_values=flags.FLAGS, what="a model", required=True):
+    """`--model_dir` or `--model` (exactly one; at most one unless `required`): the trained
+    model a binary reads."""
     flags.DEFINE_string("model_dir", None, f"A model directory written by tools/train.py "
                         f"holding {what}.", flag_values=flag_values)
     flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
                         "tools/train.py (it carries its vocabulary, labels and task options).",
                         flag_values=flag_values)
-    flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=True,
+    flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=required,
                                          flag_values=flag_values)
+
+
+def define_encoder_source_flags(flag_values=flags.FLAGS,
+                                what="the model whose encoder is used"):
+    """`--init_checkpoint`, `--model_dir` or `--model` (exactly one): where an encoder comes
+    from, and `--max_seq_length`.
+
+    Read with `tools.model_directory.load_encoder_source`.
+    """
+    flags.DEFINE_string("init_checkpoint", None, "A pretrained checkpoint directory: Hugging "
+                        "Face BERT (a sentence-transformers model such as all-MiniLM-L6-v2 "
+                        "included), a KerasHub BertBackbone preset, or ours (a tools/pretrain.py "
+                        "run directory stands for its encoder/).", flag_values=flag_values)
+    define_model_flags(flag_values, what=what, required=False)
+    flags.mark_flags_as_mutual_exclusive(["init_checkpoint", "model_dir", "model"],
+                                         required=True, flag_values=flag_values)
+    flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence, in wordpieces; "
+                         "longer texts are truncated. Default: a trained model's own; a "
+                         "checkpoint's sentence-transformers max_seq_length "
+                         "(sentence_bert_config.json), else its number of positions.",
+                         lower_bound=4, flag_values=flag_values)
+
+
+def define_pooling_flags(flag_values=flags.FLAGS):
+    """`--pooling`, `--normalize`, `--layer`: how one vector per text is made (sentence
+    embeddings); named as the head options they set."""
+    flags.DEFINE_string("pooling", "mean", "How token vectors become one vector: mean "
+                        "(over real tokens, as sentence-transformers), max, or cls.",
+                        flag_values=flag_values)
+    flags.DEFINE_boolean("normalize", True, "Scale each vector to unit L2 norm (dot product "
+                         "= cosine similarity).", flag_values=flag_values)
+    flags.DEFINE_string("layer", None, "Which hidden layer is pooled: an index (0 the "
+                        "embeddings, the number of layers the last block, negative from the "
+                        "end) or mean_last_4 (the mean of the last four); default: the last "
+                        "layer (or the layer mix a trained model was built with).",
+                        flag_values=flag_values)
 
 
 def model_source(flag_values=flags.FLAGS):

@@ -23,11 +23,16 @@ import zipfile
 import keras
 
 import zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
-
+from layers import transformer_of
 from tasks.atomic_files import save_model_atomically, write_json_atomically
 from tasks.registry import task_from_metadata
 from tasks.tokenizer import read_vocabulary, write_vocabulary
 from tools.errors import UserError
+from zoo.checkpoints import (
+    load_encoder,
+    read_sentence_transformers_max_seq_length,
+    read_tokenizer_settings,
+)
 
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
@@ -201,3 +206,68 @@ def update_task_options(changes, tuned_on, model, model_dir=None, model_path=Non
         config["task_options"].update(changes)
         config["calibrated_on"] = os.path.abspath(tuned_on)
         write_json(config, path(model_dir, CONFIG))
+
+
+EncoderSource = collections.namedtuple(
+    "EncoderSource", ["encoder", "vocabulary", "lowercase", "max_seq_length", "what"])
+
+
+def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
+                        max_seq_length=None):
+    """An encoder with its tokenizer settings, from a checkpoint or a trained model.
+
+    Give exactly one of:
+        init_checkpoint: a checkpoint directory in any format `zoo.load_encoder`
+            reads (a tools/pretrain.py run directory stands for its `encoder/`);
+        model_dir: a tools/train.py model directory (the encoder of its
+            best model);
+        model_path: a `.keras` file written by tools/train.py (a model
+            directory is taken as `model_dir`).
+
+    `max_seq_length`: the longest packed sequence; by default a trained
+    model's own, or a checkpoint's sentence-transformers `max_seq_length`,
+    else its number of positions. Larger than the encoder's positions is an
+    error.
+
+    Returns:
+        An `EncoderSource`: `encoder`, `vocabulary` (tokens in id order),
+        `lowercase`, `max_seq_length`, and `what` (for messages).
+
+    Raises:
+        UserError: naming the flag (`--init_checkpoint=...`, `--model=...`).
+    """
+    if sum(source is not None for source in (init_checkpoint, model_dir, model_path)) != 1:
+        raise ValueError("give exactly one of init_checkpoint, model_dir and model_path")
+    if init_checkpoint is not None:
+        where = f"--init_checkpoint={init_checkpoint}"
+        path = encoder_checkpoint(init_checkpoint)
+        try:
+            encoder = load_encoder(path)
+            vocabulary, lowercase = read_tokenizer_settings(path)
+            default_length = read_sentence_transformers_max_seq_length(path)
+        except (ValueError, OSError) as error:
+            raise UserError(f"{where}: {error}")
+        what = path
+    else:
+        where = f"--model_dir={model_dir}" if model_dir is not None else f"--model={model_path}"
+        path = model_dir if model_dir is not None else model_path
+        trained = load_trained(model_dir=path) if os.path.isdir(path) else load_trained(
+            model_path=path)
+        try:
+            encoder = trained.model.get_layer("encoder")
+        except ValueError:
+            raise UserError(f"{where}: the model has no layer named 'encoder'")
+        tokenizer = trained.preprocessor.tokenizer()
+        vocabulary, lowercase = tokenizer.vocabulary, tokenizer.lowercase
+        default_length = trained.preprocessor.max_seq_length
+        what = f"the encoder of {path}"
+    transformer = transformer_of(encoder)
+    if len(vocabulary) > transformer.vocabulary_size:  # ids past the embedding table
+        raise UserError(f"{where}: the vocabulary has {len(vocabulary)} tokens but the encoder "
+                        f"only {transformer.vocabulary_size} token embeddings")
+    positions = transformer.max_sequence_length
+    max_seq_length = max_seq_length or default_length or positions
+    if max_seq_length > positions:
+        raise UserError(f"--max_seq_length={max_seq_length} exceeds the {positions} positions "
+                        f"of {where}")
+    return EncoderSource(encoder, list(vocabulary), lowercase, int(max_seq_length), what)

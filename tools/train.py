@@ -231,6 +231,10 @@ def main(argv):
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
     try:
         task_class = get_task_class(FLAGS.task)
+        if not task_class.trainable:
+            raise ValueError("this task is not trained: its model works on a pretrained "
+                             "encoder as it is (no labels, no loss); build it with "
+                             f"tools/export.py --task={FLAGS.task} --init_checkpoint=<dir>")
         task_options, head_options = task_class.options_from_flags(FLAGS)
         task = task_class(**task_options)
     except ValueError as error:

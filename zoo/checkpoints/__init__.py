@@ -27,6 +27,7 @@ from zoo.checkpoints.huggingface import (
     read_hf_config,
     read_hf_lowercase,
     read_hf_weights,
+    read_sentence_transformers_max_seq_length,
 )
 from zoo.checkpoints.keras_hub import (
     export_keras_hub_preset,
@@ -53,6 +54,7 @@ __all__ = [
     "read_hf_weights",
     "read_keras_hub_config",
     "matching_encoder_preset",
+    "read_sentence_transformers_max_seq_length",
     "read_tokenizer_settings",
     "save_encoder_checkpoint",
 ]

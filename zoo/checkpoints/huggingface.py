@@ -68,6 +68,8 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 VOCABULARY_FILE = "vocab.txt"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
+# What sentence-transformers adds to a Hugging Face directory (max_seq_length, ...).
+SENTENCE_TRANSFORMERS_CONFIG_FILE = "sentence_bert_config.json"
 DIRECTORY_KIND = "a Hugging Face checkpoint directory"
 
 SUPPORTED_MODEL_TYPES = ("bert",)
@@ -389,6 +391,35 @@ def read_hf_lowercase(path):
             "always splits on whitespace and punctuation first"
         )
     return lowercase
+
+
+def read_sentence_transformers_max_seq_length(path):
+    """The `max_seq_length` a sentence-transformers model was trained with, or None.
+
+    sentence-transformers keeps it in `sentence_bert_config.json` beside the
+    Hugging Face files (256 for all-MiniLM-L6-v2) and truncates longer texts
+    there; None when the directory has no such file or field.
+
+    Examples:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> read_sentence_transformers_max_seq_length(directory) is None
+    True
+    >>> path = os.path.join(directory, SENTENCE_TRANSFORMERS_CONFIG_FILE)
+    >>> _ = open(path, "w").write('{"max_seq_length": 256, "do_lower_case": false}')
+    >>> read_sentence_transformers_max_seq_length(directory)
+    256
+    """
+    config_path = os.path.join(checkpoint_directory(path), SENTENCE_TRANSFORMERS_CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        return None
+    config = read_json(config_path, SENTENCE_TRANSFORMERS_CONFIG_FILE)
+    value = config.get("max_seq_length") if isinstance(config, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 4:
+        raise ValueError(f"{config_path}: max_seq_length must be an integer >= 4, got {value!r}")
+    return value
 
 
 def load_hf_tokenizer(path):

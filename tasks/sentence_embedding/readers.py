@@ -1,0 +1,103 @@
+"""Reading texts to embed: plain text (one per line) or JSON lines with a "text" field.
+
+Both skip blank lines; every text keeps its file and 1-based line, and
+errors name them (`path:LINE: what is wrong`).
+"""
+
+import dataclasses
+import json
+import os
+
+from tasks.errors import DataFormatError
+from tasks.prediction_io import read_text_lines
+
+FORMATS = ("text", "jsonl")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    """One text to embed, and where it was read.
+
+    Examples:
+    >>> Sentence("A cat sat.", source="in.txt", line=3)
+    Sentence(text='A cat sat.', source='in.txt', line=3)
+    """
+
+    text: str
+    source: str = ""
+    line: int = 0
+
+
+def infer_format(path):
+    """"jsonl" for a `.jsonl`/`.json` file or one whose first line is a JSON object, else "text".
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".txt")
+    >>> _ = open(path, "w").write('{"text": "hi"}\\n')
+    >>> infer_format(path), infer_format("x.jsonl")
+    ('jsonl', 'jsonl')
+    """
+    if path.lower().endswith((".jsonl", ".json")):
+        return "jsonl"
+    lines = read_text_lines(path)
+    if lines and lines[0][1].startswith("{"):
+        try:
+            return "jsonl" if isinstance(json.loads(lines[0][1]), dict) else "text"
+        except json.JSONDecodeError:
+            return "text"
+    return "text"
+
+
+def read_sentences(path, data_format=None):
+    """The texts of `path`, in file order (blank lines skipped).
+
+    Args:
+        path: a UTF-8 file: one text per line ("text"), or JSON lines, each
+            an object with a string "text" (other fields ignored; "jsonl").
+        data_format: one of `FORMATS`; inferred when None (`infer_format`).
+
+    Returns:
+        A list of `Sentence`, at least one.
+
+    Raises:
+        DataFormatError: no such file, a line that is not a JSON object with
+            a string "text", or no text at all; the message names the file
+            and line.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".jsonl")
+    >>> _ = open(path, "w").write('{"text": "A cat."}\\n\\n{"id": 2, "text": "Dogs."}\\n')
+    >>> [(s.text, s.line) for s in read_sentences(path)]
+    [('A cat.', 1), ('Dogs.', 3)]
+    """
+    if data_format is None:
+        if not os.path.isfile(path):
+            raise DataFormatError(f"{path}: no such file")
+        data_format = infer_format(path)
+    if data_format not in FORMATS:
+        raise ValueError(f"unknown data format {data_format!r}; expected one of "
+                         f"{', '.join(FORMATS)}")
+    lines = read_text_lines(path)
+    if data_format == "text":
+        sentences = [Sentence(line, path, number) for number, line in lines]
+    else:
+        sentences = [Sentence(_jsonl_text(line, path, number), path, number)
+                     for number, line in lines]
+    if not sentences:
+        raise DataFormatError(f"{path}: no texts found (the file is empty or blank)")
+    return sentences
+
+
+def _jsonl_text(line, path, number):
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
+    if not isinstance(record, dict) or "text" not in record:
+        raise DataFormatError(f"{path}:{number}: expected a JSON object with a \"text\" field")
+    if not isinstance(record["text"], str):
+        raise DataFormatError(f"{path}:{number}: \"text\" must be a string, got "
+                              f"{type(record['text']).__name__}")
+    return record["text"]
