@@ -79,3 +79,4 @@ def import_task_modules(modules):
 importlib.import_module("tasks.classification.task")
 importlib.import_module("tasks.tagging.task")
 importlib.import_module("tasks.span_ner.task")
+importlib.import_module("tasks.bi_encoder.task")
