@@ -1,13 +1,10 @@
 """The SBERT bi-encoder model: tied towers, the maths of both objectives, training, saving."""
 
-import os
-import tempfile
-
 import keras
 import numpy as np
 import pytest
 
-from tasks.bi_encoder import BiEncoder, make_dataset, pair_inputs
+from tasks.bi_encoder import BiEncoder, pair_inputs
 from tasks.classification import ClassificationExample
 from tasks.layerwise_optimizer import LayerwiseAdamW
 from tasks.preprocessor import TextPreprocessor

@@ -19,7 +19,7 @@ from tasks.bi_encoder.model import (
 from tasks.bi_encoder.pipeline import make_dataset
 from tasks.bi_encoder.serving import bi_encoder_outputs
 from tasks.classification.predictions import label_fields, softmax_probabilities
-from tasks.classification.task import ClassificationTask, define_pooling_flag
+from tasks.classification.model import classification_monitor, define_pooling_flag
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import write_output
@@ -130,7 +130,7 @@ class BiEncoderTask(Task):
     def monitor(self, num_classes):
         if self.objective == "cosine":
             return ("val_spearman", "max")
-        return ClassificationTask().monitor(num_classes)
+        return classification_monitor(num_classes)
 
     def evaluate(self, model, dataset, examples, labels):
         """Softmax: loss, accuracy (and F1); cosine: the mean squared error and the Pearson

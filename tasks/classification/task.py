@@ -7,10 +7,11 @@ from absl import flags
 
 from tasks.classification import readers
 from tasks.classification.model import (
-    POOLINGS,
     Classifier,
     classification_loss,
     classification_metrics,
+    classification_monitor,
+    define_pooling_flag,
 )
 from tasks.classification.pipeline import make_dataset
 from tasks.classification.predictions import label_fields, softmax_probabilities
@@ -20,31 +21,6 @@ from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
 from tasks.registry import register_task
 from tasks.task import Task
-
-POOLING_FLAG = "pooling"
-
-
-def define_pooling_flag(flag_values):
-    """Defines `--pooling` in `flag_values`, once for every task that pools a text's vector.
-
-    Classification and the bi-encoder share the flag; absl refuses a second
-    definition, so the first task to define it does and the others reuse it.
-    It is None when omitted: each task then takes its own default.
-
-    Examples:
-    >>> values = flags.FlagValues()
-    >>> define_pooling_flag(values); define_pooling_flag(values)
-    >>> _ = values(["train"])
-    >>> values.pooling is None
-    True
-    """
-    if POOLING_FLAG in flag_values:
-        return
-    flags.DEFINE_enum(POOLING_FLAG, None, POOLINGS, "A text's vector: BERT's pooler output, "
-                      "the [CLS] vector, or the mean or maximum over its tokens (mean: what "
-                      "sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "
-                      "trained with). When omitted: pooler for classification, mean for "
-                      "bi_encoder (which takes cls, mean or max).", flag_values=flag_values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +117,7 @@ class ClassificationTask(Task):
 
     def monitor(self, num_classes):
         """The validation metric that picks the best model."""
-        return ("val_f1", "max") if num_classes == 2 else ("val_accuracy", "max")
+        return classification_monitor(num_classes)
 
     # === Prediction ===
 
