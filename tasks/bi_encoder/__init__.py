@@ -13,6 +13,7 @@ from tasks.bi_encoder.model import (
     split_towers,
 )
 from tasks.bi_encoder.pipeline import encode_pairs, make_dataset
+from tasks.bi_encoder.predictions import predict_pairs, prediction_records
 from tasks.bi_encoder.readers import FORMATS, read_pairs, score_of
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "make_dataset",
     "pair_inputs",
     "pearson",
+    "predict_pairs",
+    "prediction_records",
     "read_pairs",
     "score_of",
     "spearman",

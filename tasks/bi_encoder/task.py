@@ -4,7 +4,6 @@ import dataclasses
 import json
 
 import numpy as np
-import tensorflow as tf
 from absl import flags
 
 from layers import POOLINGS
@@ -17,8 +16,8 @@ from tasks.bi_encoder.model import (
     bi_encoder_metrics,
 )
 from tasks.bi_encoder.pipeline import make_dataset
+from tasks.bi_encoder.predictions import predict_pairs, prediction_records
 from tasks.bi_encoder.serving import bi_encoder_outputs
-from tasks.classification.predictions import label_fields, softmax_probabilities
 from tasks.classification.model import classification_monitor, define_pooling_flag
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
@@ -162,18 +161,8 @@ class BiEncoderTask(Task):
         probability and every class's probability."""
         outputs = predict_pairs(model, self.preprocessor_of(preprocessor), examples, labels,
                                 self.objective, batch_size)
-        lines = []
-        for index, example in enumerate(examples):
-            record = {"text": example.text, "text_pair": example.text_pair}
-            if "logits" in outputs:
-                probabilities = softmax_probabilities(outputs["logits"][index])
-                fields = label_fields(probabilities, labels)
-                record.update(label=fields["label"],
-                              probability=round(float(probabilities.max()), 6),
-                              probabilities=fields["probabilities"])
-            record["cosine"] = round(float(outputs["cosine"][index]), 6)
-            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-        write_output(output, lines)
+        write_output(output, [json.dumps(record, ensure_ascii=False) + "\n"
+                              for record in prediction_records(examples, outputs, labels)])
         return f"{len(examples)} text pairs"
 
     # === Serving ===
@@ -184,17 +173,3 @@ class BiEncoderTask(Task):
     def serving_outputs(self, model, preprocessor, labels, text, text_pair):
         return bi_encoder_outputs(model, preprocessor, labels, text, text_pair)
 
-
-def predict_pairs(model, preprocessor, examples, labels, objective="softmax", batch_size=64):
-    """`BiEncoder.pair_outputs` of every pair of `examples`, in order, as NumPy arrays
-    (`embedding`, `pair_embedding`, `cosine`, and `logits` for softmax); labels unused."""
-    target = labels[0] if objective == "softmax" else "0"
-    unlabeled = [dataclasses.replace(example, label=target) for example in examples]
-    dataset = make_dataset(unlabeled, preprocessor, labels, objective=objective,
-                           batch_size=batch_size)
-    run = tf.function(lambda features: model.pair_outputs(features, training=False),
-                      reduce_retracing=True)
-    batches = [{name: np.asarray(value) for name, value in run(features).items()}
-               for features, _ in dataset]
-    return {name: np.concatenate([batch[name] for batch in batches])
-            for name in batches[0]}
