@@ -3,6 +3,8 @@ evaluate, export, and the served SavedModel in a fresh process; a data error.
 
 Plain-text prediction input, the cosine objective and option errors are checked in
 process (tests/test_bi_encoder_task.py): each binary run here costs a TensorFlow start.
+Marked slow: the module's training, four binaries and a served SavedModel take about
+100 s on the 2-core machine with other jobs running (`pytest -m slow` runs it).
 """
 
 import json
@@ -13,6 +15,8 @@ import pytest
 
 from tests.conftest import MRPC, finish_processes, json_line, start_python, start_tool
 from tools import model_directory as md
+
+pytestmark = pytest.mark.slow
 
 # A fresh process with TensorFlow and tensorflow-text only.
 _SERVE_SNIPPET = """
