@@ -6,6 +6,7 @@ and `zoo/` assemble these layers into models.
 
 from layers.adapter import Adapter
 from layers.classification_head import ClassificationHead
+from layers.cosine_similarity import CosineSimilarity, cosine_similarity
 from layers.crf import CRF
 from layers.embeddings import TextEmbeddings
 from layers.encoder import Encoder, encoder_config, rebuild_encoder, transformer_of
@@ -13,6 +14,7 @@ from layers.layer_mix import LAYER_MIXES, LayerMix
 from layers.lora_dense import LoraDense
 from layers.masked_lm_head import MaskedLMHead
 from layers.next_sentence_head import NextSentenceHead
+from layers.pair_features import PAIR_TERMS, PairFeatures
 from layers.position_gather import PositionGather, gather_positions
 from layers.self_attention import MultiHeadSelfAttention
 from layers.sequence_pooling import POOLINGS, SequencePooling
@@ -28,6 +30,7 @@ __all__ = [
     "Adapter",
     "CRF",
     "ClassificationHead",
+    "CosineSimilarity",
     "Encoder",
     "LAYER_MIXES",
     "LayerMix",
@@ -35,6 +38,8 @@ __all__ = [
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "NextSentenceHead",
+    "PAIR_TERMS",
+    "PairFeatures",
     "POOLINGS",
     "PositionGather",
     "SequencePooling",
@@ -46,6 +51,7 @@ __all__ = [
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "cosine_similarity",
     "encoder_config",
     "gather_positions",
     "rebuild_encoder",

@@ -3,6 +3,9 @@
 import tensorflow as tf
 
 DEFAULT_BUCKETS = (16, 32, 64, 128, 256, 512)
+# The features whose length picks an example's bucket: the tokens, by default. Two-tower
+# models (a bi-encoder's text and text pair) name both, and both pad to the longer one's.
+LENGTH_FEATURES = ("token_ids",)
 
 
 def bucket_lengths(max_length, buckets=DEFAULT_BUCKETS):
@@ -26,9 +29,11 @@ def bucket_length(length, max_length, buckets=DEFAULT_BUCKETS):
     return tf.gather(lengths, tf.reduce_sum(tf.cast(lengths < length, tf.int32)))
 
 
-def pad_batch_to_bucket(features, labels, max_length, padding_values):
-    """Right-pads each [batch, time, ...] feature to the bucket of its length."""
-    time = tf.shape(features["token_ids"])[1]
+def pad_batch_to_bucket(features, labels, max_length, padding_values,
+                        length_features=LENGTH_FEATURES):
+    """Right-pads each [batch, time, ...] feature to the bucket of the longest
+    `length_features`."""
+    time = tf.reduce_max(tf.stack([tf.shape(features[name])[1] for name in length_features]))
     target = bucket_length(time, max_length)
 
     def pad(name, tensor):
@@ -46,12 +51,14 @@ def pad_batch_to_bucket(features, labels, max_length, padding_values):
     return features, labels
 
 
-def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_length):
+def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_length,
+                     length_features=LENGTH_FEATURES):
     """Batches (features, labels) examples whose features are [time, ...] tensors.
 
     `group_by_length=True` (training) puts examples of similar length together
     with `bucket_by_sequence_length`; otherwise (evaluation, prediction) the
     order is kept and each batch is padded to the bucket of its longest example.
+    An example's length is that of the longest of its `length_features`.
     """
     lengths = bucket_lengths(max_length)
     spec = dataset.element_spec
@@ -59,7 +66,8 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
     values = _padding_value_structure(spec, padding_values)
     if group_by_length:
         return dataset.bucket_by_sequence_length(
-            element_length_func=lambda features, labels: tf.shape(features["token_ids"])[0],
+            element_length_func=lambda features, labels: tf.reduce_max(
+                tf.stack([tf.shape(features[name])[0] for name in length_features])),
             bucket_boundaries=[length + 1 for length in lengths],
             bucket_batch_sizes=[batch_size] * (len(lengths) + 1),
             padded_shapes=padded_shapes,
@@ -68,7 +76,8 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
         )
     dataset = dataset.padded_batch(batch_size, padded_shapes, values)
     return dataset.map(
-        lambda features, labels: pad_batch_to_bucket(features, labels, max_length, padding_values),
+        lambda features, labels: pad_batch_to_bucket(features, labels, max_length, padding_values,
+                                                     length_features),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
 
@@ -90,17 +99,18 @@ def _padding_value_structure(spec, padding_values):
 
 
 def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_values, training,
-                            seed=None):
+                            seed=None, length_features=LENGTH_FEATURES):
     """The common tail of every input pipeline.
 
     Training: shuffle every epoch, group examples of similar length into
     buckets. Otherwise: keep the order and declare the number of batches
     (Keras wants it to size progress bars and avoid a warning).
+    `length_features` name the features whose longest decides the bucket.
     """
     if training:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
     dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
-                               group_by_length=training)
+                               group_by_length=training, length_features=length_features)
     if not training:
         batches = -(-count // batch_size)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))

@@ -41,3 +41,16 @@ class LabelSet:
             raise ValueError(f"{where}: {self.kind} {name!r} was not seen in training "
                              f"(known {self.kind}s: {', '.join(self.names)})")
         return self._ids[name]
+
+
+def sorted_label_names(names):
+    """Distinct label names in a stable order: sorted, numerically when all are integers.
+
+    Examples:
+    >>> sorted_label_names(["1", "0", "10", "1"]), sorted_label_names(["NUM", "HUM"])
+    (['0', '1', '10'], ['HUM', 'NUM'])
+    """
+    names = {str(name) for name in names}
+    if all(name.lstrip("-").isdigit() for name in names):
+        return sorted(names, key=int)
+    return sorted(names)

@@ -18,6 +18,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SHARED_DATA = os.path.abspath(os.path.join(ROOT, "..", "shared", "data"))
 TREC = os.path.join(ROOT, "samples", "trec")
 CONLL = os.path.join(ROOT, "samples", "conll2003")
+MRPC = os.path.join(ROOT, "samples", "mrpc")
 TOOL_TIMEOUT_S = 600
 
 
@@ -125,6 +126,11 @@ TRAINING_FLAGS = {
         "--train_data", os.path.join(CONLL, "train.txt"),
         "--eval_data", os.path.join(CONLL, "dev.txt"),
         "--epochs=1", "--batch_size=8", "--vocab_size=300", *_COMMON_FLAGS),
+    "bi_encoder": (
+        "--task=bi_encoder", "--objective=softmax",
+        "--train_data", os.path.join(MRPC, "train.tsv"),
+        "--eval_data", os.path.join(MRPC, "dev.tsv"),
+        "--epochs=1", "--batch_size=16", "--vocab_size=300", *_COMMON_FLAGS),
 }
 TRAINED_MAX_SEQ_LENGTH = 32
 
@@ -218,6 +224,7 @@ TRAINED_MODEL_DIR_FIXTURES = {
     "trained_classifier_dir": "classification",
     "trained_tagger_dir": "tagging",
     "trained_span_ner_dir": "span_ner",
+    "trained_bi_encoder_dir": "bi_encoder",
 }
 
 
@@ -270,3 +277,9 @@ def trained_tagger_dir(trained_models):
 def trained_span_ner_dir(trained_models):
     """A CoNLL span NER model directory (read-only: copy it to write to it)."""
     return trained_models.model_dir("span_ner")
+
+
+@pytest.fixture(scope="session")
+def trained_bi_encoder_dir(trained_models):
+    """An MRPC-sample softmax bi-encoder's model directory (read-only: copy it to write to it)."""
+    return trained_models.model_dir("bi_encoder")

@@ -23,8 +23,9 @@ decoding at the model's threshold) all run inside the graph. Outputs:
 classification `label`, `label_id`, `probabilities`; tagging and span NER
 `words`, `num_words`, `entity_label`, `entity_start`, `entity_end` (word
 offsets, end inclusive, -1 as padding), `num_entities`, plus `tags` (tagging)
-or `entity_score` (span NER). See `tasks/serving.py` and each task's
-`serving.py`.
+or `entity_score` (span NER); bi-encoder (inputs `text` and `text_pair`)
+`cosine`, `embedding`, `pair_embedding`, plus the classification outputs for
+the softmax objective. See `tasks/serving.py` and each task's `serving.py`.
 
     import tensorflow as tf
     serve = tf.saved_model.load("exported/conll").signatures["serving_default"]

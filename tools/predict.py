@@ -11,7 +11,9 @@ one JSON object per sentence with its words, tags and entities (word offsets,
 `end` inclusive; span NER adds each entity's score, and nested decoding needs
 JSONL). Span NER also reads its JSONL span format as input. Classification: the input is one text per line or a data
 file of the model's format; the output is JSONL with the label and the class
-probabilities.
+probabilities. Bi-encoder: the input is `text<TAB>text_pair` lines or an MRPC/JSONL file;
+the output is JSONL with the cosine of the two texts' vectors (and, for the softmax
+objective, the label, its probability and every class's).
 """
 
 import os

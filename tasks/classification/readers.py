@@ -134,8 +134,16 @@ def read_mrpc(path):
     return _non_empty(examples, path)
 
 
-def read_jsonl(path):
-    """Reads JSON lines with `text`, an optional `text_pair` and `label`."""
+def read_jsonl(path, label_key="label", require_label=True):
+    """Reads JSON lines with `text`, an optional `text_pair` and a label.
+
+    Args:
+        path: the `.jsonl` file.
+        label_key: the field that holds the label (kept as text: `str()` of
+            its value; a bi-encoder's graded score is read from "score").
+        require_label: a record without `label_key` is an error; when False
+            (prediction input) its label is "".
+    """
     examples = []
     for number, line in _read_lines(path):
         if not line.strip():
@@ -144,17 +152,17 @@ def read_jsonl(path):
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}")
-        if not isinstance(record, dict) or "text" not in record or "label" not in record:
-            raise DataFormatError(
-                f"{path}:{number}: expected an object with 'text' and 'label'"
-            )
+        if (not isinstance(record, dict) or "text" not in record
+                or (require_label and label_key not in record)):
+            wanted = f"'text' and {label_key!r}" if require_label else "'text'"
+            raise DataFormatError(f"{path}:{number}: expected an object with {wanted}")
         pair = record.get("text_pair")
         if not isinstance(record["text"], str) or not (pair is None or isinstance(pair, str)):
             raise DataFormatError(f"{path}:{number}: 'text' and 'text_pair' must be strings")
+        label = str(record[label_key]) if label_key in record else ""
         examples.append(
             ClassificationExample(
-                text=record["text"], text_pair=pair, label=str(record["label"]),
-                source=path, line=number,
+                text=record["text"], text_pair=pair, label=label, source=path, line=number,
             )
         )
     return _non_empty(examples, path)

@@ -13,13 +13,23 @@ from keras import ops
 from tasks.serving import first_max_index
 
 
-def classification_outputs(model, preprocessor, labels, text, text_pair=None):
-    """`label`, `label_id` and `probabilities` of a classifier, from raw text."""
-    logits = ops.cast(model(preprocessor(text, text_pair), training=False), "float32")
-    probabilities = tf.nn.softmax(logits, axis=-1)
+def label_outputs(logits, labels):
+    """`label`, `label_id` and `probabilities` from class logits [B, C] (any task's head).
+
+    Examples:
+    >>> outputs = label_outputs(tf.constant([[0.0, 2.0], [1.0, 1.0]]), ["no", "yes"])
+    >>> outputs["label"].numpy().tolist(), outputs["label_id"].numpy().tolist()
+    ([b'yes', b'no'], [1, 0])
+    """
+    probabilities = tf.nn.softmax(ops.cast(logits, "float32"), axis=-1)
     label_id = first_max_index(probabilities)
     return {
         "label": tf.gather(tf.constant(labels), label_id),
         "label_id": label_id,
         "probabilities": probabilities,
     }
+
+
+def classification_outputs(model, preprocessor, labels, text, text_pair=None):
+    """`label`, `label_id` and `probabilities` of a classifier, from raw text."""
+    return label_outputs(model(preprocessor(text, text_pair), training=False), labels)

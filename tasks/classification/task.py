@@ -3,19 +3,21 @@
 import dataclasses
 import json
 
-import numpy as np
 from absl import flags
 
 from tasks.classification import readers
 from tasks.classification.model import (
-    POOLINGS,
     Classifier,
     classification_loss,
     classification_metrics,
+    classification_monitor,
+    define_pooling_flag,
 )
 from tasks.classification.pipeline import make_dataset
+from tasks.classification.predictions import label_fields, softmax_probabilities
 from tasks.classification.serving import classification_outputs
 from tasks.errors import DataFormatError
+from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
 from tasks.registry import register_task
 from tasks.task import Task
@@ -52,17 +54,14 @@ class ClassificationTask(Task):
 
     @classmethod
     def define_flags(cls, flag_values):
-        flags.DEFINE_enum("pooling", "pooler", POOLINGS, "Classification: the text's vector "
-                          "is BERT's pooler output, the [CLS] vector, or the mean or maximum "
-                          "over its tokens (mean: what sentence-transformers checkpoints such "
-                          "as all-MiniLM-L6-v2 are trained with).", flag_values=flag_values)
+        define_pooling_flag(flag_values)
         flags.DEFINE_integer("head_hidden_dim", None, "Classification: width of an extra "
                              "dense + tanh layer before the logits (none when omitted).",
                              lower_bound=1, flag_values=flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
-        head = {"pooling": flag_values.pooling}
+        head = {"pooling": flag_values.pooling or "pooler"}
         if flag_values.head_hidden_dim is not None:
             head["head_hidden_dim"] = flag_values.head_hidden_dim
         return {}, head
@@ -85,10 +84,7 @@ class ClassificationTask(Task):
 
     def label_names(self, examples):
         """Labels in a stable order: sorted, numerically when all are integers."""
-        labels = {example.label for example in examples}
-        if all(label.lstrip("-").isdigit() for label in labels):
-            return sorted(labels, key=int)
-        return sorted(labels)
+        return sorted_label_names(example.label for example in examples)
 
     def texts(self, examples):
         for example in examples:
@@ -121,7 +117,7 @@ class ClassificationTask(Task):
 
     def monitor(self, num_classes):
         """The validation metric that picks the best model."""
-        return ("val_f1", "max") if num_classes == 2 else ("val_accuracy", "max")
+        return classification_monitor(num_classes)
 
     # === Prediction ===
 
@@ -146,14 +142,10 @@ class ClassificationTask(Task):
                                                    e.line) for e in examples]
         dataset = self.make_dataset(unlabeled, self.preprocessor_of(preprocessor), labels,
                                     batch_size=batch_size)
-        logits = np.asarray(model.predict(dataset, verbose=0))
-        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
-        probabilities /= probabilities.sum(-1, keepdims=True)
+        probabilities = softmax_probabilities(model.predict(dataset, verbose=0))
         lines = []
         for example, row in zip(examples, probabilities):
-            record = {"text": example.text, "label": labels[int(row.argmax())],
-                      "probabilities": {label: round(float(p), 6)
-                                        for label, p in zip(labels, row)}}
+            record = {"text": example.text, **label_fields(row, labels)}
             if example.text_pair is not None:
                 record["text_pair"] = example.text_pair
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,94 @@
+"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by the classification readers.
+
+Every example is a `ClassificationExample` with a `text_pair`; its `label` is
+kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL
+record's "label". The cosine objective reads a graded similarity, a number
+in [-1, 1] (the range of a cosine): MRPC's Quality (0 or 1), or a JSONL
+record's "score"; STS-B's 0–5 scores are divided by 5 first, as
+Sentence-BERT does.
+
+    {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "label": "1"}
+    {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "score": 0.95}
+
+Errors name the file and the 1-based line.
+"""
+
+import math
+
+from tasks.classification.readers import (
+    ClassificationExample,
+    infer_format,
+    read_jsonl,
+    read_mrpc,
+)
+from tasks.errors import DataFormatError
+from tasks.prediction_io import read_text_lines
+
+FORMATS = ("mrpc", "jsonl")
+# The JSONL field of each objective's target.
+LABEL_KEYS = {"softmax": "label", "cosine": "score"}
+
+
+def read_pairs(path, data_format=None, objective="softmax", labeled=True):
+    """The text pairs of an MRPC or JSONL file (format inferred when None).
+
+    Args:
+        path: the data file.
+        data_format: "mrpc" or "jsonl"; guessed from the file when None.
+        objective: "softmax" (a class label) or "cosine" (a score in [-1, 1]).
+        labeled: whether every pair must carry its target (False: prediction
+            input, whose JSONL may leave it out; the label is then "").
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".jsonl")
+    >>> _ = open(path, "w").write('{"text": "a b", "text_pair": "a c", "score": 0.5}\\n')
+    >>> [(e.text, e.text_pair, score_of(e)) for e in read_pairs(path, objective="cosine")]
+    [('a b', 'a c', 0.5)]
+    """
+    data_format = data_format or infer_format(path)
+    if data_format == "mrpc":
+        examples = read_mrpc(path)
+    elif data_format == "jsonl":
+        examples = read_jsonl(path, LABEL_KEYS[objective], require_label=labeled)
+    else:
+        raise DataFormatError(f"{path}: the bi-encoder reads text pairs in the formats "
+                              f"{', '.join(FORMATS)}, not {data_format!r}")
+    for example in examples:
+        if example.text_pair is None:
+            raise DataFormatError(f"{example.source}:{example.line}: a bi-encoder reads text "
+                                  "pairs: this example has no 'text_pair'")
+        if objective == "cosine" and labeled:
+            score_of(example)
+    return examples
+
+
+def score_of(example):
+    """The graded target of an example for the cosine objective: its label as a number
+    in [-1, 1]; anything else is an error naming the file and line."""
+    try:
+        score = float(example.label)
+    except ValueError:
+        score = math.nan
+    if not -1.0 <= score <= 1.0:  # NaN fails too
+        raise DataFormatError(
+            f"{example.source}:{example.line}: the cosine objective needs a similarity score "
+            f"in [-1, 1], found {example.label!r} (scale graded scores into it first: "
+            "STS-B's 0-5 divided by 5)")
+    return score
+
+
+def read_tab_separated_pairs(path):
+    """`text<TAB>text_pair` lines (blank lines skipped), as unlabelled examples."""
+    examples = []
+    for number, line in read_text_lines(path):
+        text, tab, text_pair = line.partition("\t")
+        if not tab or not text.strip() or not text_pair.strip():
+            raise DataFormatError(f"{path}:{number}: expected 'text<TAB>text_pair', found "
+                                  f"{line[:60]!r}")
+        examples.append(ClassificationExample(text=text.strip(), label="",
+                                              text_pair=text_pair.strip(), source=path,
+                                              line=number))
+    if not examples:
+        raise DataFormatError(f"{path}: no text pairs found")
+    return examples
