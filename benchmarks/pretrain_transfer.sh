@@ -56,7 +56,7 @@ finetune() {  # finetune NAME TRAIN_FILE EPOCHS INIT LR
       --vocab="$OUT/vocab.txt" "${checkpoint[@]}" \
       --train_data="$2" --eval_data="$OUT/trec_dev.label" \
       --model_dir="$run" --overwrite --epochs="$3" --batch_size=32 \
-      --learning_rate="$5" --max_seq_length=64 > "$run.log" 2>&1
+      --learning_rate="$5" --head_learning_rate="$5" --max_seq_length=64 > "$run.log" 2>&1
   "$PY" "$ROOT/tools/evaluate.py" --model_dir="$run" \
       --data="$DATA/trec/TREC_10.label" > "$run/test.json" 2>> "$run.log"
   echo "$1 init=$4 lr=$5: $(( $(date +%s) - start )) s, test $(cat "$run/test.json")"

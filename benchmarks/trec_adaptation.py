@@ -89,6 +89,7 @@ def _row(name, learning_rate, extra, train, dev, epochs, column):
         ["--task=classification", f"--init_checkpoint={minilm_checkpoint()}",
          f"--train_data={train}", f"--eval_data={dev}", f"--epochs={epochs}",
          f"--batch_size={FLAGS.batch_size}", f"--learning_rate={learning_rate}",
+         f"--head_learning_rate={learning_rate}",  # each method at its one rate
          "--max_seq_length=64", f"--seed={FLAGS.seed}", *extra],
         os.path.join(FLAGS.data, "TREC_10.label"))
     print(f"{column} {name}: accuracy {result['test']['accuracy']:.4f}, "
