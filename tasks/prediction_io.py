@@ -5,6 +5,7 @@ import sys
 
 from tasks.atomic_files import write_text_atomically
 from tasks.errors import DataFormatError
+from tasks.text_cleaning import split_clean_words
 
 INPUT_FORMATS = ("auto", "text", "data")
 OUTPUT_FORMATS = ("auto", "conll", "jsonl")
@@ -41,7 +42,8 @@ def wants_jsonl(output, output_format):
 def read_word_input(path, input_format, read_columns):
     """Sentences to tag: `(words, source, line, document)` from plain text or a column file.
 
-    Plain text is one sentence per line, words split at whitespace, and one
+    Plain text is one sentence per line, cleaned and split into words as
+    `tasks.text_cleaning.split_clean_words` does (what exported models do), and one
     document (`document` 0). With `input_format="data"`, or `"auto"` when the
     file looks like columns, `read_columns(path)` reads it and must return
     objects with `words`, `source`, `line` and `document` (their labels are
@@ -49,7 +51,7 @@ def read_word_input(path, input_format, read_columns):
     """
     if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
         return [(tuple(s.words), s.source, s.line, s.document) for s in read_columns(path)]
-    sentences = [(tuple(line.split()), path, number, 0)
+    sentences = [(tuple(split_clean_words(line)), path, number, 0)
                  for number, line in read_text_lines(path)]
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found")

@@ -13,7 +13,7 @@ This module holds what the tasks' serving outputs share.
 
 import tensorflow as tf
 
-from tasks.word_preprocessor import split_words
+from tasks.text_cleaning import split_words
 
 SIGNATURE = "serving_default"
 

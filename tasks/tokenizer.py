@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
+from tasks.text_cleaning import clean_texts
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -163,8 +164,12 @@ class WordPieceTokenizer(tf.Module):
         return len(self.vocabulary)
 
     def tokenize(self, texts):
-        """[batch] strings → int32 RaggedTensor [batch, words, wordpieces]."""
-        texts = tf.convert_to_tensor(texts, tf.string)
+        """[batch] strings → int32 RaggedTensor [batch, words, wordpieces].
+
+        Texts are cleaned first (`tasks.text_cleaning.clean_texts`: control
+        and format characters removed, as BERT does).
+        """
+        texts = clean_texts(tf.convert_to_tensor(texts, tf.string))
         if self.lowercase:
             texts = normalize_uncased(texts)
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)

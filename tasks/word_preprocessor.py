@@ -2,31 +2,15 @@
 
 `WordPreprocessor` is the one word encoding of the project: the tagging and
 span NER pipelines call `encode_words` inside `tf.data`, and exported models
-call it (through `call`) on raw sentences split as Python's `str.split()`.
+call it (through `call`) on raw sentences, cleaned and split into words by
+`tasks.text_cleaning.split_words` (as Python's `str.split()`, after BERT's clean-up).
 """
 
 import keras
 import tensorflow as tf
 
 from tasks.preprocessor import TextPreprocessor
-
-# Every character Python's str.isspace() accepts: str.split() splits at each of them.
-PYTHON_WHITESPACE = (
-    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
-    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_WHITESPACE_PATTERN = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE) + "]"
-
-
-def split_words(texts):
-    """[B] strings → string RaggedTensor [B, words], split as Python's `str.split()`.
-
-    Examples:
-    >>> split_words(tf.constant(["  EU\\u00a0rejects\\tGerman ", ""])).to_list()
-    [[b'EU', b'rejects', b'German'], []]
-    """
-    spaced = tf.strings.regex_replace(texts, _WHITESPACE_PATTERN, " ")
-    return tf.strings.split(spaced)
+from tasks.text_cleaning import split_words
 
 
 def row_exclusive_cumsum(lengths):
@@ -189,7 +173,7 @@ class WordPreprocessor(TextPreprocessor):
         return self.encode_words(words, left_context, right_context)[0]
 
     def call(self, text, left_context=None, right_context=None):
-        """Dense features of raw sentences, split into words as `str.split()` does.
+        """Dense features of raw sentences, cleaned and split into words (`split_words`).
 
         `left_context` and `right_context`, when given, are [B] raw strings
         of the neighbouring sentences' words (split the same way; "" for none).

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from tasks.span_ner.serving import span_ner_outputs
 from tasks.tagging.serving import tagging_outputs
-from tasks.word_preprocessor import PYTHON_WHITESPACE, WordPreprocessor, split_words
+from tasks.text_cleaning import PYTHON_WHITESPACE, split_words
+from tasks.word_preprocessor import WordPreprocessor
 from tasks.span_ner.decoding import decode_flat, decode_nested
 from tasks.tagging import tags_to_spans
 from tasks.tokenizer import WordPieceTokenizer
