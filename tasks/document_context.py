@@ -17,7 +17,7 @@ This module is the one home of what both tasks share:
   `check_context_sentences`);
 - the exported model's extra inputs (`serving_input_names`): raw
   `left_context` and `right_context` strings, which
-  `tasks.serving.word_inputs` packs.
+  `tasks.serving_windows.windowed_word_inputs` packs.
 
 The packing itself, `[CLS] left-context sentence right-context [SEP]` with
 the sentence first and the context trimmed at the far ends, is

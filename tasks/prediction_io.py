@@ -5,14 +5,16 @@ import sys
 
 from tasks.atomic_files import write_text_atomically
 from tasks.errors import DataFormatError
-from tasks.text_cleaning import split_clean_words
+from tasks.text_cleaning import split_clean_words, words_with_offsets
 
 INPUT_FORMATS = ("auto", "text", "data")
 OUTPUT_FORMATS = ("auto", "conll", "jsonl")
 
 
-def read_text_lines(path):
+def read_text_lines(path, strip=True):
     """`(line number, stripped line)` of every non-blank line of a UTF-8 file.
+
+    With `strip=False` the line is kept as given, less its line break.
 
     Examples:
     >>> import tempfile
@@ -24,7 +26,8 @@ def read_text_lines(path):
     if not os.path.isfile(path):
         raise DataFormatError(f"{path}: no such file")
     with open(path, encoding="utf-8", errors="replace") as f:
-        return [(number, line.strip()) for number, line in enumerate(f, 1) if line.strip()]
+        return [(number, line.strip() if strip else line.rstrip("\r\n"))
+                for number, line in enumerate(f, 1) if line.strip()]
 
 
 def looks_like_columns(path):
@@ -40,22 +43,55 @@ def wants_jsonl(output, output_format):
 
 
 def read_word_input(path, input_format, read_columns):
-    """Sentences to tag: `(words, source, line, document)` from plain text or a column file.
+    """Sentences to tag: `(words, source, line, document, text)` from plain text or a column file.
 
     Plain text is one sentence per line, cleaned and split into words as
     `tasks.text_cleaning.split_clean_words` does (what exported models do), and one
-    document (`document` 0). With `input_format="data"`, or `"auto"` when the
+    document (`document` 0); the line as given is returned too, for character offsets
+    (`text`: "" for a data file). With `input_format="data"`, or `"auto"` when the
     file looks like columns, `read_columns(path)` reads it and must return
     objects with `words`, `source`, `line` and `document` (their labels are
     not used).
     """
     if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
-        return [(tuple(s.words), s.source, s.line, s.document) for s in read_columns(path)]
-    sentences = [(tuple(split_clean_words(line)), path, number, 0)
-                 for number, line in read_text_lines(path)]
+        return [(tuple(s.words), s.source, s.line, s.document, "") for s in read_columns(path)]
+    sentences = [(tuple(split_clean_words(line)), path, number, 0, line)
+                 for number, line in read_text_lines(path, strip=False)]
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found")
     return sentences
+
+
+def entity_record(sentence, start, end, label, **fields):
+    """An entity of `tools/predict.py`'s JSONL: word offsets (`end` inclusive), label,
+    `fields` (e.g. a score), its text and, for plain-text input, character offsets.
+
+    `start_char` and `end_char` index the input line as given, so that
+    `line[start_char:end_char]` is the entity's surface form (the `text`).
+
+    Examples:
+    >>> from tasks.tagging.readers import TaggedSentence
+    >>> line = "  Peter\u00a0Blackburn visited  Zürich"
+    >>> sentence = TaggedSentence(tuple(line.split()), ("O",) * 4, text=line)
+    >>> entity_record(sentence, 0, 1, "PER")
+    {'start': 0, 'end': 1, 'label': 'PER', 'text': 'Peter\xa0Blackburn', 'start_char': 2, 'end_char': 17}
+    """
+    record = {"start": int(start), "end": int(end), "label": label, **fields}
+    if not sentence.text:
+        return {**record, "text": " ".join(sentence.words[start:end + 1])}
+    offsets = words_with_offsets(sentence.text)
+    start_char, end_char = offsets[start][1], offsets[end][2]
+    return {**record, "text": sentence.text[start_char:end_char], "start_char": start_char,
+            "end_char": end_char}
+
+
+def sentence_record(sentence, **fields):
+    """A sentence of `tools/predict.py`'s JSONL: its words, `fields`, and the input
+    line as given (`text`) for plain-text input."""
+    record = {"words": list(sentence.words), **fields}
+    if sentence.text:
+        record["text"] = sentence.text
+    return record
 
 
 def write_output(output, lines):

@@ -13,8 +13,6 @@ This module holds what the tasks' serving outputs share.
 
 import tensorflow as tf
 
-from tasks.text_cleaning import split_words
-
 SIGNATURE = "serving_default"
 
 
@@ -42,36 +40,34 @@ def dense_rows(values, row_ids, num_rows, default):
     return ragged.to_tensor(default_value=default)
 
 
-def word_inputs(preprocessor, text, left_context=None, right_context=None):
-    """(words [B, W] ragged, dense model features, kept words [B]) from raw sentences,
-    with a `WordPreprocessor`.
-
-    `left_context` and `right_context` ([B] raw strings, "" for none; see
-    `tasks.document_context`) are the words of the neighbouring sentences,
-    packed around each sentence as unlabelled context; None: no context.
-    """
-    words = split_words(text)
-    left = None if left_context is None else split_words(left_context)
-    right = None if right_context is None else split_words(right_context)
-    features, counts = preprocessor.encode_words(words, left, right)
-    return words, preprocessor.pad(features), tf.cast(counts.row_lengths(), tf.int32)
+def word_outputs(windows):
+    """`words` (string [B, W], "" as padding), `num_words` (int32 [B]), and each word's
+    `word_start_char`, `word_end_char` (int32 [B, W], -1 as padding: character
+    offsets into the text as given, `tasks.text_cleaning.split_words_with_offsets`)."""
+    return {"words": windows.words.to_tensor(""),
+            "num_words": tf.cast(windows.words.row_lengths(), tf.int32),
+            "word_start_char": windows.char_starts.to_tensor(-1),
+            "word_end_char": windows.char_ends.to_tensor(-1)}
 
 
-def word_outputs(words):
-    """`words` (string [B, W], "" as padding) and `num_words` (int32 [B])."""
-    return {"words": words.to_tensor(""),
-            "num_words": tf.cast(words.row_lengths(), tf.int32)}
-
-
-def entity_outputs(batch, row_ids, starts, ends, labels):
+def entity_outputs(windows, row_ids, starts, ends, labels):
     """Entities listed row by row → `entity_label`, `entity_start`, `entity_end`
-    ([B, E], "" or -1 as padding; `end` inclusive) and `num_entities` [B]."""
+    ([B, E], "" or -1 as padding; `end` inclusive), `entity_start_char`,
+    `entity_end_char` ([B, E], -1 as padding: `text[start_char:end_char]` is the
+    entity as written) and `num_entities` [B]."""
+    batch = windows.words.nrows(out_type=tf.int32)
+    row_ids = tf.cast(row_ids, tf.int32)
+    first = tf.cast(tf.gather(windows.words.row_starts(), row_ids), tf.int32)
+    start_char = tf.gather(windows.char_starts.flat_values, first + starts)
+    end_char = tf.gather(windows.char_ends.flat_values, first + ends)
     return {
         "entity_label": dense_rows(labels, row_ids, batch, ""),
         "entity_start": dense_rows(starts, row_ids, batch, -1),
         "entity_end": dense_rows(ends, row_ids, batch, -1),
-        "num_entities": tf.cast(tf.math.bincount(tf.cast(row_ids, tf.int32), minlength=batch,
-                                                 maxlength=batch), tf.int32),
+        "entity_start_char": dense_rows(start_char, row_ids, batch, -1),
+        "entity_end_char": dense_rows(end_char, row_ids, batch, -1),
+        "num_entities": tf.math.bincount(row_ids, minlength=batch, maxlength=batch,
+                                         dtype=tf.int32),
     }
 
 

@@ -133,6 +133,17 @@ class Task:
         return self.make_preprocessor(preprocessor.vocabulary, preprocessor.lowercase,
                                       preprocessor.max_seq_length)
 
+    def prediction_examples(self, examples, preprocessor):
+        """`examples` as the model predicts and evaluates them (unchanged by default).
+
+        Word-level tasks cut sentences longer than the model's window into
+        overlapping windows (`tasks.word_windows`); their `evaluate` and
+        `write_predictions` merge the windows back. Every caller that builds
+        a dataset for `evaluate`, `calibrate` or `tune_decoding` passes the
+        examples through this first.
+        """
+        return list(examples)
+
     def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
         """Batched `(features, labels)` for `fit`, `evaluate` and `predict`."""

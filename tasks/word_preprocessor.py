@@ -105,6 +105,26 @@ class WordPreprocessor(TextPreprocessor):
         keep = tf.ragged.range(counts + 1) < tf.expand_dims(tf.maximum(counts, 1), 1)
         return words.with_flat_values(tf.ragged.boolean_mask(with_unk, keep))  # [B, W, P]
 
+    def subword_counts(self, word_lists):
+        """Subwords of every word (at least 1: an empty word is `[UNK]`), one list per sentence.
+
+        Examples:
+        >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"])
+        >>> preprocessor.subword_counts([("opens", "open"), ()])
+        [[2, 1], []]
+        """
+        word_lists = [tuple(words) for words in word_lists]
+        flat = [word for words in word_lists for word in words]
+        if not flat:
+            return [[] for _ in word_lists]
+        pieces = self.tokenizer().tokenize(tf.constant(flat, tf.string)).merge_dims(-2, -1)
+        counts = tf.maximum(pieces.row_lengths(), 1).numpy().tolist()
+        result, position = [], 0
+        for words in word_lists:
+            result.append(counts[position:position + len(words)])
+            position += len(words)
+        return result
+
     def encode_words(self, words, left_context=None, right_context=None):
         """String RaggedTensor [B, words] → (ragged features, subwords per kept word).
 

@@ -423,24 +423,20 @@ def _check_empty_batches(serve):
         assert served["entity_label"].shape == (len(batch), 0)
 
 
-def _kept_words(tokenizer, sentences, max_seq_length):
-    """How many words of each sentence the tf.data pipeline keeps (as predict.py)."""
-    kept = []
-    for sentence in sentences:
-        pieces = [max(len(tokenizer.tokenize_flat([w]).to_list()[0]), 1)
-                  for w in sentence.split()]
-        kept.append(int(np.sum(np.cumsum(pieces) <= max_seq_length - 2)))
-    return kept
+def _model_rows(sentences):
+    """The row of the fake models' output each sentence reads: the exported graph runs
+    the model on windows, none for a sentence without words, one for each of these
+    sentences (they fit in 64 subwords; windows are tested in test_word_windows.py)."""
+    return np.cumsum([bool(sentence.split()) for sentence in sentences]) - 1
 
 
 def test_tagging_graph_matches_python_tags_and_entities():
     tokenizer = WordPieceTokenizer(_FAKE_TOKENIZER_VOCABULARY)
     labels = ["O", "B-LOC", "I-LOC", "E-LOC", "S-LOC", "B-PER", "I-PER", "E-PER", "S-PER"]
     sentences = _random_sentences(1)
-    kept = _kept_words(tokenizer, sentences, 16)
-    assert kept[3] < 12 and kept[4] < 20  # truncation is exercised
+    rows = _model_rows(sentences)
     model = _FakeTagger()
-    preprocessor = WordPreprocessor(tokenizer, max_seq_length=16)
+    preprocessor = WordPreprocessor(tokenizer, max_seq_length=64)
     serve = tf.function(lambda text: tagging_outputs(model, preprocessor, labels, text),
                         input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     for seed in range(4):
@@ -449,8 +445,7 @@ def test_tagging_graph_matches_python_tags_and_entities():
                   serve(tf.constant(sentences)).items()}
         for row, sentence in enumerate(sentences):
             words = sentence.split()
-            tags = [labels[i] for i in drawn[row, :kept[row]]]
-            tags += ["O"] * (len(words) - kept[row])
+            tags = [labels[i] for i in drawn[rows[row], :len(words)]]
             assert served["num_words"][row] == len(words)
             assert [t.decode() for t in served["tags"][row][:len(words)]] == tags
             entities = [(s, e, l.decode()) for s, e, l in zip(
@@ -466,12 +461,12 @@ def test_span_graph_matches_python_decoding(decoding, method):
     tokenizer = WordPieceTokenizer(_FAKE_TOKENIZER_VOCABULARY)
     labels = ["NONE", "PER", "LOC"]
     sentences = _random_sentences(2)
-    kept = _kept_words(tokenizer, sentences, 16)
-    width = 3
-    starts = np.repeat(np.arange(16), width)
-    ends = starts + np.tile(np.arange(width), 16)
+    rows = _model_rows(sentences)
+    width, most_words = 3, 21
+    starts = np.repeat(np.arange(most_words), width)
+    ends = starts + np.tile(np.arange(width), most_words)
     model = _FakeSpanModel(len(labels))
-    preprocessor = WordPreprocessor(tokenizer, max_seq_length=16)
+    preprocessor = WordPreprocessor(tokenizer, max_seq_length=64)
     serve = tf.function(
         lambda text: span_ner_outputs(model, preprocessor, labels, text, threshold=0.3,
                                       decoding=decoding, method=method),
@@ -481,10 +476,11 @@ def test_span_graph_matches_python_decoding(decoding, method):
         served = {name: value.numpy().tolist() for name, value in
                   serve(tf.constant(sentences)).items()}
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(
-            logits[:len(sentences), :16 * width], axis=-1))
+            logits[:, :most_words * width], axis=-1))
         for row in range(len(sentences)):
-            valid = ends < kept[row]
-            arguments = (probabilities[row][valid], starts[valid], ends[valid], labels, 0.3)
+            valid = ends < len(sentences[row].split())
+            arguments = (probabilities[rows[row]][valid], starts[valid], ends[valid], labels,
+                         0.3)
             expected = (decode_nested(*arguments) if decoding == "nested"
                         else decode_flat(*arguments, method=method))
             count = served["num_entities"][row]

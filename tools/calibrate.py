@@ -41,7 +41,8 @@ def main(argv):
     if not hasattr(task, "calibrate"):
         raise UserError(f"{model_source()} holds a {task.name} model; its task has no "
                         "decoding threshold to calibrate")
-    sentences = task.read(FLAGS.data, FLAGS.data_format)
+    sentences = task.prediction_examples(task.read(FLAGS.data, FLAGS.data_format),
+                                         trained.preprocessor)
     try:
         dataset = task.make_dataset(sentences, trained.preprocessor, trained.labels,
                                     training=False, batch_size=FLAGS.batch_size)

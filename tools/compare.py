@@ -49,7 +49,9 @@ def _evaluate(model):
     trained = (md.load_trained(model_path=model) if model.endswith(".keras")
                else md.load_trained(model))
     task = trained.task
-    examples = task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"))
+    examples = task.prediction_examples(
+        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),
+        trained.preprocessor)
     try:
         dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
                                     batch_size=FLAGS.batch_size)

@@ -15,11 +15,17 @@ from absl import flags  # noqa: E402
 
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_model_flags,
+    define_stride_override_flag,
+    define_task_module_flag,
+    with_stride_override,
+)
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
 define_model_flags()
+define_stride_override_flag()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -28,11 +34,13 @@ flags.mark_flags_as_required(["data"])
 
 def main(argv):
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
-    task = trained.task
+    task = with_stride_override(trained.task)
     if not task.trainable:
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")
-    examples = task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"))
+    examples = task.prediction_examples(
+        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),
+        trained.preprocessor)
     try:
         dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
                                     training=False, batch_size=FLAGS.batch_size)

@@ -48,7 +48,9 @@ from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_encoder_source_flags,
     define_pooling_flags,
+    define_stride_override_flag,
     define_task_module_flag,
+    with_stride_override,
 )
 
 # TensorFlow, Keras and the model code are imported in `main`, once the flags are
@@ -59,6 +61,7 @@ define_task_module_flag()
 define_encoder_source_flags(what="the model to export (or, with --task, whose encoder is "
                             "used)")
 define_pooling_flags()
+define_stride_override_flag()
 flags.DEFINE_string("task", None, "Build the model of this task, one that needs no training "
                     "(sentence_embedding), on the encoder of --init_checkpoint or of the "
                     "trained model, and export it; required with --init_checkpoint. Its head "
@@ -142,8 +145,8 @@ def main(argv):
         task, model, preprocessor, labels, what = _task_model()
     else:
         trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
-        task, model, preprocessor, labels = (trained.task, trained.model, trained.preprocessor,
-                                             trained.labels)
+        task, model, preprocessor, labels = (with_stride_override(trained.task), trained.model,
+                                             trained.preprocessor, trained.labels)
         what = FLAGS.model_dir or FLAGS.model
     parent = os.path.dirname(os.path.abspath(output))
     try:

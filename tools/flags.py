@@ -4,7 +4,8 @@ Examples:
 >>> from absl import flags as absl_flags
 >>> values = absl_flags.FlagValues()
 >>> define_model_flags(values)
->>> values(["predict", "--model=best_model.keras"]).model
+>>> _ = values(["predict", "--model=best_model.keras"])
+>>> values.model
 'best_model.keras'
 """
 
@@ -64,6 +65,26 @@ def define_pooling_flags(flag_values=flags.FLAGS):
                         "end) or mean_last_4 (the mean of the last four); default: the last "
                         "layer (or the layer mix a trained model was built with).",
                         flag_values=flag_values)
+
+
+def define_stride_override_flag(flag_values=flags.FLAGS):
+    """`--stride` for binaries that run a trained word-level model (see
+    `tasks.word_windows`); `with_stride_override` applies it."""
+    from tasks.word_windows import define_stride_flag  # light: numpy and absl only
+
+    define_stride_flag(flag_values)
+
+
+def with_stride_override(task, flag_values=flags.FLAGS):
+    """`task` with `--stride` applied when given; a task without windows refuses it."""
+    from tools.errors import UserError
+
+    if flag_values.stride is None:
+        return task
+    if "stride" not in task.option_names():
+        raise UserError(f"--stride: a {task.name} model reads no windows (only word-level "
+                        "tasks such as tagging and span NER do)")
+    return task.with_options(stride=flag_values.stride)
 
 
 def model_source(flag_values=flags.FLAGS):

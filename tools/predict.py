@@ -27,11 +27,17 @@ from absl import flags  # noqa: E402
 from tasks.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_model_flags,
+    define_stride_override_flag,
+    define_task_module_flag,
+    with_stride_override,
+)
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
 define_model_flags()
+define_stride_override_flag()
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
                     "output.")
@@ -46,7 +52,7 @@ flags.mark_flags_as_required(["input", "output"])
 
 def main(argv):
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
-    task = trained.task
+    task = with_stride_override(trained.task)
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,
                                           trained.config.get("data_format"))
     try:

@@ -276,6 +276,9 @@ def main(argv):
     preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
     options = dict(batch_size=FLAGS.batch_size, seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.
+    # Sentences longer than the window are evaluated in windows (word tasks).
+    num_eval_examples = len(eval_examples)
+    eval_examples = task.prediction_examples(eval_examples, preprocessor)
     try:
         eval_dataset = task.make_dataset(eval_examples, preprocessor, labels, training=False,
                                          **options)
@@ -310,7 +313,7 @@ def main(argv):
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
         "monitor": monitor, "train_examples": len(train_examples),
-        "eval_examples": len(eval_examples),
+        "eval_examples": num_eval_examples,
     }
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)

@@ -4,13 +4,16 @@ import numpy as np
 
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
+from tasks.word_windows import merge_span_scores, parents
 
 
 def span_probabilities(model, dataset, sentences, max_span_width):
     """Per sentence: (probabilities [S, C], starts [S], ends [S]) of its valid spans.
 
     `dataset` is the order-preserving dataset of `sentences`; spans are those
-    of the model's [words, L] grid that lie inside the kept words.
+    of the model's [words, L] grid that lie inside the kept words. When
+    `sentences` holds windows of longer sentences (`tasks.word_windows`),
+    their spans are merged: one triple per original sentence.
     """
     results = []
     for features, _ in dataset:
@@ -24,7 +27,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
             results.append((row[valid], starts[valid], ends[valid]))
     if len(results) != len(sentences):
         raise ValueError(f"the dataset has {len(results)} sentences, expected {len(sentences)}")
-    return results
+    return merge_span_scores(sentences, results)
 
 
 def decode_all(predictions, labels, threshold=0.5, decoding="flat", method="greedy"):
@@ -39,6 +42,7 @@ def evaluate_span_model(model, dataset, sentences, labels, max_span_width,
     """Span precision, recall and F1 (exact start, end and label), overall and per type."""
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
     decoded = decode_all(predictions, labels, threshold, decoding, method)
+    sentences = parents(sentences)
     scores = span_scores([s.spans for s in sentences], decoded)
     flat = {"span_precision": scores["precision"], "span_recall": scores["recall"],
             "span_f1": scores["f1"], "threshold": threshold, "sentences": len(sentences)}
@@ -51,5 +55,5 @@ def calibrate(model, dataset, sentences, labels, max_span_width, decoding="flat"
               method="greedy"):
     """The threshold on the best non-NONE probability that maximises F1 on `sentences`."""
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
-    return calibrate_threshold([s.spans for s in sentences], predictions, labels,
+    return calibrate_threshold([s.spans for s in parents(sentences)], predictions, labels,
                                mode=decoding, method=method)

@@ -42,6 +42,10 @@ class SpanSentence:
             and `tasks.tagging.readers.read_column_file`); 0 when built by hand.
         left_context, right_context: words of the neighbouring sentences of the document,
             encoded as unlabelled context (`tasks.document_context`); empty by default.
+        text: the raw line the words were split from (plain-text prediction input), so
+            that entities get character offsets into it; "" otherwise.
+        window: a `tasks.word_windows.Window` when this sentence is one window of a
+            longer one (prediction and evaluation); None otherwise.
 
     Raises:
         ValueError: a span is empty or reaches outside the sentence.
@@ -62,6 +66,8 @@ class SpanSentence:
     document: int = 0
     left_context: tuple[str, ...] = ()
     right_context: tuple[str, ...] = ()
+    text: str = ""
+    window: object = None
 
     def __post_init__(self):
         # Tuples keep the dataclass hashable and really frozen, whatever sequence was passed.

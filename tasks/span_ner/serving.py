@@ -1,7 +1,9 @@
 """The serving outputs of a span NER model, from raw sentences (see `tasks.serving`).
 
-Words as for tagging (`tasks.tagging.serving`): `words`, `num_words`,
-`entity_label`, `entity_start`, `entity_end`, `num_entities`, plus
+Words, windows and character offsets as for tagging (`tasks.tagging.serving`):
+`words`, `num_words`, `word_start_char`, `word_end_char`, `entity_label`,
+`entity_start`, `entity_end`, `entity_start_char`, `entity_end_char`,
+`num_entities`, plus
 `entity_score` (float32 [B, E], 0 as padding), the best non-NONE probability
 of each entity. Decoding follows the model's options: flat greedy, flat
 exact (weighted interval scheduling, in float64 as `tasks.span_ner.decoding`)
@@ -16,9 +18,9 @@ from tasks.serving import (
     dense_rows,
     entity_outputs,
     first_max_index,
-    word_inputs,
     word_outputs,
 )
+from tasks.serving_windows import merge_window_spans, windowed_word_inputs
 
 
 def _greedy(scores, qualifies, starts, ends, width):
@@ -93,21 +95,21 @@ def _exact_row(scores, qualifies, starts, ends, width):
 
 
 def span_ner_outputs(model, preprocessor, labels, text, threshold=0.5, decoding="flat",
-                     method="greedy", left_context=None, right_context=None):
+                     method="greedy", left_context=None, right_context=None, stride=0):
     """Words and entities (with scores) of a `SpanNER` model, from raw sentences (and
-    their document context, raw strings too)."""
-    words, features, kept = word_inputs(preprocessor, text, left_context,
-                                                right_context)
-    probabilities = ops.softmax(model(features, training=False), axis=-1)
-    probabilities = ops.cast(probabilities, "float32")  # [B, W·L, C]
+    their document context, raw strings too), in windows overlapping by `stride` subwords."""
+    windows = windowed_word_inputs(preprocessor, text, left_context, right_context, stride)
     max_width = int(model.max_span_width)
-    width = tf.shape(features["word_mask"])[1]
+    probabilities = ops.softmax(model(windows.features, training=False), axis=-1)
+    probabilities, valid = merge_window_spans(
+        windows, ops.cast(probabilities, "float32"), max_width)  # [B, W·L, C], [B, W·L]
+    width = tf.shape(valid)[1] // max_width
     span_starts = tf.repeat(tf.range(width), max_width)  # span k = start·L + (end − start)
     span_ends = span_starts + tf.tile(tf.range(max_width), [width])
     entity_probabilities = probabilities[:, :, 1:]
     scores = tf.reduce_max(entity_probabilities, axis=-1)  # [B, K]
     best = first_max_index(entity_probabilities) + 1
-    qualifies = (span_ends[None, :] < kept[:, None]) & (
+    qualifies = valid & (
         tf.cast(scores, tf.float64) >= tf.constant(float(threshold), tf.float64))
     if decoding == "nested":
         selected = qualifies
@@ -126,9 +128,9 @@ def span_ner_outputs(model, preprocessor, labels, text, threshold=0.5, decoding=
         raise ValueError(f"unknown span decoding {decoding!r} / {method!r}")
     where = tf.cast(tf.where(selected), tf.int32)  # by row, then span index = (start, end)
     span = where[:, 1]
-    outputs = entity_outputs(tf.shape(scores)[0], where[:, 0], tf.gather(span_starts, span),
+    outputs = entity_outputs(windows, where[:, 0], tf.gather(span_starts, span),
                               tf.gather(span_ends, span),
                               tf.gather(tf.constant(labels), tf.gather_nd(best, where)))
     outputs["entity_score"] = dense_rows(tf.gather_nd(scores, where), where[:, 0],
                                           tf.shape(scores)[0], 0.0)
-    return {**word_outputs(words), **outputs}
+    return {**word_outputs(windows), **outputs}

@@ -13,7 +13,13 @@ from tasks.document_context import (
 )
 from tasks.encoder_task_model import MaskedAccuracy
 from tasks.errors import DataFormatError
-from tasks.prediction_io import read_word_input, wants_jsonl, write_output
+from tasks.prediction_io import (
+    entity_record,
+    read_word_input,
+    sentence_record,
+    wants_jsonl,
+    write_output,
+)
 from tasks.registry import register_task
 from tasks.span_ner import readers
 from tasks.span_ner.evaluation import (
@@ -29,6 +35,13 @@ from tasks.tagging.readers import read_column_file
 from tasks.tags import spans_to_tags
 from tasks.task import Task
 from tasks.word_preprocessor import WordPreprocessor
+from tasks.word_windows import (
+    check_stride,
+    define_stride_flag,
+    log_truncated,
+    resolve_stride,
+    windowed_examples,
+)
 
 DECODINGS = ("flat", "nested")
 # About 98% of the spans of width <= 10 in CoNLL-2003 are NONE. With weight 1 a model
@@ -54,10 +67,12 @@ class SpanNEROptions:
     flat_method: str = "greedy"
     threshold: float = 0.5
     context_sentences: int = 0
+    stride: int = None
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
                            check_context_sentences(self.context_sentences))
+        object.__setattr__(self, "stride", check_stride(self.stride))
         if self.decoding not in DECODINGS:
             raise ValueError(f"decoding must be one of {DECODINGS}, got {self.decoding!r}")
         if self.flat_method not in FLAT_METHODS:
@@ -110,6 +125,7 @@ class SpanNERTask(Task):
                            "still drive learning on small data and short budgets).",
                            lower_bound=0.0, flag_values=flag_values)
         define_context_flag(flag_values)
+        define_stride_flag(flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
@@ -118,7 +134,8 @@ class SpanNERTask(Task):
         return ({"max_span_width": flag_values.max_span_width,
                  "decoding": flag_values.span_decoding,
                  "flat_method": flag_values.flat_method, "threshold": 0.5,
-                 "context_sentences": flag_values.context_sentences},
+                 "context_sentences": flag_values.context_sentences,
+                 "stride": flag_values.stride},
                 {"none_weight": flag_values.none_weight})
 
     # === Data ===
@@ -134,8 +151,14 @@ class SpanNERTask(Task):
         for sentence in sentences:
             yield " ".join(sentence.words)
 
+    def prediction_examples(self, sentences, preprocessor):
+        return windowed_examples(sentences, self.preprocessor_of(preprocessor), self.stride,
+                                 _span_window)
+
     def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
+        if training:
+            log_truncated(sentences, self.preprocessor_of(preprocessor))
         return make_dataset(sentences, preprocessor, labels,
                             max_span_width=self.max_span_width, batch_size=batch_size,
                             training=training, seed=seed)
@@ -194,8 +217,8 @@ class SpanNERTask(Task):
             sentences = [readers.SpanSentence(s.words, (), s.source, s.line, s.document)
                          for s in read]
         else:
-            sentences = [readers.SpanSentence(words, (), source, line, document)
-                         for words, source, line, document in read_word_input(
+            sentences = [readers.SpanSentence(words, (), source, line, document, text=text)
+                         for words, source, line, document, text in read_word_input(
                              path, input_format, read_column_file)]
         return add_document_context(sentences, self.context_sentences)
 
@@ -206,19 +229,18 @@ class SpanNERTask(Task):
         if not as_jsonl and self.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "
                                   "use a .jsonl output")
-        dataset = self.make_dataset(sentences, self.preprocessor_of(preprocessor), labels,
+        windows = self.prediction_examples(sentences, preprocessor)
+        dataset = self.make_dataset(windows, self.preprocessor_of(preprocessor), labels,
                                     batch_size=batch_size)
-        probabilities = span_probabilities(model, dataset, sentences, self.max_span_width)
+        probabilities = span_probabilities(model, dataset, windows, self.max_span_width)
         entities = decode_all(probabilities, labels, self.threshold, self.decoding,
                               self.flat_method)
         lines = []
         for sentence, found in zip(sentences, entities):
             if as_jsonl:
-                lines.append(json.dumps({"words": list(sentence.words), "entities": [
-                    {"start": int(start), "end": int(end), "label": label,
-                     "score": round(float(score), 6),
-                     "text": " ".join(sentence.words[start:end + 1])}
-                    for start, end, label, score in found]}, ensure_ascii=False) + "\n")
+                lines.append(json.dumps(sentence_record(sentence, entities=[
+                    entity_record(sentence, start, end, label, score=round(float(score), 6))
+                    for start, end, label, score in found]), ensure_ascii=False) + "\n")
             else:
                 tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
                 lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
@@ -235,4 +257,14 @@ class SpanNERTask(Task):
                         right_context=None):
         return span_ner_outputs(model, preprocessor, labels, text, threshold=self.threshold,
                                 decoding=self.decoding, method=self.flat_method,
-                                left_context=left_context, right_context=right_context)
+                                left_context=left_context, right_context=right_context,
+                                stride=resolve_stride(self.stride, preprocessor.max_seq_length))
+
+
+def _span_window(sentence, window, left, right):
+    spans = [(start - window.start, end - window.start, label)
+             for start, end, label in sentence.spans
+             if window.start <= start and end < window.end]
+    return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
+                               spans=spans, left_context=left, right_context=right,
+                               window=window)

@@ -3,14 +3,17 @@
 import numpy as np
 
 from tasks.tagging.metrics import entity_scores
+from tasks.word_windows import merge_word_values, parents
 
 
 def predict_tags(model, dataset, sentences, labels):
     """Decoded tag names for every word of `sentences`, in order.
 
     `dataset` must be the order-preserving (non-training) dataset of
-    `sentences`. Words cut off by `max_seq_length` get "O", so that their
-    gold entities still count as missed.
+    `sentences`. When `sentences` holds windows of longer sentences
+    (`tasks.word_windows`), their tags are merged: one list per original
+    sentence. Words cut off by `max_seq_length` get "O", so that their gold
+    entities still count as missed.
     """
     predictions = []
     for features, _ in dataset:
@@ -20,13 +23,14 @@ def predict_tags(model, dataset, sentences, labels):
             predictions.append([labels[i] for i in row[:count]])
     if len(predictions) != len(sentences):
         raise ValueError(f"the dataset has {len(predictions)} sentences, expected {len(sentences)}")
-    return [tags + ["O"] * (len(sentence.words) - len(tags))
-            for tags, sentence in zip(predictions, sentences)]
+    return merge_word_values(sentences, [tags + ["O"] * (len(sentence.words) - len(tags))
+                                         for tags, sentence in zip(predictions, sentences)])
 
 
 def evaluate_tagger(model, dataset, sentences, labels):
     """Entity-level precision, recall, F1 (seqeval's default mode) and token accuracy."""
     predicted = predict_tags(model, dataset, sentences, labels)
+    sentences = parents(sentences)
     scores = entity_scores([list(s.tags) for s in sentences], predicted)
     flat = {
         "entity_precision": scores["precision"],

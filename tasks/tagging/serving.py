@@ -1,13 +1,17 @@
 """The serving outputs of a tagger, from raw sentences (see `tasks.serving`).
 
-Each sentence is split into words at whitespace as Python's `str.split()`
-does (what `tools/predict.py` does with plain-text input); words whose
-subwords do not fit in `max_seq_length` are dropped (tagged `O`, never in
-an entity). Outputs, padded to the longest row: `words` (string [B, W], ""
-as padding), `num_words` (int32 [B]), `tags` (string [B, W], ""),
+Each text is cleaned and split into words as `tools/predict.py` does with
+plain-text input (`tasks.text_cleaning`: control and format characters
+removed, then `str.split()`). A text longer than the model's window is read
+in overlapping windows (`tasks.serving_windows`, the model's `stride`), so
+every word gets a tag. Outputs, padded to the longest row: `words` (string
+[B, W], "" as padding), `num_words` (int32 [B]), `word_start_char`,
+`word_end_char` (int32 [B, W], -1), `tags` (string [B, W], ""),
 `entity_label` (string [B, E], ""), `entity_start`, `entity_end` (int32
 [B, E], word offsets with an inclusive end as in `tools/predict.py`'s JSONL,
--1 as padding) and `num_entities` (int32 [B]). Entities are sorted by
+-1 as padding), `entity_start_char`, `entity_end_char` (int32 [B, E],
+character offsets into the text as given, end exclusive: `text[start:end]`
+is the entity as written; -1 as padding) and `num_entities` (int32 [B]). Entities are sorted by
 start, then end. A CRF decodes with Viterbi in the graph; entities are read
 from the tags as `tasks.tagging.tags_to_spans` (conlleval) reads them.
 
@@ -20,7 +24,8 @@ packed around it as the training pipeline does (`tasks.document_context`).
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import entity_outputs, word_inputs, word_outputs
+from tasks.serving import entity_outputs, word_outputs
+from tasks.serving_windows import merge_window_words, windowed_word_inputs
 from tasks.tags import tag_parts
 
 
@@ -70,18 +75,15 @@ def tags_to_entities(prefixes, types, type_names):
     return where[:, 0], where[:, 1], ends, labels
 
 
-def tagging_outputs(model, preprocessor, labels, text, left_context=None, right_context=None):
+def tagging_outputs(model, preprocessor, labels, text, left_context=None, right_context=None,
+                    stride=0):
     """Words, tags and entities of a `SequenceTagger`, from raw sentences (and their
-    document context, raw strings too)."""
-    words, features, kept = word_inputs(preprocessor, text, left_context,
-                                                right_context)
-    tag_ids = ops.cast(model.decode(features), "int32")  # [B, padded words]
-    num_words = tf.cast(words.row_lengths(), tf.int32)
-    width = tf.reduce_max(tf.concat([num_words, [0]], 0))
-    tag_ids = tf.pad(tag_ids, [[0, 0], [0, tf.maximum(width - tf.shape(tag_ids)[1], 0)]])
-    tag_ids = tag_ids[:, :width]
-    position = tf.range(width)[None, :]
-    decoded = position < kept[:, None]  # words cut off by max_seq_length are "O"
+    document context, raw strings too), in windows overlapping by `stride` subwords."""
+    windows = windowed_word_inputs(preprocessor, text, left_context, right_context, stride)
+    tag_ids, decoded = merge_window_words(
+        windows, ops.cast(model.decode(windows.features), "int32"))  # [B, W]
+    num_words = tf.cast(windows.words.row_lengths(), tf.int32)
+    position = tf.range(tf.shape(tag_ids)[1])[None, :]
 
     parts = tag_parts(labels)
     prefixes, types, type_names = parts.prefix_ids, parts.type_ids, parts.type_names
@@ -91,5 +93,5 @@ def tagging_outputs(model, preprocessor, labels, text, left_context=None, right_
     tags = tf.where(position < num_words[:, None], tags, "")
 
     row_ids, starts, ends, entity_labels = tags_to_entities(prefix, entity_type, type_names)
-    return {**word_outputs(words), "tags": tags,
-            **entity_outputs(tf.shape(tag_ids)[0], row_ids, starts, ends, entity_labels)}
+    return {**word_outputs(windows), "tags": tags,
+            **entity_outputs(windows, row_ids, starts, ends, entity_labels)}

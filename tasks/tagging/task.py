@@ -12,7 +12,13 @@ from tasks.document_context import (
     serving_input_names,
 )
 from tasks.encoder_task_model import MaskedAccuracy
-from tasks.prediction_io import read_word_input, wants_jsonl, write_output
+from tasks.prediction_io import (
+    entity_record,
+    read_word_input,
+    sentence_record,
+    wants_jsonl,
+    write_output,
+)
 from tasks.registry import register_task
 from tasks import tags
 from tasks.tagging import readers
@@ -22,6 +28,13 @@ from tasks.tagging.pipeline import make_dataset
 from tasks.tagging.serving import tagging_outputs
 from tasks.task import Task
 from tasks.word_preprocessor import WordPreprocessor
+from tasks.word_windows import (
+    check_stride,
+    define_stride_flag,
+    log_truncated,
+    resolve_stride,
+    windowed_examples,
+)
 
 FORMATS = ("conll", "columns")
 
@@ -32,16 +45,20 @@ class TaggingOptions:
     subword (B-x continues as I-x). tag_scheme: the scheme of the training data
     (detected by `adapt`), which constrains a CRF. context_sentences: encode
     each sentence with up to this many sentences before and after it in its
-    document, as unlabelled context (`tasks.document_context`); 0: alone."""
+    document, as unlabelled context (`tasks.document_context`); 0: alone.
+    stride: overlap, in subwords, of the windows a sentence longer than the
+    model's window is predicted in (`tasks.word_windows`); None: half the window."""
 
     convert_iob1: bool = False
     label_all_subwords: bool = False
     tag_scheme: str = None
     context_sentences: int = 0
+    stride: int = None
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
                            check_context_sentences(self.context_sentences))
+        object.__setattr__(self, "stride", check_stride(self.stride))
 
 
 @register_task
@@ -79,12 +96,14 @@ class TaggingTask(Task):
         flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to "
                                    "IOB2 when reading.", flag_values=flag_values)
         define_context_flag(flag_values)
+        define_stride_flag(flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
         return ({"convert_iob1": flag_values.convert_iob1,
                  "label_all_subwords": flag_values.label_all_subwords,
-                 "context_sentences": flag_values.context_sentences},
+                 "context_sentences": flag_values.context_sentences,
+                 "stride": flag_values.stride},
                 {"head": flag_values.head})
 
     @classmethod
@@ -121,8 +140,14 @@ class TaggingTask(Task):
         for sentence in sentences:
             yield " ".join(sentence.words)
 
+    def prediction_examples(self, sentences, preprocessor):
+        return windowed_examples(sentences, self.preprocessor_of(preprocessor), self.stride,
+                                 _tagged_window)
+
     def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
+        if training:
+            log_truncated(sentences, self.preprocessor_of(preprocessor))
         return make_dataset(sentences, preprocessor, labels, batch_size=batch_size,
                             training=training, seed=seed,
                             label_all_subwords=self.label_all_subwords)
@@ -162,17 +187,20 @@ class TaggingTask(Task):
     # === Prediction ===
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
-        sentences = [readers.TaggedSentence(words, ("O",) * len(words), source, line, document)
-                     for words, source, line, document in read_word_input(path, input_format,
-                                                                          self.read)]
+        sentences = [readers.TaggedSentence(words, ("O",) * len(words), source, line, document,
+                                            text=text)
+                     for words, source, line, document, text in read_word_input(
+                         path, input_format, self.read)]
         return add_document_context(sentences, self.context_sentences)
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
-        """CoNLL (`word tag` lines) or JSONL with the words, tags and entities."""
-        dataset = self.make_dataset(sentences, self.preprocessor_of(preprocessor), labels,
+        """CoNLL (`word tag` lines) or JSONL with the words, tags and entities (word
+        offsets, and character offsets for plain-text input)."""
+        windows = self.prediction_examples(sentences, preprocessor)
+        dataset = self.make_dataset(windows, self.preprocessor_of(preprocessor), labels,
                                     batch_size=batch_size)
-        predictions = predict_tags(model, dataset, sentences, labels)
+        predictions = predict_tags(model, dataset, windows, labels)
         as_jsonl = wants_jsonl(output, output_format)
         write_output(output, _tagging_lines(sentences, predictions, as_jsonl))
         return f"{len(sentences)} sentences"
@@ -185,16 +213,22 @@ class TaggingTask(Task):
 
     def serving_outputs(self, model, preprocessor, labels, text, left_context=None,
                         right_context=None):
-        return tagging_outputs(model, preprocessor, labels, text, left_context, right_context)
+        return tagging_outputs(model, preprocessor, labels, text, left_context, right_context,
+                               stride=resolve_stride(self.stride, preprocessor.max_seq_length))
+
+
+def _tagged_window(sentence, window, left, right):
+    return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
+                               tags=sentence.tags[window.start:window.end], left_context=left,
+                               right_context=right, window=window)
 
 
 def _tagging_lines(sentences, predictions, as_jsonl):
     for sentence, predicted in zip(sentences, predictions):
         if as_jsonl:
-            entities = [{"start": start, "end": end, "label": label,
-                         "text": " ".join(sentence.words[start:end + 1])}
+            entities = [entity_record(sentence, start, end, label)
                         for start, end, label in tags.tags_to_spans(predicted)]
-            yield json.dumps({"words": list(sentence.words), "tags": predicted,
-                              "entities": entities}, ensure_ascii=False) + "\n"
+            yield json.dumps(sentence_record(sentence, tags=predicted, entities=entities),
+                             ensure_ascii=False) + "\n"
         else:
             yield "".join(f"{word} {tag}\n" for word, tag in zip(sentence.words, predicted)) + "\n"

@@ -1,0 +1,328 @@
+"""Long sentences in windows: the plan, the merge, and prediction through the word tasks."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tasks.span_ner.readers import SpanSentence
+from tasks.span_ner.task import SpanNERTask
+from tasks.tagging.readers import TaggedSentence
+from tasks.tagging.task import TaggingTask
+from tasks.word_preprocessor import WordPreprocessor
+from tasks.word_windows import (
+    Window,
+    merge_span_scores,
+    merge_word_values,
+    owners,
+    parents,
+    plan_windows,
+    resolve_stride,
+)
+
+FILLER = [f"w{i}" for i in range(20)]
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "blackburn", "##s"] + FILLER
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_plan_covers_every_word_within_budget_and_stride(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 5, rng.integers(1, 60)).tolist()
+    budget = int(rng.integers(4, 20))
+    stride = int(rng.integers(0, budget))
+    windows = plan_windows(counts, budget, stride)
+    assert windows[0][0] == 0 and windows[-1][1] == len(counts)
+    for (start, end), (next_start, next_end) in zip(windows, windows[1:]):
+        assert start < next_start <= end < next_end  # progress, no gap
+        assert sum(counts[next_start:end]) <= stride  # the overlap
+        assert sum(counts[next_start:end + 1]) <= budget or next_start == end
+        # The next window starts as early as the stride and the next word allow.
+        if next_start - 1 > start:
+            assert sum(counts[next_start - 1:end]) > min(stride, budget - counts[end])
+    for start, end in windows:
+        assert end - start == 1 or sum(counts[start:end]) <= budget
+        # Greedy: the window could not take one more word.
+        if end < len(counts):
+            assert sum(counts[start:end + 1]) > budget
+    if sum(counts) <= budget:
+        assert windows == [(0, len(counts))]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_owner_is_the_window_with_most_context(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 4, 40).tolist()
+    windows = plan_windows(counts, 12, 6)
+    owner = owners(windows, len(counts))
+    for word in range(len(counts)):
+        contexts = [min(word - s, e - 1 - word) if s <= word < e else -1 for s, e in windows]
+        assert owner[word] == int(np.argmax(contexts))  # argmax: the first on ties
+
+
+def test_stride_must_leave_room():
+    assert resolve_stride(None, 10) == 4
+    with pytest.raises(ValueError, match="stride=8 must be in 0..7"):
+        resolve_stride(8, 10)
+
+
+def test_merge_span_scores_keeps_each_span_from_its_best_window():
+    whole = SpanSentence(tuple("abcdef"))
+    windows = [SpanSentence(whole.words[s:e], window=Window(whole, 0, s, e))
+               for s, e in ((0, 4), (2, 6))]
+    # Every span of each window, scored by its window index.
+    scores = []
+    for k, window in enumerate(windows):
+        starts, ends = np.triu_indices(len(window.words))
+        scores.append((np.full((len(starts), 1), float(k)), starts, ends))
+    [(probabilities, starts, ends)] = merge_span_scores(windows, scores)
+    got = {(int(s), int(e)): int(p[0]) for p, s, e in zip(probabilities, starts, ends)}
+    for (s, e), k in got.items():
+        contexts = [min(s - ws, we - 1 - e) if ws <= s and e < we else -1
+                    for ws, we in ((0, 4), (2, 6))]
+        assert k == int(np.argmax(contexts)), (s, e)
+    assert set(got) == {(s, e) for s in range(6) for e in range(s, 6)
+                        if e < 4 or s >= 2}  # every span some window holds
+    assert list(zip(starts, ends)) == sorted(zip(starts, ends))
+
+
+def test_sentences_that_fit_pass_through_unchanged():
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
+    sentences = [TaggedSentence(("peter", "w1"), ("B-PER", "O")), TaggedSentence((), ())]
+    windows = TaggingTask().prediction_examples(sentences, preprocessor)
+    assert windows == sentences and parents(windows) == sentences
+    assert merge_word_values(windows, [["x", "y"], []]) == [["x", "y"], []]
+
+
+# ---------------------------------------------------------------------------------------------
+# Through the tasks, with models whose output depends on the word alone
+# ---------------------------------------------------------------------------------------------
+
+
+def _word_ids(features):
+    token_ids = np.asarray(features["token_ids"])
+    starts = np.asarray(features["word_starts"])
+    return np.take_along_axis(token_ids, starts, axis=1), np.asarray(features["word_mask"])
+
+
+class _WordTagger:
+    """Tags "peter" B-PER and "blackburn" I-PER wherever they are; "O" elsewhere.
+
+    `positional=True` also tags every other word whose position in its window
+    is 1 modulo 3 I-PER, so that a word that takes its tag from the wrong
+    window shows. `decode` is the same in TensorFlow (for the exported graph).
+    """
+
+    def __init__(self, positional=False):
+        self.positional = positional
+
+    def predict_on_batch(self, features):
+        ids, mask = _word_ids(features)
+        other = (np.arange(ids.shape[1]) % 3 == 1)[None, :] * 2 if self.positional else 0
+        tags = np.where(ids == VOCABULARY.index("peter"), 1, other)
+        tags = np.where(ids == VOCABULARY.index("blackburn"), 2, tags)
+        return tags * mask
+
+    def decode(self, features):
+        tags = tf.numpy_function(lambda *args: self.predict_on_batch(
+            dict(zip(("token_ids", "word_starts", "word_mask"), args))).astype(np.int32),
+            [features["token_ids"], features["word_starts"], features["word_mask"]], tf.int32)
+        return tf.ensure_shape(tags, [None, None])
+
+
+class _WordSpanModel:
+    """Scores "peter blackburn" (a two-word span) as PER; every other span NONE.
+
+    The PER probability falls a little with the span's position in its window,
+    so that a span scored by the wrong window shows in its score. Called as a
+    model (in the exported graph), it returns the log-probabilities.
+    """
+
+    max_span_width = 2
+
+    def predict_on_batch(self, features):
+        ids, _ = _word_ids(features)
+        batch, words = ids.shape
+        probabilities = np.zeros((batch, words, self.max_span_width, 2), np.float32)
+        probabilities[..., 0] = 0.99
+        probabilities[..., 1] = 0.01
+        following = np.concatenate([ids[:, 1:], np.zeros((batch, 1), ids.dtype)], axis=1)
+        match = (ids == VOCABULARY.index("peter")) & (following == VOCABULARY.index("blackburn"))
+        per = 0.95 - 0.001 * np.arange(words)[None, :]
+        probabilities[:, :, 1, 0] = np.where(match, 1 - per, 0.99)
+        probabilities[:, :, 1, 1] = np.where(match, per, 0.01)
+        return probabilities.reshape(batch, words * self.max_span_width, 2)
+
+    def __call__(self, features, training=False):
+        probabilities = tf.numpy_function(lambda *args: self.predict_on_batch(
+            dict(zip(("token_ids", "word_starts", "word_mask"), args))),
+            [features["token_ids"], features["word_starts"], features["word_mask"]],
+            tf.float32)
+        return tf.math.log(tf.reshape(probabilities, [tf.shape(features["token_ids"])[0], -1, 2]))
+
+
+def _long_text(num_words, rng):
+    """`num_words` words ("w3", "w3s", ...), "Peter Blackburn" at the start, the middle and
+    the end, and odd spacing and characters that the clean-up removes."""
+    words = [str(rng.choice(FILLER)) + ("s" if rng.random() < 0.3 else "")
+             for _ in range(num_words)]
+    for position in (0, num_words // 2, num_words - 2):
+        words[position:position + 2] = ["Peter", "Black\u200bburn"]
+    return "  ".join(words[:10]) + "\t" + " ".join(words[10:]) + " \x07"
+
+
+def _predict(task, model, text, tmp_path, max_seq_length=32, labels=None):
+    path = tmp_path / "input.txt"
+    path.write_text(text + "\n", encoding="utf-8")
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=max_seq_length)
+    sentences = task.read_prediction_input(str(path), "text")
+    output = tmp_path / "output.jsonl"
+    task.write_predictions(model, preprocessor, sentences, labels, str(output),
+                           batch_size=8)
+    [record] = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    return record
+
+
+def test_a_1000_word_text_gets_a_tag_for_every_word(tmp_path):
+    text = _long_text(1000, np.random.default_rng(0))
+    task = TaggingTask()
+    record = _predict(task, _WordTagger(), text, tmp_path, labels=["O", "B-PER", "I-PER"])
+    assert len(record["tags"]) == len(record["words"]) == 1000
+    expected = ["B-PER" if w == "Peter" else "I-PER" if w == "Blackburn" else "O"
+                for w in record["words"]]
+    assert record["tags"] == expected
+    entities = [(e["start"], e["end"], e["text"]) for e in record["entities"]]
+    assert entities == [(0, 1, "Peter  Black\u200bburn"), (500, 501, "Peter Black\u200bburn"),
+                        (998, 999, "Peter Black\u200bburn")]
+    for entity in record["entities"]:
+        assert text[entity["start_char"]:entity["end_char"]] == entity["text"]
+
+
+def test_span_ner_windows_find_the_entity_at_the_end(tmp_path):
+    text = _long_text(600, np.random.default_rng(1))
+    task = SpanNERTask(max_span_width=2)
+    record = _predict(task, _WordSpanModel(), text, tmp_path, labels=["NONE", "PER"])
+    assert len(record["words"]) == 600
+    found = [(e["start"], e["end"], e["label"]) for e in record["entities"]]
+    assert found == [(0, 1, "PER"), (300, 301, "PER"), (598, 599, "PER")]
+    for entity in record["entities"]:
+        assert text[entity["start_char"]:entity["end_char"]] == entity["text"]
+        assert 0.9 < entity["score"] <= 0.95
+
+
+def test_windowed_evaluation_scores_the_whole_sentences():
+    rng = np.random.default_rng(2)
+    words = tuple(str(w) for w in rng.choice(FILLER, 200))
+    words = ("peter", "blackburn") + words + ("peter", "blackburn")
+    gold = ("B-PER", "I-PER") + ("O",) * 200 + ("B-PER", "I-PER")
+    sentences = [TaggedSentence(words, gold), TaggedSentence(("peter",), ("B-PER",))]
+    task = TaggingTask()
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=24)
+    labels = ["O", "B-PER", "I-PER"]
+    windows = task.prediction_examples(sentences, preprocessor)
+    assert len(windows) > 10
+    dataset = task.make_dataset(windows, preprocessor, labels, batch_size=4)
+    metrics = task.evaluate(_WordTagger(), dataset, windows, labels)
+    assert metrics["entity_f1"] == 1.0 and metrics["sentences"] == 2
+    # Without windows the last entity is cut off and counts as missed.
+    dataset = task.make_dataset(sentences, preprocessor, labels, batch_size=4)
+    assert task.evaluate(_WordTagger(), dataset, sentences, labels)["entity_recall"] == \
+        pytest.approx(2 / 3)
+
+
+def test_character_offsets_survive_accents_emoji_and_spacing(tmp_path):
+    text = "\ufeffZ\u00fcrich  \U0001F600 peter\u00a0\u00a0Black\u00adburn\x07  Caf\u0065\u0301"
+    task = TaggingTask()
+    record = _predict(task, _WordTagger(), text, tmp_path, labels=["O", "B-PER", "I-PER"])
+    assert record["words"] == ["Z\u00fcrich", "\U0001F600", "peter", "Blackburn",
+                               "Cafe\u0301"]
+    [entity] = record["entities"]
+    assert entity["text"] == "peter\u00a0\u00a0Black\u00adburn"
+    assert text[entity["start_char"]:entity["end_char"]] == entity["text"]
+    assert record["text"] == text
+
+
+# ---------------------------------------------------------------------------------------------
+# The exported graph reads long texts as tools/predict.py does
+# ---------------------------------------------------------------------------------------------
+
+
+def _texts(rng):
+    texts = [_long_text(n, rng) for n in (120, 45, 2)]
+    return texts + ["", " \x07 ", "Peter Blackburn"]
+
+
+@pytest.mark.parametrize("stride", [None, 0, 5])
+def test_graph_plan_equals_python_plan(stride):
+    from tasks.serving_windows import plan_windows as graph_plan
+
+    rng = np.random.default_rng(3)
+    counts = [rng.integers(1, 5, n).tolist() for n in (0, 1, 7, 40, 120)]
+    rows, starts, ends = (t.numpy().tolist() for t in graph_plan(
+        tf.ragged.constant(counts, dtype=tf.int32, ragged_rank=1), 14,
+        resolve_stride(stride, 16)))
+    expected = [(row, s, e) for row, c in enumerate(counts) if c
+                for s, e in plan_windows(c, 14, resolve_stride(stride, 16))]
+    assert list(zip(rows, starts, ends)) == expected
+
+
+def test_exported_tagger_equals_predict_on_long_texts(tmp_path, stride=3):
+    texts = _texts(np.random.default_rng(4))
+    labels = ["O", "B-PER", "I-PER"]
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
+    task = TaggingTask(stride=stride)
+    model = _WordTagger(positional=True)
+    serve = tf.function(lambda text: task.serving_outputs(model, preprocessor, labels, text),
+                        autograph=False)
+    served = {k: v.numpy().tolist() for k, v in serve(tf.constant(texts)).items()}
+    path = tmp_path / "input.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    output = tmp_path / "output.jsonl"
+    task.write_predictions(model, preprocessor, task.read_prediction_input(
+        str(path), "text"), labels, str(output), batch_size=8)
+    records = iter(json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
+    for row, text in enumerate(texts):
+        if not text.strip():
+            assert served["num_words"][row] == 0
+            continue
+        record = next(records)
+        words = served["num_words"][row]
+        assert [t.decode() for t in served["tags"][row][:words]] == record["tags"]
+        entities = [(served["entity_start"][row][k], served["entity_end"][row][k],
+                     served["entity_start_char"][row][k], served["entity_end_char"][row][k])
+                    for k in range(served["num_entities"][row])]
+        assert entities == [(e["start"], e["end"], e["start_char"], e["end_char"])
+                            for e in record["entities"]]
+        assert len(entities) >= text.count("Peter")
+
+
+def test_exported_span_model_equals_predict_on_long_texts(tmp_path):
+    texts = _texts(np.random.default_rng(5))
+    labels = ["NONE", "PER"]
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
+    task = SpanNERTask(max_span_width=2)
+    serve = tf.function(lambda text: task.serving_outputs(_WordSpanModel(), preprocessor,
+                                                          labels, text), autograph=False)
+    served = {k: v.numpy().tolist() for k, v in serve(tf.constant(texts)).items()}
+    path = tmp_path / "input.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    output = tmp_path / "output.jsonl"
+    task.write_predictions(_WordSpanModel(), preprocessor, task.read_prediction_input(
+        str(path), "text"), labels, str(output), batch_size=8)
+    records = iter(json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
+    for row, text in enumerate(texts):
+        if not text.strip():
+            continue
+        record = next(records)
+        entities = [(served["entity_start"][row][k], served["entity_end"][row][k],
+                     served["entity_start_char"][row][k], served["entity_end_char"][row][k],
+                     round(served["entity_score"][row][k], 5))
+                    for k in range(served["num_entities"][row])]
+        assert entities == [(e["start"], e["end"], e["start_char"], e["end_char"],
+                             round(e["score"], 5)) for e in record["entities"]]
+        assert len(entities) == text.count("Peter")
