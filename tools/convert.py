@@ -8,8 +8,10 @@
 tools/pretrain.py (its `encoder/` is used), or one of tools/train.py (the
 encoder of its `best_model.keras`, e.g. to share a fine-tuned encoder).
 --output_format is `native` (ours: `encoder.keras`, `vocab.txt`,
-`tokenizer_config.json`) or `keras_hub` (loads with
-`keras_hub.models.BertBackbone.from_preset`). The output is written to a
+`tokenizer_config.json`), `keras_hub` (loads with
+`keras_hub.models.BertBackbone.from_preset`) or `huggingface` (`config.json`,
+`model.safetensors`, `vocab.txt`, `tokenizer_config.json`; loads with
+`transformers.BertModel.from_pretrained`). The output is written to a
 temporary directory and renamed into place; an existing one is only replaced
 with --overwrite.
 """
@@ -27,7 +29,8 @@ from tools.errors import UserError, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Checkpoint or model directory to convert.")
-flags.DEFINE_enum("output_format", "native", ("native", "keras_hub"), "Format to write.")
+flags.DEFINE_enum("output_format", "native", ("native", "keras_hub", "huggingface"),
+                  "Format to write.")
 flags.DEFINE_string("output", None, "Directory to create.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing --output directory.")
 flags.mark_flags_as_required(["input", "output"])
@@ -54,15 +57,19 @@ def _source(path):
 
 
 def main(argv):
-    from zoo.checkpoints import export_keras_hub_preset, save_encoder_checkpoint
+    from zoo.checkpoints import (
+        export_hf_checkpoint,
+        export_keras_hub_preset,
+        save_encoder_checkpoint,
+    )
 
     output = os.path.abspath(FLAGS.output)
     if os.path.exists(output) and os.listdir(output) and not FLAGS.overwrite:
         raise UserError(f"--output={FLAGS.output} exists and is not empty; pass --overwrite "
                         "to replace it")
     encoder, vocabulary, lowercase, what = _source(FLAGS.input)
-    write = export_keras_hub_preset if FLAGS.output_format == "keras_hub" else (
-        save_encoder_checkpoint)
+    write = {"native": save_encoder_checkpoint, "keras_hub": export_keras_hub_preset,
+             "huggingface": export_hf_checkpoint}[FLAGS.output_format]
     try:
         write(encoder, output, vocabulary, lowercase, overwrite=FLAGS.overwrite)
     except ValueError as error:

@@ -3,7 +3,8 @@
 `load_encoder`, `load_tokenizer` and `load_pretrained` read any of three
 formats, told apart by their files (`checkpoint_format`): our own native
 directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
-(`export_keras_hub_preset` writes one) and a Hugging Face BERT directory.
+(`export_keras_hub_preset` writes one) and a Hugging Face BERT directory
+(`export_hf_checkpoint` writes one).
 
 >>> from zoo.checkpoints import checkpoint_format
 >>> checkpoint_format("/no/such/checkpoint")
@@ -21,6 +22,8 @@ from zoo.checkpoints.formats import (
     read_tokenizer_settings,
 )
 from zoo.checkpoints.huggingface import (
+    export_hf_checkpoint,
+    hf_tensors,
     load_hf_encoder,
     load_hf_tokenizer,
     load_hf_weights,
@@ -39,7 +42,9 @@ from zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
 
 __all__ = [
     "checkpoint_format",
+    "export_hf_checkpoint",
     "export_keras_hub_preset",
+    "hf_tensors",
     "load_encoder",
     "load_hf_encoder",
     "load_hf_tokenizer",

@@ -1,4 +1,4 @@
-"""Hugging Face BERT checkpoints (a local directory) → our functional encoder.
+"""Hugging Face BERT checkpoints (a local directory) ↔ our functional encoder.
 
 A Hugging Face BERT directory holds `config.json`, the weights as
 `model.safetensors` (or shards listed in `model.safetensors.index.json`),
@@ -30,6 +30,11 @@ checkpoints, become `gamma`/`beta`):
 Tensor names may carry a model prefix ("bert." in `BertForMaskedLM` and the
 other task classes; none in `BertModel`): it is detected from the word
 embeddings' name.
+
+Exporting (`export_hf_checkpoint`) writes the same files the other way round
+through the same name mapping (`_weight_plan` is the one table of names), so
+`transformers.BertModel.from_pretrained(dir)`, `keras_hub`'s
+`BertBackbone.from_preset(dir)` and our `load_hf_encoder(dir)` load it.
 
 Examples:
 >>> import os, tempfile, json
@@ -249,8 +254,17 @@ def _detect_prefix(tensors, directory):
     return candidates[0]
 
 
+# A torch Linear weight is [out, in], a Keras Dense kernel [in, out]. The transpose is
+# its own inverse, which is what lets `export_hf_checkpoint` read the import plan backwards.
+_LINEAR_TO_DENSE = np.transpose
+
+
 def _weight_plan(transformer, model_prefix):
-    """A `PlannedWeight` per encoder variable, named as in the checkpoint (after `model_prefix`)."""
+    """A `PlannedWeight` per encoder variable, named as in the checkpoint (after `model_prefix`).
+
+    The first source name of each is the name `BertModel` itself uses (older
+    checkpoints' LayerNorm `gamma`/`beta` come after); export writes that one.
+    """
     plan = []
 
     def tensor(name, variable, *alternatives, position_table=False):
@@ -259,9 +273,9 @@ def _weight_plan(transformer, model_prefix):
                                   position_table=position_table))
 
     def dense(name, layer):
-        # A torch Linear weight is [out, in]; a Keras Dense kernel [in, out].
+        # With LoRA, Keras's `kernel` is the frozen kernel with the update merged in.
         plan.append(PlannedWeight(layer.kernel, (f"{model_prefix}{name}.weight",),
-                                  tuple(layer.kernel.shape)[::-1], to_variable=np.transpose))
+                                  tuple(layer.kernel.shape)[::-1], to_variable=_LINEAR_TO_DENSE))
         tensor(f"{name}.bias", layer.bias)
 
     def layer_norm(name, layer):
@@ -432,3 +446,193 @@ def load_hf_tokenizer(path):
     return WordPieceTokenizer(
         os.path.join(directory, VOCABULARY_FILE), lowercase=read_hf_lowercase(directory)
     )
+
+
+# --- export ---------------------------------------------------------------------------------
+
+# What transformers' BertModel is, and what our tokenizer is in its terms.
+_ARCHITECTURE = "BertModel"
+_TOKENIZER_CLASS = "BertTokenizer"
+# tokenizer_config.json field → the special token; KerasHub's BertTokenizer needs all five too.
+_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
+# Written so that safetensors readers (transformers among them) know the tensor layout.
+_SAFETENSORS_METADATA = {"format": "pt"}
+
+
+def _hidden_act(gelu_approximate):
+    """config.json's `hidden_act` for our GELU: the first name the importer maps to it."""
+    names = [name for name, approximate in _GELU_APPROXIMATE.items()
+             if approximate == gelu_approximate]
+    if not names:
+        raise ValueError(f"gelu_approximate={gelu_approximate!r} has no Hugging Face "
+                         "hidden_act name")
+    return names[0]
+
+
+def _refuse_non_bert(transformer):
+    """Raises `ValueError` saying why, when BertModel's layout cannot hold `transformer`."""
+    if transformer.embedding_dim != transformer.hidden_dim:
+        raise ValueError(
+            f"factorised embeddings (embedding_dim={transformer.embedding_dim}, hidden_dim="
+            f"{transformer.hidden_dim}, as ALBERT): BertModel's embeddings are hidden_size "
+            "wide and it has no projection to put between them and the first layer")
+    if transformer.share_layers:
+        raise ValueError(
+            "cross-layer sharing (share_layers=True, as ALBERT): BertModel has its own weights "
+            "per layer, so the export would silently stop sharing them")
+    if transformer.norm_first:
+        raise ValueError(
+            "pre-LN blocks (norm_first=True) with a final layer norm: BertModel is post-LN "
+            "and has no final layer norm")
+    if transformer.adapter_size:
+        raise ValueError(
+            f"adapters inside every block (adapter_size={transformer.adapter_size}): "
+            "BertModel has no place for them; export the model in the native format instead")
+
+
+def hf_tensors(encoder):
+    """The tensors of `transformers.BertModel` for `encoder`, by BertModel's names.
+
+    Names, layout ([out, in] Linear weights) and LayerNorm `weight`/`bias`
+    follow the importer's table read backwards; LoRA updates are merged into
+    the kernels they update. Values are float32 numpy arrays, C-contiguous.
+
+    Args:
+        encoder: a zoo encoder (or its `TransformerEncoder` layer).
+
+    Raises:
+        ValueError: BertModel cannot express the encoder (factorised
+            embeddings, shared layers, pre-LN, adapters); the message says why.
+
+    Examples:
+    >>> from zoo import build_encoder
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=30, num_layers=1)
+    >>> tensors = hf_tensors(encoder)
+    >>> tensors["encoder.layer.0.intermediate.dense.weight"].shape  # [out, in]
+    (512, 128)
+    >>> tensors["encoder.layer.0.intermediate.dense.weight"].T.tolist() == (
+    ...     encoder.transformer.blocks[0].intermediate_dense.kernel.numpy().tolist())
+    True
+    """
+    import keras
+
+    transformer = transformer_of(encoder)
+    _refuse_non_bert(transformer)
+    tensors = {}
+    for planned in _weight_plan(transformer, model_prefix=""):
+        value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
+        if planned.to_variable is not None:
+            if planned.to_variable is not _LINEAR_TO_DENSE:  # only an involution reads backwards
+                raise ValueError(f"{planned.source_names[0]}: no inverse of "
+                                 f"{planned.to_variable!r} to export it with")
+            value = _LINEAR_TO_DENSE(value)
+        tensors[planned.source_names[0]] = np.ascontiguousarray(value)
+    return tensors
+
+
+def _hf_config(transformer, tokens):
+    """config.json for `transformers.BertConfig`, from the importer's field table."""
+    config = {field: getattr(transformer, argument)
+              for field, (argument, _) in _CONFIG_FIELDS.items()}
+    config.update(
+        model_type=SUPPORTED_MODEL_TYPES[0],
+        architectures=[_ARCHITECTURE],
+        hidden_act=_hidden_act(transformer.gelu_approximate),
+        initializer_range=transformer.initializer_range,
+        pad_token_id=tokens.index(_SPECIAL_TOKENS["pad_token"]),
+        position_embedding_type="absolute",
+        classifier_dropout=None,
+        is_decoder=False,
+        add_cross_attention=False,
+        use_cache=True,
+    )
+    return config
+
+
+def _hf_tokenizer_config(lowercase, model_max_length):
+    """tokenizer_config.json: BERT's tokenizer set up as our `WordPieceTokenizer` runs."""
+    config = dict(_SPECIAL_TOKENS)
+    config.update(
+        tokenizer_class=_TOKENIZER_CLASS,
+        do_lower_case=bool(lowercase),
+        strip_accents=None,  # follows do_lower_case, as ours does
+        tokenize_chinese_chars=True,
+        do_basic_tokenize=True,
+        never_split=None,
+        clean_up_tokenization_spaces=True,
+        model_max_length=int(model_max_length),
+    )
+    return config
+
+
+def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False):
+    """Writes `encoder` and its tokenizer as a Hugging Face BERT directory.
+
+    The directory holds `config.json` (`model_type` "bert", `architectures`
+    ["BertModel"], every `BertConfig` field; `hidden_act` "gelu" for exact
+    GELU, "gelu_new" for the tanh approximation), `model.safetensors` (the
+    tensors `BertModel` uses, see `hf_tensors`), `vocab.txt` and
+    `tokenizer_config.json` (`BertTokenizer`, `do_lower_case`, the special
+    tokens, `model_max_length`). `transformers.BertModel.from_pretrained`,
+    KerasHub's `BertBackbone.from_preset` and `load_hf_encoder` read it. It is
+    written into a temporary sibling and renamed into place. LoRA updates are
+    merged into their kernels; a layer mix (`layer_mix`), which feeds a task
+    head rather than being part of BERT, is left out with a warning.
+
+    Args:
+        encoder: a zoo encoder (or its `TransformerEncoder` layer).
+        directory: the directory to create.
+        vocabulary: the WordPiece tokens (id = position), as many as the
+            encoder's `vocabulary_size`, with [PAD], [UNK], [CLS], [SEP], [MASK].
+        lowercase: whether the tokenizer lower-cases (and strips accents).
+        overwrite: replace an existing non-empty `directory`.
+
+    Raises:
+        ValueError: BertModel cannot express the encoder (named, with why),
+            the vocabulary does not fit, or `directory` exists and is not
+            empty (without `overwrite`). Nothing is written then.
+
+    Examples:
+    >>> import os, tempfile
+    >>> from zoo import build_encoder
+    >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
+    >>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary), num_layers=1)
+    >>> directory = os.path.join(tempfile.mkdtemp(), "hf")
+    >>> export_hf_checkpoint(encoder, directory, vocabulary, lowercase=True)
+    >>> sorted(os.listdir(directory))
+    ['config.json', 'model.safetensors', 'tokenizer_config.json', 'vocab.txt']
+    >>> read_hf_config(directory)["num_layers"], read_hf_lowercase(directory)
+    (1, True)
+    """
+    from safetensors.numpy import save_file
+
+    from tasks.atomic_files import write_directory_atomically, write_json_atomically
+    from tasks.tokenizer import write_vocabulary
+    from zoo.checkpoints.native import as_functional_encoder, check_vocabulary
+
+    transformer = transformer_of(as_functional_encoder(encoder))
+    tensors = hf_tensors(transformer)  # refuses what BertModel cannot hold
+    layer_mix = getattr(encoder, "layer_mix", "last")
+    if layer_mix != "last":
+        # The mix feeds a task head; the encoder's weights are exported exactly.
+        logger.warning(
+            "the encoder's layer_mix=%r is not exported: BertModel's last_hidden_state is the "
+            "last layer; the layers the mix combines are its hidden_states "
+            "(output_hidden_states=True)", layer_mix)
+    tokens = check_vocabulary(vocabulary, transformer)
+    missing = [token for token in _SPECIAL_TOKENS.values() if token not in tokens]
+    if missing:
+        raise ValueError(f"the vocabulary lacks {missing}, which the tokenizer_config.json "
+                         "of a BERT checkpoint names")
+    config = _hf_config(transformer, tokens)
+    tokenizer_config = _hf_tokenizer_config(lowercase, transformer.max_sequence_length)
+
+    def write(temporary):
+        save_file(tensors, os.path.join(temporary, SAFETENSORS_FILE),
+                  metadata=_SAFETENSORS_METADATA)
+        write_json_atomically(config, os.path.join(temporary, CONFIG_FILE))
+        write_json_atomically(tokenizer_config, os.path.join(temporary, TOKENIZER_CONFIG_FILE))
+        write_vocabulary(tokens, os.path.join(temporary, VOCABULARY_FILE))
+
+    write_directory_atomically(directory, write, overwrite=overwrite)
