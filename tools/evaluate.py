@@ -2,6 +2,9 @@
 
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label
     python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
+    python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
+
+--update_card records the result in the test section of the directory's model card.
 """
 
 import json
@@ -16,6 +19,7 @@ from absl import flags  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_model_flags, define_task_module_flag  # noqa: E402
+from tools.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -23,6 +27,9 @@ define_model_flags()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+flags.DEFINE_boolean("update_card", False, "Record these metrics, with the data file's "
+                     "line count and SHA-256, the date and this command, in the test section "
+                     "of the model directory's card (README.md); the rest of the card is kept.")
 flags.mark_flags_as_required(["data"])
 
 
@@ -39,6 +46,12 @@ def main(argv):
     except ValueError as error:
         raise UserError(str(error))
     metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
+    if FLAGS.update_card:
+        model_dir = FLAGS.model_dir or os.path.dirname(os.path.abspath(FLAGS.model))
+        if not os.path.exists(md.path(model_dir, md.CONFIG)):
+            raise UserError(f"--update_card: {model_dir} is not a model directory (no "
+                            f"{md.CONFIG}); its card cannot be updated")
+        record_test_result(model_dir, FLAGS.data, metrics, sys.argv, trained.labels)
     print(json.dumps(metrics, sort_keys=True))
 
 
