@@ -214,6 +214,8 @@ def write_files_together(writes):
             for path, backup in reversed(replaced):
                 if backup:
                     os.replace(backup, path)
+                    # Renaming a hard link onto its twin does nothing: the name stays.
+                    _remove_quietly(backup)
                 else:
                     _remove_quietly(path)
             raise
