@@ -1,5 +1,7 @@
-"""Training callbacks: keep the best model, written atomically; log the learning rate."""
+"""Training callbacks: keep the best model and the training state, written atomically; log
+the learning rate."""
 
+import datetime
 import json
 import os
 
@@ -7,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.atomic_files import save_model_atomically, write_json_atomically
+from tasks.atomic_files import FailedWrite, json_writer, write_files_together
 from tasks.layerwise_optimizer import LayerwiseAdamW
 from tasks.optimization import learning_rate_at
 
@@ -17,7 +19,10 @@ class BestModelCheckpoint(keras.callbacks.Callback):
 
     The file is written beside the target and renamed over it, so an
     interrupted save never leaves a half-written model. The best value and
-    epoch go to `path + ".json"`.
+    epoch, the epoch's validation logs and the time of the save (UTC) go to
+    `path + ".json"`; the model and that record change together or not at
+    all: a save that fails (disk full, permission denied) raises
+    `FailedWrite` and leaves the previous best model and record as they were.
 
     Args:
         path: where the best model goes, ending in `.keras`.
@@ -57,10 +62,47 @@ class BestModelCheckpoint(keras.callbacks.Callback):
             )
         if not self._improved(float(value)):
             return
-        self.best, self.best_epoch = float(value), epoch + 1
-        save_model_atomically(self.model, self.path)
-        write_json_atomically({"monitor": self.monitor, "value": self.best,
-                               "epoch": self.best_epoch}, self.path + ".json")
+        record = {
+            "monitor": self.monitor, "value": float(value), "epoch": epoch + 1,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "validation": {name: float(logged) for name, logged in sorted(logs.items())
+                           if name.startswith("val_")},
+        }
+        write_files_together([(self.path, self.model.save),
+                              (self.path + ".json", json_writer(record))])
+        # Only once both are on disk: a failed save leaves the earlier best in force.
+        self.best, self.best_epoch = record["value"], record["epoch"]
+
+
+class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """Keras's `BackupAndRestore`, whose saves never lose the previous training state.
+
+    Keras writes the weights and the epoch counter in place, one after the
+    other: a save that fails half-way (disk full) leaves a torn weights file,
+    or new weights with the old epoch. Here both are written beside their
+    targets and renamed together (`write_files_together`), so `backup_dir`
+    always holds one whole, consistent state; a failed save raises
+    `FailedWrite` and the previous state stays, ready to resume from.
+    Restoring is Keras's own.
+
+    Examples:
+    >>> import tempfile
+    >>> callback = AtomicBackupAndRestore(tempfile.mkdtemp())
+    >>> callback.save_freq
+    'epoch'
+    """
+
+    def _save_model(self):
+        # Keras 3.15's private state: the paths and counters its _save_model writes.
+        try:
+            os.makedirs(self.backup_dir, exist_ok=True)
+        except OSError as error:
+            raise FailedWrite(self.backup_dir, error, previous_kept=False) from error
+        metadata = {"epoch": self._current_epoch, "batch": self._last_batch_seen}
+        write_files_together([
+            (self._weights_path, lambda path: self.model.save_weights(path, overwrite=True)),
+            (self._training_metadata_path, json_writer(metadata)),
+        ])
 
 
 class LearningRateLogger(keras.callbacks.Callback):

@@ -155,8 +155,13 @@ def pretrained(tmp_path_factory):
 
 def test_pretrain_binary_writes_logs_metrics_and_an_encoder_checkpoint(pretrained):
     model_dir, flags = pretrained
-    assert sorted(os.listdir(model_dir)) == ["config.json", "encoder", "logs", "metrics.json",
-                                             "vocab.txt"]
+    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
+                                             "metrics.json", "vocab.txt"]
+    card = open(os.path.join(model_dir, "README.md"), encoding="utf-8").read()
+    corpus = flags[2].split("=", 1)[1]
+    lines = open(corpus, "rb").read().count(b"\n")
+    assert f"| corpus | `{corpus}` | {lines} |" in card  # the card names the corpus
+    assert "| Training steps | 4 |" in card and "| sbo_loss |" in card
     config = json.load(open(os.path.join(model_dir, "config.json")))
     assert config["objective"] == "span_sbo" and config["total_steps"] == 4
     metrics = json.load(open(os.path.join(model_dir, "metrics.json")))

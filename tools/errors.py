@@ -4,6 +4,7 @@ import sys
 
 from absl import app
 
+from tasks.atomic_files import FailedWrite
 from tasks.errors import DataFormatError
 
 
@@ -11,7 +12,9 @@ class UserError(Exception):
     """Bad input from the user: a flag, a file, a model directory."""
 
 
-USER_ERRORS = (UserError, DataFormatError, FileNotFoundError)
+# FailedWrite: a save refused by the disk (full, read-only, no permission); its
+# message says what was kept.
+USER_ERRORS = (UserError, DataFormatError, FileNotFoundError, FailedWrite)
 
 
 def run(main):

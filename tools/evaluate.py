@@ -2,6 +2,9 @@
 
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label
     python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
+    python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
+
+--update_card records the result in the test section of the directory's model card.
 """
 
 import json
@@ -21,6 +24,7 @@ from tools.flags import (  # noqa: E402
     define_task_module_flag,
     with_stride_override,
 )
+from tools.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -29,6 +33,9 @@ define_stride_override_flag()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+flags.DEFINE_boolean("update_card", False, "Record these metrics, with the data file's "
+                     "line count and SHA-256, the date and this command, in the test section "
+                     "of the model directory's card (README.md); the rest of the card is kept.")
 flags.mark_flags_as_required(["data"])
 
 
@@ -47,6 +54,12 @@ def main(argv):
     except ValueError as error:
         raise UserError(str(error))
     metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
+    if FLAGS.update_card:
+        model_dir = FLAGS.model_dir or os.path.dirname(os.path.abspath(FLAGS.model))
+        if not os.path.exists(md.path(model_dir, md.CONFIG)):
+            raise UserError(f"--update_card: {model_dir} is not a model directory (no "
+                            f"{md.CONFIG}); its card cannot be updated")
+        record_test_result(model_dir, FLAGS.data, metrics, sys.argv, trained.labels)
     print(json.dumps(metrics, sort_keys=True))
 
 

@@ -31,9 +31,10 @@ the softmax objective. See `tasks/serving.py` and each task's `serving.py`.
     serve = tf.saved_model.load("exported/conll").signatures["serving_default"]
     serve(tf.constant(["EU rejects German call to boycott British lamb ."]))
 
-The output is written into a temporary directory beside --output, then
-renamed; an existing --output is only replaced with --overwrite (and only
-when it is an earlier export).
+The export holds a model card, README.md (tools/model_card.py). The output
+is written into a temporary directory beside --output, then renamed; an
+existing --output is only replaced with --overwrite (and only when it is an
+earlier export); a write that fails leaves it as it was.
 """
 
 import os
@@ -93,6 +94,14 @@ def _check_output(output):
                         "(no saved_model.pb): refusing to replace it")
 
 
+def _training_directory(model_path):
+    """The tools/train.py directory a --model file lies in (its card's source), or None."""
+    if not model_path:
+        return None
+    directory = os.path.dirname(os.path.abspath(model_path))
+    return directory if os.path.exists(os.path.join(directory, "config.json")) else None
+
+
 # Flags that only shape a model built with --task.
 _TASK_MODEL_FLAGS = ("pooling", "normalize", "layer", "max_seq_length")
 
@@ -137,27 +146,43 @@ def main(argv):
     output = FLAGS.output.rstrip(os.sep) or FLAGS.output
     _check_output(output)
     _check_task_flags()
+    import tensorflow as tf
+
     from tasks.atomic_files import write_directory_atomically
     from tasks.serving import SIGNATURE, export_saved_model
     from tools import model_directory as md
+    from tools.model_card import export_card, write_model_card
 
     if FLAGS.task:
         task, model, preprocessor, labels, what = _task_model()
+        origin = dict(base=FLAGS.init_checkpoint and md.encoder_checkpoint(FLAGS.init_checkpoint))
     else:
         trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
         task, model, preprocessor, labels = (with_stride_override(trained.task), trained.model,
                                              trained.preprocessor, trained.labels)
         what = FLAGS.model_dir or FLAGS.model
+        origin = dict(model_dir=FLAGS.model_dir or _training_directory(FLAGS.model),
+                      preset=trained.config.get("preset"),
+                      base=trained.config.get("init_checkpoint"))
     parent = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as error:
         raise UserError(f"--output={output}: cannot create {parent}: {error.strerror}")
+    card = export_card(sys.argv, task.name, labels, preprocessor.max_seq_length,
+                       preprocessor.lowercase, what, task.serving_inputs(),
+                       task_options=task.options_dict(), **origin)
+
+    def write(directory):
+        export_saved_model(task, model, preprocessor, labels, directory)
+        write_model_card(directory, card)
+
     # _check_output has refused anything but an earlier export to replace.
-    write_directory_atomically(
-        output, lambda directory: export_saved_model(task, model, preprocessor, labels,
-                                                     directory),
-        overwrite=True)
+    try:
+        write_directory_atomically(output, write, overwrite=True)
+    except tf.errors.OpError as error:  # TensorFlow's own file writes (disk full, ...)
+        kept = "the previous export is kept" if os.path.lexists(output) else "nothing was written"
+        raise UserError(f"cannot write {output}: {error.message}; {kept}")
     print(f"exported the {task.name} model of {what} to {output} (signature {SIGNATURE!r}, "
           f"max_seq_length={preprocessor.max_seq_length})")
 

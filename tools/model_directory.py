@@ -9,9 +9,19 @@
                            used on its own (`--model=best_model.keras`)
       best_model.keras.json  which metric, value and epoch
       metrics.json         final evaluation of the best model
+      README.md            the model card (tools/model_card.py): task, labels, base
+                           checkpoint, data files with line counts and SHA-256,
+                           hyperparameters, validation (and, once tools/evaluate.py
+                           --update_card ran, test) metrics with dates, the command
+                           that reproduces the run, versions and limits
       logs/train, logs/validation   TensorBoard event files
       checkpoints/         training state for resuming; removed when training ends
       encoder/             tools/pretrain.py only: the pretrained encoder checkpoint
+
+Every file is written atomically (`tasks.atomic_files`): a save that fails
+(disk full, permission denied) raises `FailedWrite`, removes its own partial
+files and leaves the previous best model, its record and the checkpoints
+byte for byte as they were.
 """
 
 import collections
@@ -42,8 +52,9 @@ METRICS = "metrics.json"
 LOGS = "logs"
 CHECKPOINTS = "checkpoints"
 ENCODER = "encoder"  # tools/pretrain.py's encoder checkpoint
+CARD = "README.md"  # the model card, tools/model_card.py
 _ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS,
-              ENCODER)
+              ENCODER, CARD)
 
 
 def path(model_dir, name):

@@ -8,7 +8,8 @@ Writes into --model_dir the resolved config (before training), the
 vocabulary, TensorBoard logs (logs/train, logs/validation: each loss, the
 masked-token accuracies, the learning rate), and at the end the encoder
 checkpoint `encoder/` that `tools/train.py --init_checkpoint=<model_dir>/encoder`
-fine-tunes for any task, plus `metrics.json` (validation losses).
+fine-tunes for any task, plus `metrics.json` (validation losses) and the
+model card README.md.
 Training state is saved every --steps_per_checkpoint steps; an interrupted
 run started again with the same flags resumes from the last save.
 """
@@ -16,6 +17,7 @@ run started again with the same flags resumes from the last save.
 import logging
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -26,6 +28,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tasks.atomic_files import FailedWrite  # noqa: E402
+from tasks.callbacks import AtomicBackupAndRestore  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
 from tasks.optimization import create_optimizer  # noqa: E402
 from tasks.pretraining import unigram_distribution  # noqa: E402
@@ -46,6 +50,7 @@ from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabular
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags  # noqa: E402
+from tools.model_card import pretraining_card, write_model_card  # noqa: E402
 from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
 from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 from zoo.hardware import (  # noqa: E402
@@ -231,7 +236,9 @@ def main(argv):
         jit_compile=jit_compile,
     )
     callbacks = [
-        keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
+        # Kept until the encoder is saved: a failed save must not lose the run.
+        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
+                               delete_checkpoint=False),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
     ]
     print(f"pretraining {FLAGS.preset} with {FLAGS.objective} ({policy}, jit_compile="
@@ -239,8 +246,12 @@ def main(argv):
           f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes)", flush=True)
     start = time.time()
     # An "epoch" here is one checkpoint interval of the endless, re-masked stream.
-    model.fit(train_dataset, epochs=num_checkpoints, steps_per_epoch=steps_per_checkpoint,
-              validation_data=eval_dataset, callbacks=callbacks, shuffle=False, verbose=2)
+    try:
+        model.fit(train_dataset, epochs=num_checkpoints, steps_per_epoch=steps_per_checkpoint,
+                  validation_data=eval_dataset, callbacks=callbacks, shuffle=False, verbose=2)
+    except FailedWrite as error:
+        raise UserError(f"{error}; pretraining stopped: once that is fixed, the same command "
+                        "resumes from the last checkpoint")
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(eval_dataset, return_dict=True, verbose=0))
@@ -248,6 +259,8 @@ def main(argv):
     save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
                             FLAGS.lowercase, overwrite=True)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
+    write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
+    shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
     print({key: round(float(value), 4) for key, value in metrics.items()})
     print(f"encoder checkpoint: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           f"(tools/train.py --init_checkpoint=...)")

@@ -5,7 +5,9 @@
 
 Writes into --model_dir the resolved config (before training), the
 vocabulary, the label names, TensorBoard logs (logs/train, logs/validation),
-the best model by the validation metric, and the final metrics as JSON.
+the best model by the validation metric, the final metrics as JSON and the
+model card README.md. A save that fails (disk full, permission denied) stops
+with one line and keeps the previous best model and checkpoint.
 An interrupted run resumes from its last finished epoch when started again
 with the same flags.
 """
@@ -24,7 +26,12 @@ import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from layers import LAYER_MIXES, transformer_of  # noqa: E402
-from tasks.callbacks import BestModelCheckpoint, LearningRateLogger  # noqa: E402
+from tasks.atomic_files import FailedWrite  # noqa: E402
+from tasks.callbacks import (  # noqa: E402
+    AtomicBackupAndRestore,
+    BestModelCheckpoint,
+    LearningRateLogger,
+)
 from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
@@ -32,6 +39,7 @@ from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from tools.model_card import training_card, write_model_card  # noqa: E402
 from zoo import (  # noqa: E402
     ENCODER_PRESETS,
     TASK_PRESETS,
@@ -348,12 +356,14 @@ def main(argv):
                           data_format=FLAGS.data_format,
                           task_module=type(task).__module__)
     # Task callbacks first: they add validation metrics the others log and monitor.
-    # BackupAndRestore before GradualUnfreezing: the restored step count picks the stage.
+    # The best model before the checkpoint: when its save fails, the epoch is not
+    # checkpointed either, so resuming runs it again. BackupAndRestore before
+    # GradualUnfreezing: the restored step count picks the stage.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
-        keras.callbacks.BackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
+        BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
+        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
         LearningRateLogger(os.path.join(md.path(FLAGS.model_dir, md.LOGS), "train")),
-        BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
     ]
     if unfreeze_every_steps:
         callbacks.append(GradualUnfreezing(unfreeze_every_steps))
@@ -366,9 +376,13 @@ def main(argv):
           "trainable", flush=True)
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
-    model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
-              validation_data=eval_dataset, epochs=epochs, shuffle=False,
-              callbacks=callbacks, verbose=2)
+    try:
+        model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
+                  validation_data=eval_dataset, epochs=epochs, shuffle=False,
+                  callbacks=callbacks, verbose=2)
+    except FailedWrite as error:
+        raise UserError(f"{error}; training stopped: once that is fixed, the same command "
+                        "resumes from the last checkpoint")
 
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
     if FLAGS.tune_decoding:
@@ -379,6 +393,7 @@ def main(argv):
             print(f"decoding tuned on {FLAGS.eval_data}: {json.dumps(changes)}", flush=True)
     metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
+    write_model_card(FLAGS.model_dir, training_card(FLAGS.model_dir, sys.argv))
     print(json.dumps(metrics, sort_keys=True))
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 
