@@ -18,7 +18,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
-from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
+from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
 from tasks.tokenizer import build_vocabulary, write_vocabulary  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 
@@ -40,7 +40,7 @@ flags.mark_flags_as_required(["corpus", "output"])
 
 def _lines(paths):
     for path in paths:
-        for document in read_corpus(path, FLAGS.corpus_format):
+        for document in iter_documents(path, FLAGS.corpus_format):
             yield from document
 
 
