@@ -110,7 +110,8 @@ def read_lines(path, invalid_utf8="error"):
     >>> list(read_lines(path))
     Traceback (most recent call last):
     ...
-    tasks.errors.DataFormatError: ...lines.txt:2: not valid UTF-8: found byte(s) ef at byte 2 of the line (byte 5 of the file; invalid continuation byte); expected UTF-8 text: convert the file (e.g. iconv -f latin1 -t utf-8)
+    tasks.errors.DataFormatError: ...lines.txt:2: not valid UTF-8: found byte(s) ef at byte 2
+    of the line (byte 5 of the file; invalid continuation byte); expected UTF-8 text: ...
     """
     if invalid_utf8 not in INVALID_UTF8_POLICIES:
         raise ValueError(f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}, "

@@ -82,7 +82,7 @@ def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, ba
     >>> build_vocabulary(["the cat sat"], vocab_size=20)
     Traceback (most recent call last):
     ...
-    ValueError: vocab_size=20 is below the minimum of 21 for this text: 5 reserved tokens and 8 characters, each alone and after ##
+    ValueError: vocab_size=20 is below the minimum of 21 for this text: 5 reserved tokens...
     """
     counts = _count_words(texts, lowercase, batch_size, progress)
     reserved_tokens = list(dict.fromkeys(reserved_tokens))

@@ -151,7 +151,7 @@ def read_jsonl(path, label_key="label", require_label=True):
         if _is_blank(line):
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, strict=False)  # raw control characters allowed
         except json.JSONDecodeError as error:
             raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}")
         if (not isinstance(record, dict) or "text" not in record

@@ -98,7 +98,7 @@ def read_sentences(path, data_format=None):
 
 def _jsonl_text(line, path, number):
     try:
-        record = json.loads(line)
+        record = json.loads(line, strict=False)  # raw control characters allowed
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
     if not isinstance(record, dict) or "text" not in record:

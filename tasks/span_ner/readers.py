@@ -133,7 +133,7 @@ def _parse_record(text, path, line_number):
     """`(SpanSentence, its "document" value or None)` of one JSON line."""
     where = f"{path}:{line_number}"
     try:
-        record = json.loads(text)
+        record = json.loads(text, strict=False)  # raw control characters: cleaned below
     except json.JSONDecodeError as error:
         problem = f"invalid JSON ({error.msg} at column {error.colno})"
         raise DataFormatError(f"{where}: {problem}") from None
