@@ -79,10 +79,11 @@ def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, ba
     >>> tokens = build_vocabulary(["the cat sat", "the cat ran"] * 5, vocab_size=40)
     >>> len(tokens), tokens[:5], "cat" in tokens, tokens[-1]
     (40, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True, '[unused14]')
-    >>> build_vocabulary(["the cat sat"], vocab_size=20)
+    >>> build_vocabulary(["the cat sat"], vocab_size=16)
     Traceback (most recent call last):
     ...
-    ValueError: vocab_size=20 is below the minimum of 21 for this text: 5 reserved tokens...
+    ValueError: vocab_size=16 is below the minimum of 17 for this text: 5 reserved tokens
+    and 6 characters, each alone and after ##
     """
     counts = _count_words(texts, lowercase, batch_size, progress)
     reserved_tokens = list(dict.fromkeys(reserved_tokens))
