@@ -9,3 +9,14 @@ class DataFormatError(ValueError):
     >>> str(DataFormatError("train.txt:3: expected 4 columns (word ... tag), found 3"))
     'train.txt:3: expected 4 columns (word ... tag), found 3'
     """
+
+
+class MissingDataFileError(DataFormatError, FileNotFoundError):
+    """A data file that does not exist: a `DataFormatError` that is also the
+    `FileNotFoundError` callers of `open` expect.
+
+    Examples:
+    >>> error = MissingDataFileError("dev.txt: no such file")
+    >>> isinstance(error, FileNotFoundError), isinstance(error, DataFormatError), str(error)
+    (True, True, 'dev.txt: no such file')
+    """

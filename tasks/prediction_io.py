@@ -5,6 +5,7 @@ import sys
 
 from tasks.atomic_files import write_text_atomically
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned, read_lines
 from tasks.text_cleaning import split_clean_words, words_with_offsets
 
 INPUT_FORMATS = ("auto", "text", "data")
@@ -14,20 +15,25 @@ OUTPUT_FORMATS = ("auto", "conll", "jsonl")
 def read_text_lines(path, strip=True):
     """`(line number, stripped line)` of every non-blank line of a UTF-8 file.
 
-    With `strip=False` the line is kept as given, less its line break.
+    Prediction input, read as the exported model reads text: lines end in `\\n`,
+    `\\r\\n` or `\\r`, a byte-order mark is dropped, invalid UTF-8 becomes U+FFFD
+    (removed by the clean-up; one warning names the first place), and a line of
+    only whitespace and control or format characters is blank. Lines are kept as
+    written (character offsets index them); models clean them. With `strip=True`
+    surrounding whitespace is removed; with `strip=False` the line is kept as given,
+    less its line break.
 
     Examples:
     >>> import tempfile
     >>> path = tempfile.mktemp()
-    >>> _ = open(path, "w").write("Who is he ?\\n\\n  What time\\n")
+    >>> _ = open(path, "w").write("Who is he ?\\n\\n  What time\\r\\n\\x07\\u200b\\n")
     >>> read_text_lines(path)
     [(1, 'Who is he ?'), (3, 'What time')]
     """
     if not os.path.isfile(path):
         raise DataFormatError(f"{path}: no such file")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return [(number, line.strip() if strip else line.rstrip("\r\n"))
-                for number, line in enumerate(f, 1) if line.strip()]
+    return [(number, line.strip() if strip else line)
+            for number, line in read_lines(path, "replace") if cleaned(line).strip()]
 
 
 def looks_like_columns(path):

@@ -33,35 +33,74 @@ def write_vocabulary(tokens, path):
     write_text_atomically(path, [f"{token}\n" for token in tokens])
 
 
-def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, batch_size=4096,
-                     progress=None):
-    """Learns a WordPiece vocabulary from an iterable of strings.
+UNUSED_TOKEN = "[unused{}]"  # BERT's placeholders, filling a vocabulary up to its size
+JOINER = "##"
+# The learner keeps a vocabulary within this fraction above the request, then drops its
+# rarest tokens: fewer learning passes than an exact threshold would need.
+_SLACK = 0.05
 
-    Words are split as `WordPieceTokenizer` splits them (the same uncased
-    normalisation, then BERT's whitespace and punctuation splitting) and
-    counted batch by batch; tensorflow-text's WordPiece learner then picks the
-    pieces. The reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` come first,
-    so `[PAD]` has id 0.
+
+def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, batch_size=4096,
+                     progress=None, reserved_tokens=RESERVED_TOKENS):
+    """Learns a WordPiece vocabulary of exactly `vocab_size` tokens from strings.
+
+    Texts are cleaned, normalised and split into words as `WordPieceTokenizer`
+    sees them (`tasks.text_cleaning.clean_texts`, the uncased normalisation,
+    then BERT's whitespace and punctuation splitting) and counted batch by
+    batch. tensorflow-text's WordPiece learner then picks the pieces at a
+    frequency threshold found by binary search: the highest threshold whose
+    vocabulary is not smaller than the request. The size is then made exact:
+
+    - every character of the text, alone and as a `##` continuation, is kept
+      (any word of the text tokenizes without `[UNK]`), with the reserved tokens;
+    - the rarest other pieces are dropped while the vocabulary is too large;
+    - when even `min_frequency` gives too few pieces (a small text),
+      BERT's placeholders `[unused0]`, `[unused1]`, ... fill it up (at the end).
+
+    The reserved tokens come first, so `[PAD]` has id 0.
 
     Args:
         texts: the training text, one string per example (any iterable).
-        vocab_size: the target size (small corpora give fewer tokens).
+        vocab_size: the number of tokens returned.
         lowercase: lower-case and strip accents first (uncased vocabulary).
-        min_frequency: words seen fewer times are not learned whole.
+        min_frequency: pieces seen fewer times are not learned (characters always are).
         batch_size: strings tokenized at once.
         progress: called as `progress(texts_read, words_read)` after each batch.
+        reserved_tokens: the tokens given the first ids.
 
     Returns:
-        The list of tokens.
+        The list of `vocab_size` tokens.
+
+    Raises:
+        ValueError: no text, or `vocab_size` below the minimum (the reserved
+            tokens and every character alone and after `##`), which the message gives.
 
     Examples:
     >>> tokens = build_vocabulary(["the cat sat", "the cat ran"] * 5, vocab_size=40)
-    >>> tokens[:5], "cat" in tokens
-    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
+    >>> len(tokens), tokens[:5], "cat" in tokens, tokens[-1]
+    (40, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True, '[unused14]')
+    >>> build_vocabulary(["the cat sat"], vocab_size=16)
+    Traceback (most recent call last):
+    ...
+    ValueError: vocab_size=16 is below the minimum of 17 for this text: 5 reserved tokens
+    and 6 characters, each alone and after ##
     """
-    # Imported here: the learner module is slow to import and only needed here.
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+    counts = _count_words(texts, lowercase, batch_size, progress)
+    reserved_tokens = list(dict.fromkeys(reserved_tokens))
+    characters = sorted({character for word in counts for character in word})
+    required = list(dict.fromkeys(
+        reserved_tokens + characters + [JOINER + character for character in characters]))
+    if vocab_size < len(required):
+        raise ValueError(
+            f"vocab_size={vocab_size} is below the minimum of {len(required)} for this text: "
+            f"{len(reserved_tokens)} reserved tokens and {len(characters)} characters, each "
+            f"alone and after {JOINER}")
+    learned = _learn_at_least(counts, vocab_size, reserved_tokens, min_frequency)
+    return _exact_size(learned, required, vocab_size)
 
+
+def _count_words(texts, lowercase, batch_size, progress):
+    """`{word: count}` of the texts, split as the tokenizer splits them."""
     from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
 
     splitter = BasicTokenizer(lower_case=False)
@@ -70,7 +109,7 @@ def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, ba
 
     def count(batch):
         nonlocal texts_read, words_read
-        batch = tf.constant(batch)
+        batch = clean_texts(tf.constant(batch))
         if lowercase:
             batch = normalize_uncased(batch)
         words = splitter.tokenize(batch).flat_values.numpy()
@@ -90,9 +129,59 @@ def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, ba
         count(batch)
     if not counts:
         raise ValueError("no text to learn a vocabulary from")
-    word_counts = [(word.decode("utf-8"), n) for word, n in counts.items()]
-    return learner.learn(word_counts, vocab_size, list(RESERVED_TOKENS),
-                         lower_thresh=min_frequency)
+    return {word.decode("utf-8"): n for word, n in counts.items()}
+
+
+def _learn_at_least(counts, vocab_size, reserved_tokens, min_frequency):
+    """The learner's vocabulary at the highest frequency threshold (>= min_frequency)
+    that gives at least `vocab_size` tokens, or at `min_frequency` when none does."""
+    # Imported here: the learner module is slow to import and only needed here.
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    params = learner.Params(
+        upper_thresh=None, lower_thresh=min_frequency, num_iterations=4,
+        max_input_tokens=int(5e6), max_token_length=50, max_unique_chars=1000,
+        vocab_size=vocab_size, slack_ratio=_SLACK, include_joiner_token=True, joiner=JOINER,
+        reserved_tokens=reserved_tokens)
+    word_counts = list(counts.items())
+    upper, lower = learner.get_search_threshs(word_counts, None, min_frequency)
+    words = learner.get_input_words(word_counts, reserved_tokens, params.max_token_length)
+    allowed = learner.get_allowed_chars(words, params.max_unique_chars)
+    words = learner.filter_input_words(words, allowed, params.max_input_tokens)
+    best = learner.learn_with_thresh(words, lower, params)
+    if len(best) <= vocab_size:
+        return best  # the most the text gives
+    # Vocabulary size falls as the threshold rises; best: the largest threshold seen so far
+    # whose vocabulary is not too small.
+    low, high = lower + 1, max(upper, lower + 1)
+    while low <= high and len(best) > vocab_size * (1 + _SLACK):
+        threshold = (low + high) // 2
+        vocabulary = learner.learn_with_thresh(words, threshold, params)
+        if len(vocabulary) >= vocab_size:
+            best, low = vocabulary, threshold + 1
+        else:
+            high = threshold - 1
+    return best
+
+
+def _exact_size(learned, required, vocab_size):
+    """`learned` cut or filled to `vocab_size`: `required` tokens kept, the rarest
+    others dropped (the learner lists them by falling count), placeholders added."""
+    required_set = set(required)
+    budget = vocab_size - len(required)
+    optional = [token for token in learned if token not in required_set][:budget]
+    kept = set(optional) | required_set
+    tokens = [token for token in dict.fromkeys(learned) if token in kept]
+    present = set(tokens)
+    tokens += [token for token in required if token not in present]
+    present = set(tokens)
+    index = 0
+    while len(tokens) < vocab_size:
+        placeholder = UNUSED_TOKEN.format(index)
+        if placeholder not in present:
+            tokens.append(placeholder)
+        index += 1
+    return tokens
 
 
 def normalize_uncased(texts):

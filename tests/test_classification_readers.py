@@ -20,7 +20,8 @@ def test_trec_invalid_utf8_line_is_decoded_as_latin1(tmp_path, caplog):
     path.write_bytes(b"LOC:city Which sister\xf0city ?\n")
     [example] = read_examples(str(path))
     assert example.text == "Which sister\u00f0city ?"
-    assert "line(s) 1 are not valid UTF-8" in caplog.text
+    assert "q.label:1: not valid UTF-8: found byte(s) f0 at byte 21 of the line" in caplog.text
+    assert "decoded as Latin-1" in caplog.text
 
 
 def test_trec_bad_line_names_file_and_line(tmp_path):

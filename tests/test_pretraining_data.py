@@ -52,7 +52,7 @@ def test_corpus_errors_name_the_file_and_line(tmp_path):
         read_corpus(bad)
     with pytest.raises(DataFormatError, match="holds no text"):
         read_corpus(_write(tmp_path, "\n\n  \n", "empty.txt"))
-    with pytest.raises(DataFormatError, match="cannot read"):
+    with pytest.raises(DataFormatError, match="missing.txt: no such file"):
         read_corpus(str(tmp_path / "missing.txt"))
 
 

@@ -1,7 +1,11 @@
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tasks.classification.readers import read_examples
+from tasks.pretraining.corpus import read_corpus
 from tasks.tokenizer import (
     RESERVED_TOKENS,
     WordPieceTokenizer,
@@ -9,6 +13,7 @@ from tasks.tokenizer import (
     read_vocabulary,
     write_vocabulary,
 )
+from tests.conftest import TREC, shared_data_path
 
 VOCAB = list(RESERVED_TOKENS) + ["the", "cafe", "is", "open", "##s", "naive", ",", "!", "un", "##known"]
 
@@ -77,3 +82,64 @@ def test_tokenizer_runs_inside_tf_function():
         return tokenizer.tokenize_flat(texts).to_tensor()
 
     np.testing.assert_array_equal(f(tf.constant(["the cafe"])).numpy(), [[5, 6]])
+
+
+def _check_exact_vocabulary(texts, vocab_size):
+    tokens = build_vocabulary(texts, vocab_size)
+    assert len(tokens) == vocab_size and len(set(tokens)) == vocab_size
+    assert tokens[:5] == list(RESERVED_TOKENS)
+    # Every character of the text is covered alone and as a continuation: no [UNK] at all.
+    tokenizer = WordPieceTokenizer(tokens)
+    ids = tokenizer.tokenize_flat(texts).flat_values.numpy()
+    assert tokenizer.unk_id not in ids
+    placeholders = [token for token in tokens if token.startswith("[unused")]
+    assert placeholders == [f"[unused{i}]" for i in range(len(placeholders))]
+    if placeholders:  # only when the text gives no more pieces: they come last
+        assert tokens[-len(placeholders):] == placeholders
+    return tokens
+
+
+@pytest.fixture(scope="module")
+def trec_texts():
+    return [example.text for example in read_examples(os.path.join(TREC, "train.label"))]
+
+
+@pytest.mark.parametrize("vocab_size", [150, 400, 1500])
+def test_build_vocabulary_gives_exactly_the_size_asked_for(trec_texts, vocab_size):
+    _check_exact_vocabulary(trec_texts, vocab_size)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_size", [1000, 2000, 8000])
+def test_build_vocabulary_is_exact_on_wikitext(vocab_size):
+    path = shared_data_path("wikitext2", "valid.txt")
+    _check_exact_vocabulary([line for document in read_corpus(path) for line in document],
+                            vocab_size)
+
+
+def test_build_vocabulary_drops_rarest_pieces_and_fills_small_texts():
+    texts = ["the cat sat on the mat", "the dog sat on the log"] * 20
+    large = build_vocabulary(texts, vocab_size=200)
+    learned = [token for token in large if not token.startswith("[unused")]
+    assert len(large) == 200 and large[len(learned):] == [
+        f"[unused{i}]" for i in range(200 - len(learned))]
+    minimum = 5 + 2 * len(set("thecatsonmdgl"))
+    smallest = build_vocabulary(texts, vocab_size=minimum)
+    assert len(smallest) == minimum and "the" not in smallest
+    assert set(smallest) == set(RESERVED_TOKENS) | set("thecasonmdgl") | {
+        "##" + c for c in "thecasonmdgl"}
+    one_more = build_vocabulary(texts, vocab_size=minimum + 1)
+    # The one piece kept is a learned piece of several characters.
+    [extra] = set(one_more) - set(smallest)
+    assert len(extra.lstrip("#")) > 1 and extra.lstrip("#") in " ".join(texts)
+    with pytest.raises(ValueError, match=f"below the minimum of {minimum} for this text"):
+        build_vocabulary(texts, vocab_size=minimum - 1)
+
+
+def test_build_vocabulary_learns_from_cleaned_text():
+    texts = ["Black\u200bburn visited\x07 London\ufeff"] * 10
+    tokens = build_vocabulary(texts, vocab_size=60)
+    assert not any(c in token for token in tokens for c in "\u200b\x07\ufeff")
+    assert "blackburn" in tokens
+    extra = build_vocabulary(texts, vocab_size=60, reserved_tokens=[*RESERVED_TOKENS, "[X]"])
+    assert extra[:6] == [*RESERVED_TOKENS, "[X]"] and len(extra) == 60

@@ -4,9 +4,12 @@
         --output=runs/vocab.txt
 
 The corpus is read as `tools/pretrain.py` reads it (blank-line or
-WikiText-style documents; comma-separate several files). The reserved
-tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4 (more with
---reserved_tokens). Progress is printed as lines are counted.
+WikiText-style documents; comma-separate several files), streamed. The
+reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4 (more with
+--reserved_tokens). The file holds exactly --vocab_size tokens, reserved
+ones included (`tasks.tokenizer.build_vocabulary`: every character is kept,
+the rarest pieces dropped or `[unusedN]` placeholders added). Progress is
+printed as lines are counted.
 """
 
 import os
@@ -18,16 +21,18 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
-from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
-from tasks.tokenizer import build_vocabulary, write_vocabulary  # noqa: E402
+from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
+from tasks.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("corpus", None, "Text file(s), comma-separated.")
 flags.DEFINE_enum("corpus_format", "auto", CORPUS_FORMATS, "How documents are separated: "
                   "blank lines, or WikiText '= Title =' headings; auto detects.")
-flags.DEFINE_integer("vocab_size", 8000, "Target vocabulary size (a small corpus may give "
-                     "fewer tokens).", lower_bound=10)
+flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size, reserved tokens included: "
+                     "exact (the rarest pieces are dropped, or [unusedN] placeholders fill "
+                     "up a small corpus's); at least the reserved tokens plus every "
+                     "character twice (alone and after ##).", lower_bound=10)
 flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents (uncased vocabulary).")
 flags.DEFINE_integer("min_frequency", 2, "Words seen fewer times are not learned whole.",
                      lower_bound=1)
@@ -40,7 +45,7 @@ flags.mark_flags_as_required(["corpus", "output"])
 
 def _lines(paths):
     for path in paths:
-        for document in read_corpus(path, FLAGS.corpus_format):
+        for document in iter_documents(path, FLAGS.corpus_format):
             yield from document
 
 
@@ -56,13 +61,18 @@ def main(argv):
         print(f"\rcounted {lines:,} lines, {words:,} words ({time.time() - start:.0f} s)",
               end="", file=sys.stderr, flush=True)
 
-    tokens = build_vocabulary(_lines(FLAGS.corpus), FLAGS.vocab_size, FLAGS.lowercase,
-                              FLAGS.min_frequency, progress=progress)
-    print(file=sys.stderr)
+    reserved = list(RESERVED_TOKENS)
     for token in FLAGS.reserved_tokens:
-        if token in tokens:
-            raise UserError(f"--reserved_tokens: {token!r} is already in the vocabulary")
-    tokens = tokens[:5] + list(FLAGS.reserved_tokens) + tokens[5:]
+        if token in reserved:
+            raise UserError(f"--reserved_tokens: {token!r} is listed twice or is a default one")
+        reserved.append(token)
+    try:
+        tokens = build_vocabulary(_lines(FLAGS.corpus), FLAGS.vocab_size, FLAGS.lowercase,
+                                  FLAGS.min_frequency, progress=progress,
+                                  reserved_tokens=reserved)
+    except ValueError as error:
+        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
+    print(file=sys.stderr)
     write_vocabulary(tokens, FLAGS.output)
     print(f"wrote {len(tokens):,} tokens to {FLAGS.output} in {time.time() - start:.0f} s")
 

@@ -122,8 +122,11 @@ def _vocabulary(documents, resuming):
     if resuming and os.path.exists(md.path(FLAGS.model_dir, md.VOCAB)):
         return md.load_vocabulary(FLAGS.model_dir)
     logging.info("learning a %d-token vocabulary from the corpus", FLAGS.vocab_size)
-    return build_vocabulary((line for document in documents for line in document),
-                            FLAGS.vocab_size, FLAGS.lowercase)
+    try:
+        return build_vocabulary((line for document in documents for line in document),
+                                FLAGS.vocab_size, FLAGS.lowercase)
+    except ValueError as error:  # e.g. below the minimum size for the corpus's characters
+        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
 
 
 def _pack(documents, tokenizer, max_seq_length):

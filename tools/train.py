@@ -186,7 +186,10 @@ def _vocabulary(task, examples, resuming):
         return md.load_vocabulary(FLAGS.model_dir)
     logging.info("learning a %d-token WordPiece vocabulary from %s", FLAGS.vocab_size,
                  FLAGS.train_data)
-    return build_vocabulary(task.texts(examples), FLAGS.vocab_size, FLAGS.lowercase)
+    try:
+        return build_vocabulary(task.texts(examples), FLAGS.vocab_size, FLAGS.lowercase)
+    except ValueError as error:  # e.g. below the minimum size for the text's characters
+        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
 
 
 def _count_batches(dataset):

@@ -22,6 +22,7 @@ from tasks.classification.readers import (
     read_mrpc,
 )
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned
 from tasks.prediction_io import read_text_lines
 
 FORMATS = ("mrpc", "jsonl")
@@ -82,10 +83,11 @@ def read_tab_separated_pairs(path):
     """`text<TAB>text_pair` lines (blank lines skipped), as unlabelled examples."""
     examples = []
     for number, line in read_text_lines(path):
-        text, tab, text_pair = line.partition("\t")
-        if not tab or not text.strip() or not text_pair.strip():
+        fields = line.split("\t")
+        if len(fields) != 2 or not all(cleaned(field).strip() for field in fields):
             raise DataFormatError(f"{path}:{number}: expected 'text<TAB>text_pair', found "
-                                  f"{line[:60]!r}")
+                                  f"{len(fields)} tab-separated field(s): {line[:60]!r}")
+        text, text_pair = fields
         examples.append(ClassificationExample(text=text.strip(), label="",
                                               text_pair=text_pair.strip(), source=path,
                                               line=number))

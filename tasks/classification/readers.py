@@ -1,15 +1,19 @@
 """Readers for text classification data: TREC label files, the MRPC TSV and JSONL.
 
 Every reader returns a list of `ClassificationExample`; errors name the file and
-the 1-based line.
+the 1-based line. Files are streamed (`tasks.line_reader`); lines may end in
+`\\n`, `\\r\\n` or `\\r`; a byte-order mark is dropped; lines of only whitespace
+or control characters are blank and skipped; a text that is empty after BERT's
+clean-up (`tasks.text_cleaning.clean_text`) is an error. Texts are kept as
+written: the tokenizer cleans them.
 """
 
 import dataclasses
 import json
-import logging
 import os
 
-from tasks.errors import DataFormatError
+from tasks.errors import DataFormatError, MissingDataFileError
+from tasks.line_reader import cleaned, read_lines
 
 FORMATS = ("trec", "trec_fine", "mrpc", "jsonl")
 
@@ -34,40 +38,36 @@ class ClassificationExample:
     line: int = 0
 
 
-def _read_lines(path):
-    """Yields (line_number, text) decoding each line as UTF-8.
+def _read_lines(path, invalid_utf8="error"):
+    """Yields (line_number, text), streamed (`tasks.line_reader.read_lines`).
 
-    A line that is not valid UTF-8 is decoded as Latin-1 (every byte is a
-    character, so nothing is dropped) and reported once per file: TREC's
-    `train_5500.label` has one such byte (0xF0 on line 66) in the original release.
+    Invalid UTF-8 is an error naming the file, line and byte, except with
+    `invalid_utf8="latin-1"` (TREC: `train_5500.label` has one Latin-1 byte,
+    0xF0 on line 66, in the original release), which decodes such a line as
+    Latin-1 (nothing is dropped) and warns once. A doubly encoded byte-order
+    mark at the start (the MRPC release's) is dropped like a plain one.
     """
     if not os.path.isfile(path):
-        raise DataFormatError(f"{path}: no such file")
-    fallback_lines = []
-    try:
-        with open(path, "rb") as f:
-            raw_lines = f.read().split(b"\n")
-    except OSError as error:
-        raise DataFormatError(f"{path}: cannot read: {error.strerror}")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
-            fallback_lines.append(number)
+        raise MissingDataFileError(f"{path}: no such file")
+    for number, text in read_lines(path, invalid_utf8):
         if number == 1:
             for mark in _BYTE_ORDER_MARKS:
                 if text.startswith(mark):
                     text = text[len(mark):]
-        yield number, text.rstrip("\r")
-    if fallback_lines:
-        logging.warning(
-            "%s: line(s) %s are not valid UTF-8; decoded them as Latin-1",
-            path,
-            ", ".join(map(str, fallback_lines[:10])),
-        )
+        yield number, text
+
+
+def _is_blank(text):
+    """Nothing but whitespace and characters the clean-up removes."""
+    return not cleaned(text).strip()
+
+
+def _check_text(text, path, number, what="a text"):
+    """Raises unless `text` keeps a word after BERT's clean-up."""
+    if _is_blank(text):
+        raise DataFormatError(f"{path}:{number}: expected {what}, found "
+                              f"{'only control or format characters' if text.strip() else 'none'}"
+                              f" ({text[:20]!r})")
 
 
 def read_trec(path, fine_labels=False):
@@ -79,12 +79,12 @@ def read_trec(path, fine_labels=False):
             coarse ones (`LOC`).
     """
     examples = []
-    for number, line in _read_lines(path):
-        if not line.strip():
+    for number, line in _read_lines(path, invalid_utf8="latin-1"):
+        if _is_blank(line):
             continue
         label, _, text = line.partition(" ")
         coarse, colon, fine = label.partition(":")
-        if not colon or not coarse or not fine or not text.strip():
+        if not colon or not coarse or not fine or _is_blank(text):
             raise DataFormatError(
                 f"{path}:{number}: expected 'COARSE:fine question text', "
                 f"found {line[:60]!r}"
@@ -114,7 +114,7 @@ def read_mrpc(path):
             f"{path}:1: expected the MRPC header 'Quality\\t#1 ID\\t#2 ID\\t#1 String\\t#2 String'"
         )
     for number, line in lines:
-        if not line.strip():
+        if _is_blank(line):
             continue
         fields = line.split("\t")
         if len(fields) != 5:
@@ -125,6 +125,8 @@ def read_mrpc(path):
             raise DataFormatError(
                 f"{path}:{number}: expected Quality 0 or 1, found {fields[0]!r}"
             )
+        _check_text(fields[3], path, number, "a '#1 String'")
+        _check_text(fields[4], path, number, "a '#2 String'")
         examples.append(
             ClassificationExample(
                 text=fields[3], text_pair=fields[4], label=fields[0],
@@ -146,10 +148,10 @@ def read_jsonl(path, label_key="label", require_label=True):
     """
     examples = []
     for number, line in _read_lines(path):
-        if not line.strip():
+        if _is_blank(line):
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, strict=False)  # raw control characters allowed
         except json.JSONDecodeError as error:
             raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}")
         if (not isinstance(record, dict) or "text" not in record
@@ -159,6 +161,9 @@ def read_jsonl(path, label_key="label", require_label=True):
         pair = record.get("text_pair")
         if not isinstance(record["text"], str) or not (pair is None or isinstance(pair, str)):
             raise DataFormatError(f"{path}:{number}: 'text' and 'text_pair' must be strings")
+        _check_text(record["text"], path, number, "a 'text'")
+        if pair is not None:
+            _check_text(pair, path, number, "a 'text_pair'")
         label = str(record[label_key]) if label_key in record else ""
         examples.append(
             ClassificationExample(
@@ -181,7 +186,7 @@ def infer_format(path):
         return "jsonl"
     if name.endswith(".label"):
         return "trec"
-    first = next(_read_lines(path), (0, ""))[1]
+    first = next(_read_lines(path, invalid_utf8="latin-1"), (0, ""))[1]
     if first.startswith("Quality\t"):
         return "mrpc"
     if first.lstrip().startswith("{"):

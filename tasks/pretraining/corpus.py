@@ -13,34 +13,25 @@ Two layouts are understood:
 
 `"auto"` picks `"wikitext"` when the first non-blank line starts with a
 level-1 heading, else `"blank_lines"`.
+
+The file is streamed (`tasks.line_reader.read_lines`: `\\n`, `\\r\\n` and `\\r`
+line endings, a byte-order mark dropped, invalid UTF-8 an error naming the file,
+line and byte); `iter_documents` yields one document at a time. Lines are
+cleaned as BERT does (`tasks.text_cleaning.clean_text`), so a line of only
+control characters is blank.
 """
 
 import html
+import itertools
 import re
 
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned, read_lines
 
 CORPUS_FORMATS = ("auto", "blank_lines", "wikitext")
 
 _AT_SYMBOL = re.compile(r"\s?@\s?([-.,])\s?@\s?")
 _UNK = re.compile(r"\s*<\s*unk\s*>")
-
-
-def _read_lines(path):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as error:
-        raise DataFormatError(f"{path}: cannot read the corpus: {error.strerror}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise DataFormatError(
-            f"{path}:{line}: not valid UTF-8 (byte 0x{raw[error.start]:02x}); "
-            "convert the corpus to UTF-8"
-        )
-    return text.lstrip("\ufeff").splitlines()
 
 
 def _clean_wikitext(line):
@@ -116,32 +107,66 @@ def detect_corpus_format(lines):
 
 
 def _blank_line_documents(lines):
-    documents, current = [], []
+    current = []
     for line in lines:
         text = " ".join(line.split())
         if text:
             current.append(text)
         elif current:
-            documents.append(current)
+            yield current
             current = []
     if current:
-        documents.append(current)
-    return documents
+        yield current
 
 
 def _wikitext_documents(lines):
-    documents, current = [], []
+    current = []
     for line in lines:
         for level, fragment in wikitext_fragments(line):
             if level == 1 and current:
-                documents.append(current)
+                yield current
                 current = []
             text = _clean_wikitext(fragment)
             if text:
                 current.append(text)
     if current:
-        documents.append(current)
-    return documents
+        yield current
+
+
+def iter_documents(path, corpus_format="auto"):
+    """`read_corpus`, one document at a time: the file is streamed, never held whole.
+
+    Examples:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("One .\\r\\nTwo\\x07 .\\r\\n\\r\\nThree .")
+    >>> documents = iter_documents(path)
+    >>> next(documents), next(documents)
+    (['One .', 'Two .'], ['Three .'])
+    """
+    if corpus_format not in CORPUS_FORMATS:
+        raise ValueError(f"corpus_format must be one of {CORPUS_FORMATS}, got {corpus_format!r}")
+    lines = (cleaned(line) for _, line in read_lines(path))
+    if corpus_format == "auto":
+        # The first non-blank line decides; the lines read to find it are read again.
+        head = []
+        for line in lines:
+            head.append(line)
+            if line.strip():
+                break
+        corpus_format = detect_corpus_format(head)
+        lines = itertools.chain(head, lines)
+    if corpus_format == "wikitext":
+        documents = _wikitext_documents(lines)
+    else:
+        documents = _blank_line_documents(lines)
+    found = False
+    for document in documents:
+        found = True
+        yield document
+    if not found:
+        raise DataFormatError(f"{path}: the corpus holds no text")
 
 
 def read_corpus(path, corpus_format="auto"):
@@ -152,8 +177,8 @@ def read_corpus(path, corpus_format="auto"):
         corpus_format: "auto", "blank_lines" or "wikitext" (module docstring).
 
     Raises:
-        DataFormatError: the file cannot be read, is not UTF-8 (names the
-            line), or holds no text.
+        DataFormatError: the file cannot be read or does not exist, is not UTF-8
+            (names the line and byte), or holds no text.
 
     Examples:
     >>> import tempfile, os
@@ -164,15 +189,4 @@ def read_corpus(path, corpus_format="auto"):
     >>> read_corpus(path)
     [['It is blue .', 'It grows-slowly .'], ['A crab .']]
     """
-    if corpus_format not in CORPUS_FORMATS:
-        raise ValueError(f"corpus_format must be one of {CORPUS_FORMATS}, got {corpus_format!r}")
-    lines = _read_lines(path)
-    if corpus_format == "auto":
-        corpus_format = detect_corpus_format(lines)
-    if corpus_format == "wikitext":
-        documents = _wikitext_documents(lines)
-    else:
-        documents = _blank_line_documents(lines)
-    if not documents:
-        raise DataFormatError(f"{path}: the corpus holds no text")
-    return documents
+    return list(iter_documents(path, corpus_format))

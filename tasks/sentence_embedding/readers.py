@@ -1,7 +1,10 @@
 """Reading texts to embed: plain text (one per line) or JSON lines with a "text" field.
 
 Both skip blank lines; every text keeps its file and 1-based line, and
-errors name them (`path:LINE: what is wrong`).
+errors name them (`path:LINE: what is wrong`). Lines are read as prediction
+input is (`tasks.prediction_io.read_text_lines`): invalid UTF-8 becomes U+FFFD,
+removed by the clean-up, with a warning; a JSONL "text" that is empty after
+the clean-up is an error.
 """
 
 import dataclasses
@@ -9,6 +12,7 @@ import json
 import os
 
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned, read_lines
 from tasks.prediction_io import read_text_lines
 
 FORMATS = ("text", "jsonl")
@@ -40,10 +44,12 @@ def infer_format(path):
     """
     if path.lower().endswith((".jsonl", ".json")):
         return "jsonl"
-    lines = read_text_lines(path)
-    if lines and lines[0][1].startswith("{"):
+    # The first non-blank line decides: read no further.
+    first = next((line.strip() for _, line in read_lines(path, "replace")
+                  if cleaned(line).strip()), "")
+    if first.startswith("{"):
         try:
-            return "jsonl" if isinstance(json.loads(lines[0][1]), dict) else "text"
+            return "jsonl" if isinstance(json.loads(first), dict) else "text"
         except json.JSONDecodeError:
             return "text"
     return "text"
@@ -92,7 +98,7 @@ def read_sentences(path, data_format=None):
 
 def _jsonl_text(line, path, number):
     try:
-        record = json.loads(line)
+        record = json.loads(line, strict=False)  # raw control characters allowed
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
     if not isinstance(record, dict) or "text" not in record:
@@ -100,4 +106,7 @@ def _jsonl_text(line, path, number):
     if not isinstance(record["text"], str):
         raise DataFormatError(f"{path}:{number}: \"text\" must be a string, got "
                               f"{type(record['text']).__name__}")
+    if not cleaned(record["text"]).strip():
+        raise DataFormatError(f"{path}:{number}: expected a \"text\" with words, found "
+                              f"{record['text'][:20]!r}")
     return record["text"]

@@ -13,6 +13,7 @@ import json
 import os
 
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned
 from tasks.tagging.readers import TaggedSentence, decoded_lines, read_column_file
 from tasks.tags import split_tag, tags_to_spans
 
@@ -138,7 +139,7 @@ def _parse_record(text, path, line_number):
     """`(SpanSentence, its "document" value or None)` of one JSON line."""
     where = f"{path}:{line_number}"
     try:
-        record = json.loads(text)
+        record = json.loads(text, strict=False)  # raw control characters: cleaned below
     except json.JSONDecodeError as error:
         problem = f"invalid JSON ({error.msg} at column {error.colno})"
         raise DataFormatError(f"{where}: {problem}") from None
@@ -157,7 +158,36 @@ def _parse_record(text, path, line_number):
     if document is not None and not (isinstance(document, str) or _is_integer(document)):
         raise DataFormatError(f"{where}: 'document' must be a string or an integer, "
                               f"got {document!r}")
+    tokens, spans = _drop_empty_tokens(tokens, spans, where)
     return SpanSentence(tokens, spans, str(path), line_number), document
+
+
+def _drop_empty_tokens(tokens, spans, where):
+    """Tokens cleaned as BERT does (`clean_text`), and the spans over them.
+
+    A token that cleans to nothing (only control or format characters) is dropped and the
+    spans after it move left; inside a span it is an error, as in column files.
+    """
+    cleaned_tokens = [cleaned(token) for token in tokens]
+    if all(cleaned_tokens):
+        return tuple(cleaned_tokens), spans
+    for index, (start, end, label) in enumerate(spans):
+        for position in range(start, end + 1):
+            if not cleaned_tokens[position]:
+                raise DataFormatError(
+                    f"{where}: expected a word, found only control or format characters "
+                    f"{tokens[position]!r} (token {position}) inside span {index} ({label}); "
+                    "a token that cleans to nothing is dropped only outside entities")
+    new_index, kept = {}, []
+    for position, token in enumerate(cleaned_tokens):
+        if token:
+            new_index[position] = len(kept)
+            kept.append(token)
+    if not kept:
+        raise DataFormatError(f"{where}: expected words, found only control or format "
+                              "characters in 'tokens'")
+    return tuple(kept), [(new_index[start], new_index[end], label)
+                         for start, end, label in spans]
 
 
 def read_span_jsonl(path):
@@ -175,7 +205,9 @@ def read_span_jsonl(path):
     names the sentence's document: records next to each other with the same value (or both
     without one) are one document, numbered from 0 in each sentence's `document` (a file
     without the key is one document). Other keys of the object are ignored, blank lines are
-    skipped, `\\r\\n` line endings and a UTF-8 byte-order mark are accepted.
+    skipped, `\\r\\n` and `\\r` line endings and a UTF-8 byte-order mark are accepted. Tokens
+    are cleaned as BERT does (`tasks.text_cleaning.clean_text`); a token that cleans to
+    nothing is dropped (the spans after it move left), or is an error inside a span.
 
     Args:
         path: the file, UTF-8 encoded.
@@ -205,7 +237,7 @@ def read_span_jsonl(path):
     """
     sentences, previous_key = [], None
     for line_number, text in decoded_lines(path):
-        if not text.strip():
+        if not cleaned(text).strip():
             continue
         sentence, key = _parse_record(text, path, line_number)
         document = sentences[-1].document if sentences else 0
@@ -225,7 +257,8 @@ def read_span_jsonl(path):
 
 def _check_tag_syntax(sentence):
     """Raises DataFormatError naming the file and line of the first malformed tag."""
-    for line_number, tag in enumerate(sentence.tags, start=sentence.line):
+    for index, tag in enumerate(sentence.tags):
+        line_number = sentence.line_of(index)
         try:
             split_tag(tag)
         except ValueError as error:

@@ -18,7 +18,7 @@ __all__ = ["LABEL_PADDING", "continuation_ids", "encode_tags", "make_dataset"]
 def encode_tags(sentences, labels):
     """Tag ids per sentence; a tag not in `labels` is an error naming the line."""
     tags = LabelSet(labels, kind="tag")
-    return [[tags.id(tag, f"{sentence.source}:{sentence.line + offset}")
+    return [[tags.id(tag, f"{sentence.source}:{sentence.line_of(offset)}")
              for offset, tag in enumerate(sentence.tags)] for sentence in sentences]
 
 

@@ -8,8 +8,10 @@ from here (`SCHEMES`, `split_tag`, `tags_to_spans`, `spans_to_tags`, `iob1_to_io
 
 import dataclasses
 import re
+import sys
 
 from tasks.errors import DataFormatError
+from tasks.line_reader import cleaned, read_lines
 from tasks.tags import (  # noqa: F401 (re-exported: the old home of these names)
     PREFIXES,
     SCHEMES,
@@ -24,7 +26,6 @@ from tasks.tags import (  # noqa: F401 (re-exported: the old home of these names
 )
 
 _DOCSTART = "-DOCSTART-"
-_UTF8_BOM = b"\xef\xbb\xbf"
 # Columns are separated by spaces or tabs only: str.split() would also split words at
 # non-breaking spaces and other Unicode whitespace that real corpora contain inside tokens.
 _COLUMN_SEPARATOR = re.compile(r"[ \t]+")
@@ -39,11 +40,13 @@ class TaggedSentence:
         tags: one tag per word (e.g. `"B-PER"`, `"O"`).
         source: path of the file the sentence was read from ("" when built by hand).
         line: 1-based line of the first word in `source` (0 when built by hand). Word `k` of
-            the sentence sits on line `line + k`.
+            the sentence sits on line `line_of(k)`: `line + k` unless a word was dropped.
         document: 0-based index of the sentence's document in `source` (`-DOCSTART-` lines
             start documents); 0 when built by hand.
         left_context, right_context: words of the neighbouring sentences of the document,
             encoded as unlabelled context (`tasks.document_context`); empty by default.
+        word_lines: the line of each word, when they are not consecutive (a reader dropped
+            a word that cleaned to nothing); empty: word `k` is on line `line + k`.
         text: the raw line the words were split from (plain-text prediction input), so
             that entities get character offsets into it; "" otherwise.
         window: a `tasks.word_windows.Window` when this sentence is one window of a
@@ -51,8 +54,8 @@ class TaggedSentence:
 
     Examples:
     >>> sentence = TaggedSentence(("EU", "rejects"), ("B-ORG", "O"), "eng.train", 1)
-    >>> len(sentence), sentence.tags[0], sentence.left_context
-    (2, 'B-ORG', ())
+    >>> len(sentence), sentence.tags[0], sentence.left_context, sentence.line_of(1)
+    (2, 'B-ORG', (), 2)
     """
 
     words: tuple[str, ...]
@@ -62,21 +65,29 @@ class TaggedSentence:
     document: int = 0
     left_context: tuple[str, ...] = ()
     right_context: tuple[str, ...] = ()
+    word_lines: tuple[int, ...] = ()
     text: str = ""
     window: object = None
 
     def __post_init__(self):
         # Tuples keep the dataclass hashable and really frozen, whatever sequence was passed.
-        for name in ("words", "tags", "left_context", "right_context"):
+        for name in ("words", "tags", "left_context", "right_context", "word_lines"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.words) != len(self.tags):
             raise ValueError(
                 f"{len(self.words)} words but {len(self.tags)} tags "
                 f"(sentence at {self.source}:{self.line})"
             )
+        if self.word_lines and len(self.word_lines) != len(self.words):
+            raise ValueError(f"{len(self.words)} words but {len(self.word_lines)} word_lines "
+                             f"(sentence at {self.source}:{self.line})")
 
     def __len__(self):
         return len(self.words)
+
+    def line_of(self, index):
+        """The 1-based line of word `index` in `source`."""
+        return self.word_lines[index] if self.word_lines else self.line + index
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,8 +133,8 @@ def label_list(sentences):
 def decoded_lines(path):
     """Yields `(line_number, text)` for each line of a UTF-8 file, without the line ending.
 
-    Lines are decoded one by one so that a decoding error can name its line. `\\n` and `\\r\\n`
-    endings are both accepted; a UTF-8 byte-order mark at the start is dropped.
+    `tasks.line_reader.read_lines`: streamed, `\\n`, `\\r\\n` and `\\r` endings, a UTF-8
+    byte-order mark at the start dropped, invalid UTF-8 an error naming file, line and byte.
 
     Raises:
         FileNotFoundError: `path` does not exist.
@@ -135,20 +146,15 @@ def decoded_lines(path):
     >>> with open(path, "wb") as file:
     ...     _ = file.write(b"\\xef\\xbb\\xbfEU\\r\\nrejects\\n")
     >>> list(decoded_lines(path))
-    [(1, 'EU'), (2, 'rejects'), (3, '')]
+    [(1, 'EU'), (2, 'rejects')]
     """
-    with open(path, "rb") as file:
-        data = file.read()
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
-    for line_number, raw_line in enumerate(data.split(b"\n"), start=1):
-        try:
-            yield line_number, raw_line.rstrip(b"\r").decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise DataFormatError(
-                f"{path}:{line_number}: not valid UTF-8 "
-                f"({error.reason} at byte {error.start} of the line)"
-            ) from None
+    return read_lines(path)
+
+
+def _is_blank(text):
+    """Blank: nothing but whitespace and characters the clean-up removes (a DOS end-of-file
+    Ctrl-Z, a stray byte-order mark)."""
+    return not cleaned(text).strip()
 
 
 def _raw_sentences(path):
@@ -161,8 +167,7 @@ def _raw_sentences(path):
     """
     rows, document, document_has_sentences = [], 0, False
     for line_number, text in decoded_lines(path):
-        stripped = text.strip(" \t")
-        columns = _COLUMN_SEPARATOR.split(stripped) if stripped else []
+        columns = [] if _is_blank(text) else _COLUMN_SEPARATOR.split(text.strip(" \t"))
         if columns and columns[0] != _DOCSTART:
             rows.append((line_number, columns))
             continue
@@ -203,29 +208,51 @@ def _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column
     for line_number, columns in rows:
         _check_column_count(path, line_number, columns, num_columns)
     words = [columns[word_column] for _, columns in rows]
-    tags = [columns[tag_column] for _, columns in rows]
+    # Interned: a 200 MB file repeats a dozen tags millions of times.
+    tags = [sys.intern(columns[tag_column]) for _, columns in rows]
     return TaggedSentence(tuple(words), tuple(tags), str(path), first_line, document)
 
 
-def _parse_file(path, num_columns, word_column, tag_column):
-    sentences = []
+def _raw_file_sentences(path, num_columns, word_column, tag_column):
+    """The sentences of a column file as written (words not cleaned yet), one at a time."""
+    first = True
     for first_line, rows, document in _raw_sentences(path):
-        if not sentences:
+        if first:
             # Unless given, the first word line fixes the column count for the whole file.
             num_columns = len(rows[0][1]) if num_columns is None else num_columns
             _check_column_indices(path, first_line, num_columns, word_column, tag_column)
-        sentences.append(
-            _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column,
-                            document)
-        )
-    return sentences
+            first = False
+        yield _parse_sentence(path, first_line, rows, num_columns, word_column, tag_column,
+                              document)
+
+
+def _clean_words(sentence):
+    """`sentence` with its words cleaned (`tasks.text_cleaning.clean_text`); a word that
+    cleans to nothing is dropped when tagged `O` and an error when it carries a label.
+    None when no word is left."""
+    words = [cleaned(word) for word in sentence.words]
+    if all(words):
+        return dataclasses.replace(sentence, words=words)
+    for index, (word, tag) in enumerate(zip(words, sentence.tags)):
+        if not word and tag != "O":
+            raise DataFormatError(
+                f"{sentence.source}:{sentence.line_of(index)}: expected a word, found only "
+                f"control or format characters {sentence.words[index]!r} tagged {tag!r} (a "
+                "word that cleans to nothing is dropped only when tagged O)")
+    kept = [index for index, word in enumerate(words) if word]
+    if not kept:
+        return None
+    return dataclasses.replace(
+        sentence, words=[words[k] for k in kept], tags=[sentence.tags[k] for k in kept],
+        line=sentence.line_of(kept[0]), word_lines=[sentence.line_of(k) for k in kept])
 
 
 def _check_tags(sentence, scheme, allowed_prefixes):
     """Raises DataFormatError, naming file and line, on a malformed tag or (when `scheme` is
     given) a transition the scheme forbids."""
     previous_tag = None
-    for line_number, tag in enumerate(sentence.tags, start=sentence.line):
+    for index, tag in enumerate(sentence.tags):
+        line_number = sentence.line_of(index)
         try:
             split_tag(tag, allowed_prefixes)
         except ValueError as error:
@@ -238,7 +265,7 @@ def _check_tags(sentence, scheme, allowed_prefixes):
         previous_tag = tag
     problem = scheme and transition_error(scheme, previous_tag, None)  # BIOES: closed?
     if problem:
-        last_line = sentence.line + len(sentence) - 1
+        last_line = sentence.line_of(len(sentence) - 1)
         raise DataFormatError(f"{sentence.source}:{last_line}: {problem}")
 
 
@@ -252,6 +279,40 @@ def _resolve_scheme(scheme, convert_iob1, any_tags):
     return scheme
 
 
+def iter_column_file(
+    path, tag_column=-1, word_column=0, num_columns=None, scheme=None, convert_iob1=False,
+    any_tags=False,
+):
+    """`read_column_file`, one sentence at a time: the file is streamed, never held whole.
+
+    Errors come when the sentence at fault is reached (an empty file: at the end).
+
+    Examples:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.conll")
+    >>> with open(path, "w") as file:
+    ...     _ = file.write("EU B-ORG\\n\\nrejects O\\nGerman B-MISC")  # no final newline
+    >>> sentences = iter_column_file(path)
+    >>> next(sentences).words, next(sentences).tags
+    (('EU',), ('O', 'B-MISC'))
+    """
+    scheme = _resolve_scheme(scheme, convert_iob1, any_tags)
+    allowed_prefixes = "BI" if convert_iob1 else scheme_prefixes(scheme)
+    found = False
+    for sentence in _raw_file_sentences(path, num_columns, word_column, tag_column):
+        if not any_tags:
+            _check_tags(sentence, scheme, allowed_prefixes)
+        sentence = _clean_words(sentence)
+        if sentence is None:
+            continue
+        if convert_iob1:
+            sentence = dataclasses.replace(sentence, tags=tuple(iob1_to_iob2(sentence.tags)))
+        found = True
+        yield sentence
+    if not found:
+        raise DataFormatError(f"{path}: no sentences found (empty, or only blank/-DOCSTART- lines)")
+
+
 def read_column_file(
     path, tag_column=-1, word_column=0, num_columns=None, scheme=None, convert_iob1=False,
     any_tags=False,
@@ -259,10 +320,15 @@ def read_column_file(
     """Reads a column-formatted tagging file: one word per line, blank lines between sentences.
 
     Handles CoNLL-2003 (`word POS chunk NER`, tag last) and two-column `word tag` files, with
-    columns separated by spaces or tabs. `-DOCSTART-` lines are skipped (they also end a
-    sentence, and start a new document: each sentence's `document`), `\\r\\n` line
-    endings and a UTF-8 byte-order mark are accepted. With `any_tags=True` the tag column
-    may hold any labels (the POS or chunk column of CoNLL-2003, for probing classifiers).
+    columns separated by spaces or tabs (mixed freely). `-DOCSTART-` lines are skipped (they
+    also end a sentence, and start a new document: each sentence's `document`). Lines end in
+    `\\n`, `\\r\\n` or `\\r`; a UTF-8 byte-order mark is accepted; lines of only whitespace
+    or control characters are blank. Words are cleaned as BERT does
+    (`tasks.text_cleaning.clean_text`); a word that cleans to nothing (only control or
+    format characters) is dropped when tagged `O` and is an error otherwise. With
+    `any_tags=True` the tag column may hold any labels (the POS or chunk column of
+    CoNLL-2003, for probing classifiers). The file is streamed (`iter_column_file`); the
+    sentences are returned as a list, which training needs anyway (labels, shuffling).
 
     Args:
         path: the file, UTF-8 encoded.
@@ -284,7 +350,8 @@ def read_column_file(
     Raises:
         FileNotFoundError: `path` does not exist (the message names it).
         DataFormatError: invalid UTF-8, a line with another number of columns, a tag outside
-            the scheme (each naming the file and line), or no sentence at all (naming the file).
+            the scheme, a labelled word of only control characters (each naming the file
+            and line), or no sentence at all (naming the file).
         ValueError: contradicting arguments.
 
     Examples:
@@ -298,15 +365,5 @@ def read_column_file(
     >>> read_column_file(path, tag_column=1, any_tags=True)[0].tags  # the POS column
     ('NNP', 'VBZ')
     """
-    scheme = _resolve_scheme(scheme, convert_iob1, any_tags)
-    sentences = _parse_file(path, num_columns, word_column, tag_column)
-    if not sentences:
-        raise DataFormatError(f"{path}: no sentences found (empty, or only blank/-DOCSTART- lines)")
-    if any_tags:
-        return sentences
-    allowed_prefixes = "BI" if convert_iob1 else scheme_prefixes(scheme)
-    for sentence in sentences:
-        _check_tags(sentence, scheme, allowed_prefixes)
-    if convert_iob1:
-        sentences = [dataclasses.replace(s, tags=tuple(iob1_to_iob2(s.tags))) for s in sentences]
-    return sentences
+    return list(iter_column_file(path, tag_column, word_column, num_columns, scheme,
+                                 convert_iob1, any_tags))

@@ -219,8 +219,9 @@ class TaggingTask(Task):
 
 def _tagged_window(sentence, window, left, right):
     return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
-                               tags=sentence.tags[window.start:window.end], left_context=left,
-                               right_context=right, window=window)
+                               tags=sentence.tags[window.start:window.end],
+                               word_lines=sentence.word_lines[window.start:window.end],
+                               left_context=left, right_context=right, window=window)
 
 
 def _tagging_lines(sentences, predictions, as_jsonl):
