@@ -21,14 +21,28 @@ def test_foreign_directory_is_refused(tmp_path):
 def test_interrupted_run_resumes_and_finished_run_needs_overwrite(tmp_path):
     md.write_json({"preset": "a"}, str(tmp_path / "config.json"))
     (tmp_path / "checkpoints").mkdir()
+    assert md.inspect(str(tmp_path)) == "resume"
     assert md.prepare(str(tmp_path)) is True
     md.check_resumable(str(tmp_path), {"preset": "a"}, ["preset"])
     with pytest.raises(UserError, match="other settings \\(preset: 'a' → 'b'\\)"):
         md.check_resumable(str(tmp_path), {"preset": "b"}, ["preset"])
+    # Killed during the final evaluation: checkpoints gone, no metrics.json yet.
     os.rmdir(tmp_path / "checkpoints")
     (tmp_path / "best_model.keras").write_text("x")
+    assert md.prepare(str(tmp_path)) is True
+    # Only the final metrics.json makes a run finished.
+    md.write_json({"accuracy": 0.5}, str(tmp_path / "metrics.json"))
     (tmp_path / "user_file.txt").write_text("kept")
     with pytest.raises(UserError, match="already holds a trained model"):
         md.prepare(str(tmp_path))
+    assert md.inspect(str(tmp_path), overwrite=True) == "overwrite"
+    assert len(os.listdir(tmp_path)) == 4  # inspect changes nothing
     assert md.prepare(str(tmp_path), overwrite=True) is False
     assert sorted(os.listdir(tmp_path)) == ["user_file.txt"]
+
+
+def test_run_killed_in_its_first_epoch_resumes(tmp_path):
+    # config.json is written before the first epoch; nothing else yet.
+    md.write_json({"preset": "a"}, str(tmp_path / "config.json"))
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    assert md.prepare(str(tmp_path)) is True

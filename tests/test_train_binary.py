@@ -86,6 +86,9 @@ def test_user_errors_are_one_line_with_nonzero_exit(trained_classifier_dir, trai
     results = run_tools({
         "unseen label": ("evaluate.py", "--model_dir", trained_classifier_dir,
                          "--data", str(bad_eval)),
+        "unseen label in training": ("train.py", "--train_data",
+                                     os.path.join(SAMPLES, "train.label"), "--eval_data",
+                                     str(bad_eval), "--model_dir", str(tmp_path / "never")),
         "missing file": ("train.py", "--train_data", str(tmp_path / "missing.label"),
                          "--eval_data", str(bad_eval), "--model_dir", str(tmp_path / "m")),
         "finished model_dir": ("train.py", "--train_data", os.path.join(SAMPLES, "train.label"),
@@ -100,6 +103,12 @@ def test_user_errors_are_one_line_with_nonzero_exit(trained_classifier_dir, trai
     result = results["unseen label"]
     assert result.returncode == 1
     assert f"error: {bad_eval}:2: label 'XYZ' was not seen in training" in result.stderr
+
+    # Refused before anything is written: no model directory is left behind.
+    result = results["unseen label in training"]
+    assert result.returncode == 1
+    assert f"{bad_eval}:2: label 'XYZ' was not seen in training" in result.stderr
+    assert not os.path.exists(tmp_path / "never")
 
     result = results["missing file"]
     assert result.returncode == 1

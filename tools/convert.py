@@ -74,7 +74,13 @@ def main(argv):
         write(encoder, output, vocabulary, lowercase, overwrite=FLAGS.overwrite)
     except ValueError as error:
         raise UserError(f"cannot write {what} as --output_format={FLAGS.output_format}: {error}")
-    print(f"wrote {what} as a {FLAGS.output_format} checkpoint to {output}")
+    from layers import transformer_of
+    from tools.model_card import conversion_card, write_model_card
+
+    write_model_card(output, conversion_card(sys.argv, FLAGS.input, what, FLAGS.output_format,
+                                             transformer_of(encoder).get_config(), lowercase))
+    print(f"wrote {what} as a {FLAGS.output_format} checkpoint to {output} (with a model "
+          "card, README.md)")
 
 
 def entry_point():

@@ -187,7 +187,7 @@ def _quoted(value):
 
 
 def _front_matter(card):
-    lines = ["---", "library_name: keras"]
+    lines = ["---", f"library_name: {card.get('library_name', 'keras')}"]
     tags = [LIBRARY] + [tag for tag in (card.get("task"), card.get("preset")) if tag]
     tags += [tag for tag in card.get("tags", ()) if tag not in tags]
     lines += ["tags:"] + [f"- {_quoted(tag)}" for tag in tags]
@@ -412,9 +412,16 @@ def _base_checkpoint(path):
     return {"path": os.path.abspath(path), "format": found}
 
 
-def _limits(max_seq_length, lowercase, labels):
+def _limits(max_seq_length, lowercase, labels, task_options=None):
     limits = []
-    if max_seq_length:
+    if max_seq_length and "stride" in (task_options or {}):  # a word task: windows
+        limits.append(f"Each input is packed into at most {max_seq_length} WordPiece tokens, "
+                      "[CLS] and [SEP] included. Training truncates longer sentences (their "
+                      "count is logged); prediction, evaluation and the exported model read "
+                      "them in overlapping windows (`stride` "
+                      f"{task_options.get('stride') or 'half the window'}), so every word "
+                      "gets a label.")
+    elif max_seq_length:
         limits.append(f"Each input is packed into at most {max_seq_length} WordPiece tokens, "
                       "[CLS] and [SEP] included; training and evaluation truncate what lies "
                       "beyond, so the model never sees it in one pass.")
@@ -459,7 +466,8 @@ def training_card(model_dir, argv):
         "hyperparameters": {k: v for k, v in config.items() if k not in ("labels",)},
         "command": command_line(argv) if argv else None, "working_directory": os.getcwd(),
         "versions": library_versions(),
-        "limits": _limits(config.get("max_seq_length"), config.get("lowercase"), labels),
+        "limits": _limits(config.get("max_seq_length"), config.get("lowercase"), labels,
+                          config.get("task_options")),
     }
     record = md.path(model_dir, md.BEST_MODEL + ".json")
     if os.path.exists(record):
@@ -542,9 +550,59 @@ def export_card(argv, task, labels, max_seq_length, lowercase, source, serving_i
                 f".signatures[\"{SIGNATURE}\"]\n```",
         task=task, labels=labels or [], command=command_line(argv),
         command_note="The command that exported it", working_directory=os.getcwd(),
-        limits=_limits(max_seq_length, lowercase, labels),
+        limits=_limits(max_seq_length, lowercase, labels, task_options),
     )
     return card
+
+
+# What reads each checkpoint format (the card's `library_name`, as the Hugging Face Hub
+# understands it).
+_FORMAT_LIBRARIES = {"native": "keras", "keras_hub": "keras-hub", "huggingface": "transformers"}
+_FORMAT_LOADERS = {
+    "native": "`zoo.load_encoder(\"<this directory>\")` after `import zoo`, or "
+              "`tools/train.py --init_checkpoint=<this directory>`",
+    "keras_hub": "`keras_hub.models.BertBackbone.from_preset(\"<this directory>\")`",
+    "huggingface": "`transformers.BertModel.from_pretrained(\"<this directory>\")` (and "
+                   "`BertTokenizer`)",
+}
+
+
+def conversion_card(argv, input_path, what, output_format, config, lowercase):
+    """The card data of a tools/convert.py checkpoint directory.
+
+    Args:
+        argv: the convert command line.
+        input_path: --input; what: what was converted (for the summary).
+        output_format: "native", "keras_hub" or "huggingface".
+        config: the encoder's configuration (`get_config()` of its transformer).
+        lowercase: whether its tokenizer lower-cases.
+
+    Examples:
+    >>> card = conversion_card(["convert.py"], "/m", "/m", "huggingface",
+    ...                        {"num_layers": 6, "hidden_dim": 384}, True)
+    >>> card["library_name"], card["model_facts"][:2]
+    ('transformers', [('Layers', 6), ('Hidden size', 384)])
+    """
+    facts = [(name, config[key]) for name, key in (
+        ("Layers", "num_layers"), ("Hidden size", "hidden_dim"), ("Attention heads", "num_heads"),
+        ("Intermediate size", "intermediate_dim"), ("Vocabulary", "vocabulary_size"),
+        ("Longest input (positions)", "max_sequence_length")) if key in config]
+    limits = []
+    if "max_sequence_length" in config:
+        limits.append(f"At most {config['max_sequence_length']} WordPiece tokens per input "
+                      "([CLS] and [SEP] included): the position embeddings end there.")
+    limits.append("Text is lower-cased and accents are stripped before WordPiece (uncased)."
+                  if lowercase else "Text is used as written (cased).")
+    limits.append("An encoder only: a task head, if the source had one, is not included.")
+    return {
+        "title": f"BERT encoder converted to the {output_format} format",
+        "summary": f"Converted from {what} by {LIBRARY}'s `tools/convert.py`. Load it with "
+                   f"{_FORMAT_LOADERS[output_format]}.",
+        "library_name": _FORMAT_LIBRARIES[output_format], "tags": ["bert", output_format],
+        "task": "encoder", "base": _base_checkpoint(input_path), "model_facts": facts,
+        "command": command_line(argv), "working_directory": os.getcwd(),
+        "versions": library_versions(), "limits": limits,
+    }
 
 
 def write_model_card(directory, card):

@@ -69,40 +69,54 @@ def read_json(file_path):
         return json.load(f)
 
 
-def prepare(model_dir, overwrite=False):
-    """Creates `model_dir` for training; returns True when resuming a run.
+def inspect(model_dir, overwrite=False):
+    """What training into `model_dir` will do, without touching it: "new", "resume" or
+    "overwrite"; refusals are `UserError`s.
 
-    A directory holding interrupted training state is resumed. One holding a
-    finished model is left alone unless `overwrite` (then only our own files
-    are removed); a non-empty directory that is not a model directory is an error.
+    A run counts as finished only once it has written its final `metrics.json`:
+    a directory with a `config.json` and no `metrics.json` is an interrupted
+    run (killed in its first epoch, later, or during the final evaluation),
+    which the same command resumes. A finished one is left alone unless
+    `overwrite`; a non-empty directory that is not a model directory is an
+    error.
     """
     if not os.path.exists(model_dir):
-        os.makedirs(model_dir)
-        return False
+        return "new"
     if not os.path.isdir(model_dir):
         raise UserError(f"--model_dir={model_dir} exists and is not a directory")
     entries = set(os.listdir(model_dir))
     if not entries:
-        return False
+        return "new"
     if CONFIG not in entries:
         raise UserError(
             f"--model_dir={model_dir} is not empty and holds no {CONFIG}: "
             "refusing to write into it; choose an empty or new directory"
         )
     if overwrite:
+        return "overwrite"
+    if METRICS not in entries:
+        return "resume"
+    raise UserError(
+        f"--model_dir={model_dir} already holds a trained model; pass --overwrite "
+        "to replace it or choose another directory"
+    )
+
+
+def prepare(model_dir, overwrite=False):
+    """Creates `model_dir` for training (see `inspect`); returns True when resuming a run.
+
+    With `overwrite`, only our own files are removed.
+    """
+    state = inspect(model_dir, overwrite)
+    if state == "overwrite":
         for name in _ARTEFACTS:
             target = path(model_dir, name)
             if os.path.isdir(target):
                 shutil.rmtree(target)
             elif os.path.exists(target):
                 os.remove(target)
-        return False
-    if CHECKPOINTS in entries:
-        return True
-    raise UserError(
-        f"--model_dir={model_dir} already holds a trained model; pass --overwrite "
-        "to replace it or choose another directory"
-    )
+    os.makedirs(model_dir, exist_ok=True)
+    return state == "resume"
 
 
 def check_resumable(model_dir, config, keys):

@@ -276,7 +276,8 @@ def main(argv):
         warmup_fraction = defaults.warmup_fraction
     labels = task.label_names(train_examples)
 
-    resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
+    # Nothing is written (or removed) before the data and flags have passed every check.
+    resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
     tokens = _vocabulary(task, train_examples, resuming)
     lowercase = FLAGS.lowercase
     if FLAGS.init_checkpoint and not FLAGS.vocab:
@@ -328,6 +329,7 @@ def main(argv):
     }
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
+    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
     md.save_vocabulary(FLAGS.model_dir, tokens)
     md.write_json(labels, md.path(FLAGS.model_dir, md.LABELS))
