@@ -83,19 +83,21 @@ def make_strategy(name="auto", tpu=None):
     if name not in STRATEGIES:
         raise UserError(f"--distribution_strategy={name}: expected one of "
                         f"{', '.join(STRATEGIES)}")
-    gpus = tf.config.list_logical_devices("GPU")
-    if name == "auto":
-        name = "mirrored" if len(gpus) > 1 else "one_device"
-    if name == "one_device":
-        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    if name == "mirrored":
-        # Without GPUs: every logical CPU device (tests configure several).
-        devices = [device.name for device in gpus or tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices)
+    # Multi-worker first: its collectives must be configured before the runtime starts,
+    # which listing logical devices would do.
     if name == "multi_worker_mirrored":
         read_tf_config()  # checked here: TensorFlow would fall back to one local worker
         return tf.distribute.MultiWorkerMirroredStrategy()
-    return _tpu_strategy(tpu)
+    if name == "tpu":
+        return _tpu_strategy(tpu)
+    gpus = tf.config.list_physical_devices("GPU")
+    if name == "auto":
+        name = "mirrored" if len(gpus) > 1 else "one_device"
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+    # Without GPUs: every logical CPU device (tests configure several).
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    return tf.distribute.MirroredStrategy([device.name for device in devices])
 
 
 def read_tf_config():
@@ -228,3 +230,19 @@ def weights_fingerprint(model):
     for weight in model.weights:
         digest.update(weight.numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def check_jit_compile(strategy, jit_compile):
+    """Refuses XLA with replicas on several CPU devices of one process: XLA cannot reach a
+    variable on another CPU device (TensorFlow's known XLA issue). GPUs, TPUs and one CPU
+    per worker are fine.
+
+    Examples:
+    >>> check_jit_compile(make_strategy("one_device"), True)
+    """
+    devices = getattr(strategy.extended, "worker_devices", ())
+    if jit_compile and len(devices) > 1 and all("CPU" in device.upper() for device in devices):
+        raise UserError(f"--jit_compile=true cannot run {len(devices)} replicas on the CPU "
+                        "devices of one process (XLA reaches only its own device); use "
+                        "--jit_compile=false, or one worker per host with "
+                        "--distribution_strategy=multi_worker_mirrored")

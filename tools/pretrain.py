@@ -172,6 +172,7 @@ def main(argv):
                         f"{preset.max_sequence_length} positions of {FLAGS.preset}")
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    distribution.check_jit_compile(strategy, jit_compile)
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
