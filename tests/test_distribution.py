@@ -135,6 +135,9 @@ def _free_ports(count):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="Keras 3.15's fit reduces each step's scalar logs "
+                   "with strategy.reduce('MEAN', axis=0) under MultiWorkerMirroredStrategy "
+                   "(trainer.py, reduction='auto' hard-coded), which TensorFlow rejects")
 def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     model_dir = str(tmp_path / "run")
     workers = [f"localhost:{port}" for port in _free_ports(2)]

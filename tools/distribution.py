@@ -246,3 +246,29 @@ def check_jit_compile(strategy, jit_compile):
                         "devices of one process (XLA reaches only its own device); use "
                         "--jit_compile=false, or one worker per host with "
                         "--distribution_strategy=multi_worker_mirrored")
+
+
+def build_for_fit(model, strategy, dataset):
+    """Builds `model`'s metrics and optimizer state from one local batch of `dataset`, under
+    `strategy`, before `fit` would.
+
+    Keras 3.15's `fit` builds a distributed model from the first batch, reduced over the
+    replicas with `strategy.reduce`, which fails for MultiWorkerMirroredStrategy on a dict
+    of features (and drops that batch); building here from an undistributed batch, the
+    same shapes, then skipping that step avoids both.
+    """
+    if not isinstance(strategy, tf_multi_worker_strategy()):
+        return
+    features = next(iter(dataset.take(1)))
+    with strategy.scope():
+        model._symbolic_build(data_batch=features)  # noqa: SLF001 (Keras's own build step)
+    model._maybe_symbolic_build = lambda *args, **kwargs: None
+    # Logged metrics are already summed over workers (their variables sync on read);
+    # Keras's default "mean" reduction fails on those scalars under multi-worker.
+    model.distribute_reduction_method = "first"
+
+
+def tf_multi_worker_strategy():
+    import tensorflow as tf
+
+    return tf.distribute.MultiWorkerMirroredStrategy

@@ -390,6 +390,7 @@ def main(argv):
           flush=True)
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
+    distribution.build_for_fit(model, strategy, train_dataset)
     try:
         model.fit(distribution.shard_by_data(train_dataset.repeat()),
                   steps_per_epoch=steps_per_epoch,
