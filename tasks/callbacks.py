@@ -142,11 +142,11 @@ class LearningRateLogger(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._writer = tf.summary.create_file_writer(self.log_dir)
         # A resumed run (BackupAndRestore) goes on from the restored iteration count.
-        self._last_step = int(self.model.optimizer.iterations)
+        self._last_step = int(self.model.optimizer.iterations.numpy())
 
     def on_train_batch_end(self, batch, logs=None):
         optimizer = self.model.optimizer
-        step = int(optimizer.iterations)
+        step = int(optimizer.iterations.numpy())
         inner = getattr(optimizer, "inner_optimizer", optimizer)
         head_multiplier = inner.head_multiplier if isinstance(inner, LayerwiseAdamW) else 1.0
         with self._writer.as_default():

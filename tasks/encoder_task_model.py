@@ -4,6 +4,7 @@ and the metadata that makes its `.keras` file self-contained."""
 import json
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from tasks.preprocessor import TextPreprocessor
@@ -101,10 +102,14 @@ class EncoderTaskModel(keras.Model):
         return model
 
     def _plus_layer_losses(self, loss):
-        """Adds regularisation losses that layers registered with `add_loss`."""
+        """Adds regularisation losses that layers registered with `add_loss`, and scales
+        the total by 1/replicas under a tf.distribute strategy, as Keras's own
+        `compute_loss` does: the replicas' gradients are summed, and Keras's loss
+        tracker multiplies the replicas back."""
         for extra in self.losses:
             loss = loss + ops.cast(extra, "float32")
-        return loss
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return loss / replicas if replicas > 1 else loss
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")

@@ -166,7 +166,7 @@ class GradualUnfreezing(keras.callbacks.Callback):
         self._stage = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations)
+        step = int(self.model.optimizer.iterations.numpy())
         stage = self.stage(step)
         if stage == self._stage:
             return

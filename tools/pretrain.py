@@ -47,6 +47,7 @@ from tasks.pretraining.pipeline import (  # noqa: E402
     make_pretraining_dataset,
 )
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
+from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags  # noqa: E402
@@ -78,7 +79,8 @@ flags.DEFINE_integer("epochs", None, "Passes over the packed corpus (when --max_
                      "given).", lower_bound=1)
 flags.DEFINE_integer("steps_per_checkpoint", 250, "Steps between saves of the training state, "
                      "validation and TensorBoard points.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Sequences per batch.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Sequences per batch: the global batch, split over "
+                     "the replicas of --distribution_strategy.", lower_bound=1)
 flags.DEFINE_integer("max_seq_length", 128, "Packed sequence length, in wordpieces.",
                      lower_bound=8)
 flags.DEFINE_integer("max_predictions", None, "Predictions per sequence; by default 15% of "
@@ -98,6 +100,7 @@ flags.DEFINE_float("eval_fraction", 0.02, "Share of packed sequences held out fo
                    lower_bound=0.0, upper_bound=0.5)
 flags.DEFINE_integer("seed", 42, "Random seed (packing, masking, initialisation).")
 define_hardware_flags()
+distribution.define_distribution_flags()
 flags.mark_flags_as_required(["corpus", "model_dir"])
 
 # Settings that shape the model or the data: a resumed run must not change them.
@@ -155,6 +158,9 @@ def _pack(documents, tokenizer, max_seq_length):
 
 
 def main(argv):
+    strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    # Only the chief writes --model_dir; other workers write to a temporary directory.
+    FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     if FLAGS.preset not in ENCODER_PRESETS:
         raise UserError(f"--preset={FLAGS.preset} is not an encoder preset; expected one of "
                         f"{', '.join(sorted(ENCODER_PRESETS))}")
@@ -166,6 +172,7 @@ def main(argv):
                         f"{preset.max_sequence_length} positions of {FLAGS.preset}")
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    distribution.check_jit_compile(strategy, jit_compile)
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
@@ -223,21 +230,23 @@ def main(argv):
     train_dataset = make_pretraining_dataset(train_arrays, training=True, **options)
     eval_dataset = None
     if len(eval_arrays["token_ids"]):
-        eval_dataset = make_pretraining_dataset(eval_arrays, training=False, **options)
+        eval_dataset = distribution.shard_by_data(
+            make_pretraining_dataset(eval_arrays, training=False, **options))
 
     encoder_overrides = {"vocabulary_size": len(tokens)}
     if FLAGS.dropout is not None:
         encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
-    encoder = build_encoder(FLAGS.preset, **encoder_overrides)
-    # The pooler is trained only by NSP; other objectives leave it unused.
-    encoder.transformer.pooler.trainable = FLAGS.objective == "mlm_nsp"
-    model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
-    model.compile(
-        optimizer=create_optimizer(FLAGS.learning_rate, total_steps,
-                                   int(FLAGS.warmup_fraction * total_steps),
-                                   FLAGS.weight_decay),
-        jit_compile=jit_compile,
-    )
+    with strategy.scope():  # mirrored variables, optimizer and metrics
+        encoder = build_encoder(FLAGS.preset, **encoder_overrides)
+        # The pooler is trained only by NSP; other objectives leave it unused.
+        encoder.transformer.pooler.trainable = FLAGS.objective == "mlm_nsp"
+        model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
+        model.compile(
+            optimizer=create_optimizer(FLAGS.learning_rate, total_steps,
+                                       int(FLAGS.warmup_fraction * total_steps),
+                                       FLAGS.weight_decay),
+            jit_compile=jit_compile,
+        )
     callbacks = [
         # Kept until the encoder is saved: a failed save must not lose the run.
         AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
@@ -246,12 +255,14 @@ def main(argv):
     ]
     print(f"pretraining {FLAGS.preset} with {FLAGS.objective} ({policy}, jit_compile="
           f"{jit_compile}): {num_train} sequences of {FLAGS.max_seq_length}, {total_steps} "
-          f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes)", flush=True)
+          f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes); "
+          f"{distribution.describe(strategy)}", flush=True)
     start = time.time()
     # An "epoch" here is one checkpoint interval of the endless, re-masked stream.
     try:
-        model.fit(train_dataset, epochs=num_checkpoints, steps_per_epoch=steps_per_checkpoint,
-                  validation_data=eval_dataset, callbacks=callbacks, shuffle=False, verbose=2)
+        model.fit(distribution.shard_by_data(train_dataset), epochs=num_checkpoints,
+                  steps_per_epoch=steps_per_checkpoint, validation_data=eval_dataset,
+                  callbacks=callbacks, shuffle=False, verbose=2)
     except FailedWrite as error:
         raise UserError(f"{error}; pretraining stopped: once that is fixed, the same command "
                         "resumes from the last checkpoint")

@@ -36,6 +36,7 @@ from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
@@ -84,7 +85,8 @@ flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopp
 flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation metric that "
                      "picks the best model has not improved for this many epochs; the best "
                      "epoch's model is the one kept and evaluated.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Examples per batch: the global batch, split over "
+                     "the replicas of --distribution_strategy.", lower_bound=1)
 flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
                    "omitted.", lower_bound=0.0)
 flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what starts from "
@@ -131,6 +133,7 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune i
                      "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
 define_hardware_flags()
+distribution.define_distribution_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
@@ -238,6 +241,9 @@ def _check_adaptation_flags():
 
 
 def main(argv):
+    strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    # Only the chief writes --model_dir; other workers write to a temporary directory.
+    FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
     try:
@@ -256,13 +262,15 @@ def main(argv):
                         f"{', '.join(task.formats)} for --task={task.name}")
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    distribution.check_jit_compile(strategy, jit_compile)
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     task = task.adapt(train_examples)
-    encoder = _load_encoder()
+    with strategy.scope():  # its variables are mirrored too
+        encoder = _load_encoder()
     encoder_preset, preset, head_options = _resolve_preset(task, head_options, encoder)
     defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
     max_seq_length = _max_seq_length(encoder, encoder_preset, preset, defaults)
@@ -346,8 +354,9 @@ def main(argv):
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
     try:
-        model = build_task_model(task, encoder_preset, encoder=encoder,
-                                 **overrides)
+        with strategy.scope():  # mirrored variables, optimizer and metrics
+            model = build_task_model(task, encoder_preset, encoder=encoder,
+                                     **overrides)
     except ValueError as error:
         raise UserError(str(error))
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
@@ -379,15 +388,21 @@ def main(argv):
           f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
           f"{steps_per_epoch} steps per epoch; {trainable:,} of {total:,} parameters "
           "trainable", flush=True)
+    print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
+          flush=True)
     # Repeated, with a counted number of steps per epoch: bucketing makes the
     # number of batches vary a little from one shuffle to the next.
+    distribution.build_for_fit(model, strategy, train_dataset)
     try:
-        model.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
-                  validation_data=eval_dataset, epochs=epochs, shuffle=False,
+        model.fit(distribution.shard_by_data(train_dataset.repeat()),
+                  steps_per_epoch=steps_per_epoch,
+                  validation_data=distribution.shard_by_data(eval_dataset), epochs=epochs, shuffle=False,
                   callbacks=callbacks, verbose=2)
     except FailedWrite as error:
         raise UserError(f"{error}; training stopped: once that is fixed, the same command "
                         "resumes from the last checkpoint")
+    if strategy.num_replicas_in_sync > 1:
+        print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
 
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
     if FLAGS.tune_decoding:
