@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -375,7 +376,9 @@ def main(argv):
     # GradualUnfreezing: the restored step count picks the stage.
     callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
-        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS)),
+        # Kept after fit: a run killed during the final evaluation resumes after training.
+        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
+                               delete_checkpoint=False),
         keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
         LearningRateLogger(os.path.join(md.path(FLAGS.model_dir, md.LOGS), "train")),
     ]
@@ -414,6 +417,7 @@ def main(argv):
     metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, training_card(FLAGS.model_dir, sys.argv))
+    shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
     print(json.dumps(metrics, sort_keys=True))
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 
