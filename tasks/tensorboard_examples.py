@@ -21,16 +21,18 @@ def markdown_escape(text):
 
 
 def bracketed(words, spans):
-    """The words with each entity as `[words]TYPE`, in Markdown (spans end inclusive).
+    """The words with each entity as bold `[words]` and its italic type, in Markdown.
+
+    Spans are `(start, end, type)` with an inclusive `end`.
 
     Spans that overlap an earlier one (nested decoding) are listed after the
     sentence instead of being bracketed in it.
 
     Examples:
     >>> bracketed(["EU", "rejects", "German", "call"], [(0, 0, "ORG"), (2, 2, "MISC")])
-    '**[EU]**<sub>ORG</sub> rejects **[German]**<sub>MISC</sub> call'
+    '**[EU]**_ORG_ rejects **[German]**_MISC_ call'
     >>> bracketed(["New", "York", "City"], [(0, 2, "LOC"), (0, 1, "LOC")])
-    '**[New York City]**<sub>LOC</sub> (also: New York/LOC)'
+    '**[New York City]**_LOC_ (also: New York/LOC)'
     """
     words = [markdown_escape(word) for word in words]
     parts, nested, position = [], [], 0
@@ -39,7 +41,7 @@ def bracketed(words, spans):
             nested.append(f"{' '.join(words[start:end + 1])}/{markdown_escape(label)}")
             continue
         parts.extend(words[position:start])
-        parts.append(f"**[{' '.join(words[start:end + 1])}]**<sub>{markdown_escape(label)}</sub>")
+        parts.append(f"**[{' '.join(words[start:end + 1])}]**_{markdown_escape(label)}_")
         position = end + 1
     parts.extend(words[position:])
     text = " ".join(parts)
@@ -51,7 +53,7 @@ def entity_comparison(words, gold, predicted):
 
     Examples:
     >>> print(entity_comparison(["Paris", "is", "big"], [(0, 0, "LOC")], []))
-    - gold: **[Paris]**<sub>LOC</sub> is big
+    - gold: **[Paris]**_LOC_ is big
     - predicted: Paris is big ✗
     """
     verdict = "✓" if sorted(map(tuple, gold)) == sorted(map(tuple, predicted)) else "✗"
