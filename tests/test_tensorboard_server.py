@@ -4,79 +4,20 @@ final metrics and the decoded validation examples, read back through its HTTP AP
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.parse
-import urllib.request
 
 import pytest
 
 from tasks.optimization import WarmupLinearDecay
 from tasks.tags import split_tag
-
-STARTUP_TIMEOUT_S = 60
-
-
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class _TensorBoard:
-    """`tensorboard --logdir <logdir>` on a free port; `get`/`post` its JSON API."""
-
-    def __init__(self, logdir, log_path):
-        self.url = f"http://127.0.0.1:{_free_port()}"
-        self._log = open(log_path, "w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
-             "--host", "127.0.0.1", "--port", self.url.rsplit(":", 1)[1]],
-            stdout=self._log, stderr=subprocess.STDOUT)
-
-    def get(self, path, **query):
-        url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return json.load(response)
-
-    def post(self, path, body):
-        request = urllib.request.Request(f"{self.url}{path}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.load(response)
-
-    def wait_for_runs(self, runs):
-        """Waits until the server has loaded `runs` (it reads the logs in the background)."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, "tensorboard exited"
-            try:
-                if set(runs) <= set(self.get("/data/runs")):
-                    return
-            except OSError:  # not listening yet
-                pass
-            time.sleep(0.25)
-        pytest.fail(f"tensorboard did not load {runs} in {STARTUP_TIMEOUT_S} s")
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
+from tools.tensorboard_server import TensorBoardServer
 
 def test_tensorboard_serves_a_finished_tagging_run(trained_tagger_dir, tmp_path):
     with open(os.path.join(trained_tagger_dir, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(trained_tagger_dir, "metrics.json")) as f:
         metrics = json.load(f)
-    server = _TensorBoard(os.path.join(trained_tagger_dir, "logs"), tmp_path / "server.log")
-    try:
+    with open(tmp_path / "server.log", "w") as output, TensorBoardServer(
+            os.path.join(trained_tagger_dir, "logs"), output) as server:
         server.wait_for_runs(["train", "validation", "hparams"])
 
         # Per-step learning rate (the fixture logs every step): the schedule's value
@@ -122,6 +63,4 @@ def test_tensorboard_serves_a_finished_tagging_run(trained_tagger_dir, tmp_path)
         assert entry["step"] == 0
         assert entry["text"].count("<li>gold:") == entry["text"].count("<li>predicted:") >= 1
         assert "<strong>[" in entry["text"]  # the gold entities in brackets
-    finally:
-        server.stop()
-    assert server.process.returncode is not None
+    assert server.process.returncode is not None  # stopped
