@@ -33,22 +33,23 @@ flags.DEFINE_integer("render_ms", 15000, "Virtual time the page gets to load its
                      lower_bound=100)
 flags.mark_flag_as_required("logdir")
 
-# File name → the dashboard's URL fragment (the tag filter is a regular expression).
+# File name → (the dashboard's URL fragment, window width as a multiple of --width).
+# Tag filters are regular expressions; the HParams table is wide (settings, then metrics).
 VIEWS = {
-    "tensorboard_entity_f1.png": "scalars&tagFilter=entity%2F.*%2Ff1",
-    "tensorboard_steps.png": "scalars&tagFilter=%2Fstep",
-    "tensorboard_hparams.png": "hparams",
-    "tensorboard_text.png": "text",
+    "tensorboard_entity_f1.png": ("scalars&tagFilter=entity%2F.*%2Ff1", 1),
+    "tensorboard_steps.png": ("scalars&tagFilter=%2Fstep", 1),
+    "tensorboard_hparams.png": ("hparams", 2),
+    "tensorboard_text.png": ("text", 1),
 }
 
 
-def _screenshot(chromium, url, path):
+def _screenshot(chromium, url, path, width):
     """Saves Chromium's rendering of `url` to `path`, atomically."""
     handle, partial = tempfile.mkstemp(suffix=".png", dir=os.path.dirname(path))
     os.close(handle)
     try:
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                        "--hide-scrollbars", f"--window-size={FLAGS.width},{FLAGS.height}",
+                        "--hide-scrollbars", f"--window-size={width},{FLAGS.height}",
                         f"--virtual-time-budget={FLAGS.render_ms}", f"--screenshot={partial}",
                         url], check=True, capture_output=True, timeout=300)
         if os.path.getsize(partial) == 0:
@@ -76,9 +77,9 @@ def main(argv):
         except (TimeoutError, RuntimeError) as error:
             raise UserError(f"--logdir={FLAGS.logdir}: {error}")
         print(f"{len(runs)} runs: {', '.join(sorted(runs))}", flush=True)
-        for name, view in VIEWS.items():
+        for name, (view, widths) in VIEWS.items():
             path = os.path.join(FLAGS.output_dir, name)
-            _screenshot(chromium, f"{server.url}/#{view}", path)
+            _screenshot(chromium, f"{server.url}/#{view}", path, widths * FLAGS.width)
             print(path, flush=True)
 
 
