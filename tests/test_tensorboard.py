@@ -97,6 +97,7 @@ def test_crf_token_accuracy_is_that_of_the_viterbi_tags():
     keras.utils.set_random_seed(1)
     tagger = build_model("bert_tiny_crf_tagger", labels=labels, tag_scheme="IOB2",
                          vocabulary_size=tokenizer.vocabulary_size, num_layers=1)
+    tagger.run_eagerly = True  # the same train/test steps, without seconds of tracing
     # Strong transitions, so that Viterbi's path differs from each word's best score.
     tagger.crf.transitions.assign(np.random.default_rng(0).normal(
         0, 3, tagger.crf.transitions.shape))
