@@ -1,5 +1,5 @@
 """Training callbacks: keep the best model and the training state, written atomically; log
-the learning rate."""
+the training loss and learning rate per step."""
 
 import datetime
 import json
@@ -105,57 +105,97 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         ])
 
 
-class LearningRateLogger(keras.callbacks.Callback):
-    """Writes the learning rate of every training step to TensorBoard.
+class StepLogger(keras.callbacks.Callback):
+    """Writes the training loss and learning rate of every `every_steps`-th step to TensorBoard.
 
-    After each batch it writes, at step `optimizer.iterations` (1 after the
-    first step), the rate applied by the step just taken: the schedule at
-    `optimizer.iterations − 1`, or a fixed rate as it stands. Tag
-    "learning_rate/step"; with a `LayerwiseAdamW` whose head multiplier is
-    not 1, the head's rate goes to "learning_rate/head" as well. The tags do
-    not clash with those of Keras's `TensorBoard` callback, so `log_dir` may
-    be its `logs/train` folder. With `steps_per_execution` > 1, batches end
-    every few steps: each step taken since the last batch is written then.
+    At step `s` (`optimizer.iterations` after the step, 1 after the first
+    one) with `s` a multiple of `every_steps`, and at the last step of each
+    epoch, it writes:
 
-    The writer opens at the start of `fit`, is flushed at each epoch's end
-    and closed at the end of training.
+    - "learning_rate/step": the rate the step applied, the schedule at
+      `s − 1` (or a fixed rate as it stands); with a `LayerwiseAdamW` whose
+      head multiplier is not 1, the head's rate as "learning_rate/head";
+    - "loss/step": the mean training loss of the steps since the last write
+      (weighted by examples, as Keras's loss is), so with `every_steps=1`
+      each step's own loss. Keras's running epoch mean would hide spikes.
+
+    Keras already brings the logs to the host after every batch (these
+    callbacks are not `async_safe`), so the per-batch cost here is reading
+    one counter; `every_steps` bounds the event file's size and the
+    schedule evaluations. The tags do not clash with those of Keras's
+    `TensorBoard` callback, so `log_dir` may be its `logs/train` folder.
+    A resumed run goes on from the restored step count.
 
     Args:
         log_dir: the folder of the event file.
+        every_steps: write every this many steps (1: every step).
 
     Examples:
     >>> import tempfile
-    >>> logger = LearningRateLogger(tempfile.mkdtemp())
-    >>> logger.tag, logger.head_tag
-    ('learning_rate/step', 'learning_rate/head')
+    >>> logger = StepLogger(tempfile.mkdtemp(), every_steps=50)
+    >>> logger.every_steps, logger.tag, logger.loss_tag
+    (50, 'learning_rate/step', 'loss/step')
     """
 
     tag = "learning_rate/step"
     head_tag = "learning_rate/head"
+    loss_tag = "loss/step"
 
-    def __init__(self, log_dir):
+    def __init__(self, log_dir, every_steps=1):
         super().__init__()
+        if every_steps < 1:
+            raise ValueError(f"every_steps must be at least 1, got {every_steps}")
         self.log_dir = log_dir
+        self.every_steps = int(every_steps)
         self._writer = None
         self._last_step = None
+        self._loss_base = (0.0, 0.0)
 
     def on_train_begin(self, logs=None):
         self._writer = tf.summary.create_file_writer(self.log_dir)
         # A resumed run (BackupAndRestore) goes on from the restored iteration count.
         self._last_step = int(self.model.optimizer.iterations.numpy())
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._loss_base = (0.0, 0.0)  # Keras resets its loss mean at each epoch's start
+
     def on_train_batch_end(self, batch, logs=None):
         optimizer = self.model.optimizer
         step = int(optimizer.iterations.numpy())
+        steps_per_epoch = (self.params or {}).get("steps")
+        epoch_ends = steps_per_epoch is not None and batch + 1 >= steps_per_epoch
+        due = [taken for taken in range(self._last_step + 1, step + 1)
+               if taken % self.every_steps == 0]
+        if epoch_ends and step > self._last_step and (not due or due[-1] != step):
+            due.append(step)
+        if due:
+            self._write(optimizer, due, step, logs)
+        self._last_step = max(self._last_step, step)
+
+    def _write(self, optimizer, steps, step, logs):
         inner = getattr(optimizer, "inner_optimizer", optimizer)
         head_multiplier = inner.head_multiplier if isinstance(inner, LayerwiseAdamW) else 1.0
+        loss = self._window_loss(logs)
         with self._writer.as_default():
-            for taken in range(self._last_step + 1, step + 1):
+            for taken in steps:
                 rate = float(learning_rate_at(optimizer, taken - 1))
                 tf.summary.scalar(self.tag, rate, step=taken)
                 if head_multiplier != 1:
                     tf.summary.scalar(self.head_tag, rate * head_multiplier, step=taken)
-        self._last_step = max(self._last_step, step)
+            if loss is not None:
+                tf.summary.scalar(self.loss_tag, loss, step=step)
+
+    def _window_loss(self, logs):
+        """The example-weighted mean loss since the last write, from Keras's loss mean."""
+        tracker = getattr(self.model, "_loss_tracker", None)  # Keras 3's `Mean` of the loss
+        if tracker is None:
+            return (logs or {}).get("loss")
+        total, count = float(tracker.total), float(tracker.count)
+        base_total, base_count = self._loss_base
+        self._loss_base = (total, count)
+        if count <= base_count:
+            return None
+        return (total - base_total) / (count - base_count)
 
     def on_epoch_end(self, epoch, logs=None):
         self._writer.flush()

@@ -16,8 +16,16 @@ Examples:
 
 import dataclasses
 
+import numpy as np
+
 from tasks.evaluation_callback import EvaluationCallback
 from tasks.preprocessor import TextPreprocessor
+from tasks.tensorboard_examples import (
+    ExampleTextLogger,
+    first_batch,
+    label_comparison,
+    predicted_labels,
+)
 
 
 class Task:
@@ -175,20 +183,45 @@ class Task:
         """`(logged validation metric, "max" or "min")` that picks the best model."""
         raise NotImplementedError
 
-    def callbacks(self, eval_dataset, eval_examples, labels):
+    def callbacks(self, eval_dataset, eval_examples, labels, log_dir=None):
         """Callbacks that add validation metrics to the epoch logs (run before the others).
 
         By default one `EvaluationCallback` that runs `evaluate` on the
-        validation data after every epoch and logs `logged_metrics`.
+        validation data after every epoch and logs `logged_metrics`. With
+        `log_dir` (a TensorBoard folder, e.g. `logs/validation`), it also
+        writes every per-type score there (`entity/PER/f1`, ...), and an
+        `ExampleTextLogger` writes `describe_predictions` each epoch.
         """
-        if not self.logged_metrics:
+        callbacks = []
+        if self.logged_metrics:
+            def evaluate(model):
+                return self.evaluate(model, eval_dataset, eval_examples, labels)
+
+            callbacks.append(EvaluationCallback(evaluate, logged=self.logged_metrics,
+                                                log_dir=log_dir))
+        if log_dir is not None:
+            callbacks.append(ExampleTextLogger(
+                lambda model: self.describe_predictions(model, eval_dataset, eval_examples,
+                                                        labels), log_dir))
+        return callbacks
+
+    def describe_predictions(self, model, dataset, examples, labels, count=4):
+        """Markdown, one entry per example, of the model's output on the first `count` examples.
+
+        `dataset` is the order-preserving dataset of `examples`; only its
+        first batch is predicted, so this costs one batch per epoch. The
+        default suits classification-like tasks: text → gold label /
+        predicted label (the arg-max class; a single score is shown as a
+        number). Tasks with structured outputs override it.
+        """
+        features, rows = first_batch(dataset, count)
+        if not rows:
             return []
-
-        def evaluate(model):
-            scores = self.evaluate(model, eval_dataset, eval_examples, labels)
-            return {name: scores[name] for name in self.logged_metrics}
-
-        return [EvaluationCallback(evaluate)]
+        outputs = np.asarray(model.predict_on_batch(features))[:rows]
+        return [label_comparison(list(self.texts([example])),
+                                 getattr(example, "label", getattr(example, "score", "?")),
+                                 predicted)
+                for example, predicted in zip(examples, predicted_labels(outputs, labels))]
 
     def evaluate(self, model, dataset, examples, labels):
         """A dict of metrics of `model` on `examples` (and their `dataset`)."""

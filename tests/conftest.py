@@ -120,7 +120,8 @@ TRAINING_FLAGS = {
         "--task=tagging", "--preset=bert_tiny", "--head=crf",
         "--train_data", os.path.join(CONLL, "train.txt"),
         "--eval_data", os.path.join(CONLL, "dev.txt"),
-        "--epochs=1", "--batch_size=8", "--vocab_size=300", *_COMMON_FLAGS),
+        "--epochs=1", "--batch_size=8", "--vocab_size=300", "--log_every_steps=1",
+        *_COMMON_FLAGS),
     "span_ner": (
         "--task=span_ner", "--max_span_width=3", "--flat_method=exact",
         "--train_data", os.path.join(CONLL, "train.txt"),

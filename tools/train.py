@@ -31,11 +31,12 @@ from tasks.atomic_files import FailedWrite  # noqa: E402
 from tasks.callbacks import (  # noqa: E402
     AtomicBackupAndRestore,
     BestModelCheckpoint,
-    LearningRateLogger,
+    StepLogger,
 )
 from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
+from tasks.tensorboard_hparams import write_hparams  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
@@ -133,6 +134,9 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune i
                      "on --eval_data (span NER: the F1-best threshold, as tools/calibrate.py "
                      "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
+flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learning rate to "
+                     "TensorBoard every this many steps (and at each epoch's end).",
+                     lower_bound=1)
 define_hardware_flags()
 distribution.define_distribution_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
@@ -374,13 +378,15 @@ def main(argv):
     # The best model before the checkpoint: when its save fails, the epoch is not
     # checkpointed either, so resuming runs it again. BackupAndRestore before
     # GradualUnfreezing: the restored step count picks the stage.
-    callbacks = task.callbacks(eval_dataset, eval_examples, labels) + [
+    logs = md.path(FLAGS.model_dir, md.LOGS)
+    callbacks = task.callbacks(eval_dataset, eval_examples, labels,
+                               log_dir=os.path.join(logs, "validation")) + [
         BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
         # Kept after fit: a run killed during the final evaluation resumes after training.
         AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
                                delete_checkpoint=False),
-        keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
-        LearningRateLogger(os.path.join(md.path(FLAGS.model_dir, md.LOGS), "train")),
+        keras.callbacks.TensorBoard(logs),
+        StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
     ]
     if unfreeze_every_steps:
         callbacks.append(GradualUnfreezing(unfreeze_every_steps))
@@ -416,6 +422,7 @@ def main(argv):
             print(f"decoding tuned on {FLAGS.eval_data}: {json.dumps(changes)}", flush=True)
     metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
+    write_hparams(logs, config, metrics)
     write_model_card(FLAGS.model_dir, training_card(FLAGS.model_dir, sys.argv))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
     print(json.dumps(metrics, sort_keys=True))

@@ -47,7 +47,8 @@ def evaluate_span_model(model, dataset, sentences, labels, max_span_width,
     flat = {"span_precision": scores["precision"], "span_recall": scores["recall"],
             "span_f1": scores["f1"], "threshold": threshold, "sentences": len(sentences)}
     for entity_type, values in scores["per_type"].items():
-        flat[f"{entity_type}_f1"] = values["f1"]
+        for measure in ("precision", "recall", "f1"):
+            flat[f"{entity_type}_{measure}"] = values[measure]
     return flat
 
 

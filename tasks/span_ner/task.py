@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import numpy as np
 from absl import flags
 
 from tasks.document_context import (
@@ -34,6 +35,7 @@ from tasks.span_ner.serving import span_ner_outputs
 from tasks.tagging.readers import read_column_file
 from tasks.tags import spans_to_tags
 from tasks.task import Task
+from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_windows import (
     check_stride,
@@ -194,6 +196,21 @@ class SpanNERTask(Task):
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_span_model(model, dataset, sentences, labels,
                                    **self._decoding_options())
+
+    def describe_predictions(self, model, dataset, sentences, labels, count=4):
+        """Each sentence with its gold and its decoded entities (at the current threshold)."""
+        features, rows = first_batch(dataset, count)
+        if not rows:
+            return []
+        batch = int(np.asarray(features["word_mask"]).shape[0])
+        # Every row on its own (window=None): a window is shown as the sentence it holds.
+        shown = [dataclasses.replace(sentence, window=None) for sentence in sentences[:batch]]
+        probabilities = span_probabilities(model, dataset.take(1), shown, self.max_span_width)
+        decoded = decode_all(probabilities[:rows], labels, self.threshold, self.decoding,
+                             self.flat_method)
+        return [entity_comparison(sentence.words, sentence.spans,
+                                  [(start, end, label) for start, end, label, _ in entities])
+                for sentence, entities in zip(shown, decoded)]
 
     def calibrate(self, model, dataset, sentences, labels):
         """`(threshold, F1, table)`: the threshold that maximises F1 on `sentences`."""

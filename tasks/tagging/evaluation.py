@@ -40,5 +40,6 @@ def evaluate_tagger(model, dataset, sentences, labels):
         "sentences": len(sentences),
     }
     for entity_type, values in scores["per_type"].items():
-        flat[f"{entity_type}_f1"] = values["f1"]
+        for measure in ("precision", "recall", "f1"):
+            flat[f"{entity_type}_{measure}"] = values[measure]
     return flat

@@ -28,7 +28,9 @@ class SequenceTagger(EncoderTaskModel):
       `I-PER` in IOB2) are masked in decoding and in training.
 
     `model(inputs)` returns the tag scores; `model.predict` and
-    `predict_on_batch` return decoded tag ids [batch, words] (int32).
+    `predict_on_batch` return decoded tag ids [batch, words] (int32). The
+    compiled metrics (`token_accuracy`) see the decoded tags too: Viterbi's
+    for a CRF, as one-hot scores.
     Labels are tag ids [batch, words], -1 at padded words.
 
     Args:
@@ -99,6 +101,14 @@ class SequenceTagger(EncoderTaskModel):
             per_sentence = -self.crf.log_likelihood(y_pred, ops.maximum(y, 0), mask)
             loss = ops.sum(per_sentence) / ops.maximum(ops.sum(mask), 1.0)
         return self._plus_layer_losses(loss)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # A CRF's metrics see the Viterbi tags it outputs (as one-hot scores), not
+        # the per-word arg-max of its emissions, which can differ from them.
+        if self.crf is not None:
+            tags, _ = self.crf.decode(y_pred, ops.cast(x["word_mask"], "int32"))
+            y_pred = ops.one_hot(tags, self.num_classes, dtype="float32")
+        return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def decode(self, inputs):
         """Tag ids [batch, words] (int32); 0 at padded words."""

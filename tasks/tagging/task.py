@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import numpy as np
 from absl import flags
 
 from tasks.document_context import (
@@ -27,6 +28,7 @@ from tasks.tagging.model import HEADS, SequenceTagger
 from tasks.tagging.pipeline import make_dataset
 from tasks.tagging.serving import tagging_outputs
 from tasks.task import Task
+from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_windows import (
     check_stride,
@@ -183,6 +185,21 @@ class TaggingTask(Task):
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_tagger(model, dataset, sentences, labels)
+
+    def describe_predictions(self, model, dataset, sentences, labels, count=4):
+        """Each sentence with its gold and its predicted (decoded) entities, in Markdown."""
+        features, rows = first_batch(dataset, count)
+        if not rows:
+            return []
+        tag_ids = np.asarray(model.predict_on_batch(features))
+        kept = np.asarray(features["word_mask"]).sum(axis=1)
+        described = []
+        for sentence, row, length in zip(sentences[:rows], tag_ids, kept):
+            predicted = [labels[i] for i in row[:length]]
+            predicted += ["O"] * (len(sentence.words) - len(predicted))  # cut off: missed
+            described.append(entity_comparison(sentence.words, tags.tags_to_spans(sentence.tags),
+                                               tags.tags_to_spans(predicted)))
+        return described
 
     # === Prediction ===
 
