@@ -40,8 +40,11 @@ WORD_SENTENCES = [
     "Peter  Blackburn",
     "BRUSSELS\t1996-08-22",
     "Café\u00a0Straße in Köln said Peter Blackburn",
-    # Longer than max_seq_length: the last words are cut off (tagged O, never entities).
+    # Longer than max_seq_length: read in windows (tasks.word_windows), every word tagged.
     " ".join(["The European Commission said on Thursday it disagreed with German advice ."] * 3),
+    # 1,000 words, an entity in the last ones.
+    " ".join(["The European Commission said on Thursday it disagreed with German advice ."]
+             * 83 + ["Peter Blackburn visited London"]),
 ]
 
 # A fresh process that knows nothing of this project: TensorFlow and tensorflow-text only.
@@ -216,8 +219,16 @@ def test_exported_crf_tagger_matches_predict(runs):
         count = served["num_words"][row]
         assert served["words"][row][:count] == record["words"] == WORD_SENTENCES[row].split()
         assert served["tags"][row][:count] == record["tags"]
+        assert "" not in record["tags"]
         assert _served_entities(served, row) == [
             (e["start"], e["end"], e["label"]) for e in record["entities"]]
+        # Character offsets into the line as given, in both.
+        text = WORD_SENTENCES[row]
+        for k, entity in enumerate(record["entities"]):
+            assert (served["entity_start_char"][row][k], served["entity_end_char"][row][k]) \
+                == (entity["start_char"], entity["end_char"])
+            assert text[entity["start_char"]:entity["end_char"]] == entity["text"]
+    assert len(predicted[-1]["tags"]) == 1000
 
 
 def test_exported_span_ner_matches_predict(runs):
