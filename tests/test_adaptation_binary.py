@@ -31,7 +31,7 @@ def test_adaptation_flags_end_to_end(tmp_path):
                        "--eval_data", os.path.join(TREC, "dev.label"), "--epochs=2",
                        "--gradual_unfreezing", "--unfreeze_every_steps=4",
                        "--schedule=cosine", "--l2sp=0.01", "--layer_mix=mean_last_4",
-                       "--model_dir", unfreezing, *_COMMON),
+                       "--log_every_steps=1", "--model_dir", unfreezing, *_COMMON),
         "adapters": ("train.py", "--task=tagging", "--head=crf",
                      "--train_data", os.path.join(CONLL, "train.txt"),
                      "--eval_data", os.path.join(CONLL, "dev.txt"), "--epochs=1",
