@@ -232,6 +232,17 @@ def parents(sentences):
     return result
 
 
+def _merge_groups(sentences, values):
+    """`(group, its values)` for each run of `_groups`; `values` has one item per sentence."""
+    values = list(values)
+    if len(values) != len(sentences):
+        raise ValueError(f"{len(values)} predictions for {len(sentences)} sentences")
+    position = 0
+    for _, group in _groups(sentences):
+        yield group, values[position:position + len(group)]
+        position += len(group)
+
+
 def _groups(sentences):
     """`(key, [sentences])` runs: a sentence alone, or the windows of one parent."""
     groups = []
@@ -262,13 +273,8 @@ def merge_word_values(sentences, values):
     >>> merge_word_values(windows, [["x0", "x1", "x2", "x3"], ["y2", "y3", "y4", "y5"]])
     [['x0', 'x1', 'x2', 'y3', 'y4', 'y5']]
     """
-    values = list(values)
-    if len(values) != len(sentences):
-        raise ValueError(f"{len(values)} predictions for {len(sentences)} sentences")
-    merged, position = [], 0
-    for _, group in _groups(sentences):
-        group_values = values[position:position + len(group)]
-        position += len(group)
+    merged = []
+    for group, group_values in _merge_groups(sentences, values):
         if not group[0].window:
             merged.append(list(group_values[0]))
             continue
@@ -292,13 +298,8 @@ def merge_span_scores(sentences, scores):
         each span scored by the window where its first and last words have
         the most context (sorted by start, then end).
     """
-    scores = list(scores)
-    if len(scores) != len(sentences):
-        raise ValueError(f"{len(scores)} predictions for {len(sentences)} sentences")
-    merged, position = [], 0
-    for _, group in _groups(sentences):
-        group_scores = scores[position:position + len(group)]
-        position += len(group)
+    merged = []
+    for group, group_scores in _merge_groups(sentences, scores):
         if not group[0].window:
             merged.append(group_scores[0])
             continue

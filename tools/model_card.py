@@ -474,12 +474,17 @@ def training_card(model_dir, argv):
         best = _read_json(record)
         best.setdefault("date", file_date(md.path(model_dir, md.BEST_MODEL)))
         card["best"] = best
+    _add_final_metrics(card, model_dir, "Final evaluation of the best model on the validation "
+                       "data, `metrics.json`")
+    return card
+
+
+def _add_final_metrics(card, model_dir, title):
+    """The run's `metrics.json`, dated, as the card's results (when it exists)."""
     metrics = md.path(model_dir, md.METRICS)
     if os.path.exists(metrics):
-        card["results"] = [{"title": "Final evaluation of the best model on the validation "
-                            "data, `metrics.json`", "date": file_date(metrics),
+        card["results"] = [{"title": title, "date": file_date(metrics),
                             "values": _read_json(metrics)}]
-    return card
 
 
 def pretraining_card(model_dir, argv):
@@ -499,11 +504,8 @@ def pretraining_card(model_dir, argv):
         "working_directory": os.getcwd(), "versions": library_versions(),
         "limits": _limits(config.get("max_seq_length"), config.get("lowercase"), None)[:2],
     }
-    metrics = md.path(model_dir, md.METRICS)
-    if os.path.exists(metrics):
-        card["results"] = [{"title": "Losses and accuracies on the held-out sequences at the "
-                            "end, `metrics.json`", "date": file_date(metrics),
-                            "values": _read_json(metrics)}]
+    _add_final_metrics(card, model_dir, "Losses and accuracies on the held-out sequences at "
+                       "the end, `metrics.json`")
     return card
 
 
