@@ -4,6 +4,7 @@ import json
 import os
 
 import keras
+import pytest
 import numpy as np
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -24,6 +25,10 @@ def _step_rates(model_dir):
             for event in accumulator.Tensors("learning_rate/step")}
 
 
+# Slow (two real training runs, about a minute): `make test-slow`. The flags' parts are
+# tested in-process in test_gradual_unfreezing.py, test_adapters_and_lora.py, test_l2sp.py,
+# test_layer_mix.py; the refusals below stay in the default run.
+@pytest.mark.slow
 def test_adaptation_flags_end_to_end(tmp_path):
     unfreezing, adapters = str(tmp_path / "unfreezing"), str(tmp_path / "adapters")
     results = run_tools({

@@ -339,7 +339,8 @@ def _context_strings(lines, count):
     return left, right
 
 
-@pytest.mark.parametrize("name", ["tagging", "span_ner"])
+# span_ner is slow (`make test-slow`): the context packing it checks is the tagger's.
+@pytest.mark.parametrize("name", ["tagging", pytest.param("span_ner", marks=pytest.mark.slow)])
 def test_saved_model_with_context_predicts_as_write_predictions(name, tmp_path):
     """A `.keras` file with the option → `write_predictions` (what tools/predict.py runs)
     and the exported SavedModel (what tools/export.py writes) give the same predictions."""

@@ -2,6 +2,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 from layers import SpanGrid
 from tasks.span_ner import SpanSentence, read_span_jsonl, span_label_names
@@ -73,6 +74,7 @@ def _one_batch(dataset):
     return {name: value.numpy() for name, value in features.items()}, labels.numpy()
 
 
+@pytest.mark.slow  # trains to convergence (about 30 s); `make test-slow`
 def test_nested_spans_are_learned_and_decoded():
     """Nested gold spans survive training labels → model → nested decoding.
 
