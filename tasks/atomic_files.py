@@ -151,6 +151,14 @@ def save_model_atomically(model, path):
     _write_then_rename(path, _temporary_path(path), model.save)
 
 
+def write_weights_atomically(model, path):
+    """`model.save_weights(path)` (a `.weights.h5` file) through a temporary file beside it."""
+    if not str(path).endswith(".weights.h5"):
+        raise ValueError(f"a Keras weights file must end in .weights.h5, got {path}")
+    _write_then_rename(path, _temporary_path(path),
+                       lambda temporary: model.save_weights(temporary, overwrite=True))
+
+
 def _keep_copy(path, backup):
     """A second name (or, where links are refused, a copy) for `path`'s current content."""
     _remove_quietly(backup)

@@ -106,8 +106,18 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     buckets. Otherwise: keep the order and declare the number of batches
     (Keras wants it to size progress bars and avoid a warning).
     `length_features` name the features whose longest decides the bucket.
+
+    `seed`: an int (or None) reshuffles at every iteration; `(seed, pass)`
+    fixes this pass's order, the same at every iteration. TensorFlow draws
+    the seeds of reshuffled iterations from a generator that every iterator
+    of the dataset advances, including ones Keras or `tf.distribute` make
+    and drop; a fixed order per pass is what makes a stream replayable.
     """
-    if training:
+    if training and isinstance(seed, tuple):
+        base, index = seed
+        pass_seed = ((base or 0) * 1_000_003 + index) % (2**31 - 1)
+        dataset = dataset.shuffle(count, seed=pass_seed, reshuffle_each_iteration=False)
+    elif training:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
     dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
                                group_by_length=training, length_features=length_features)

@@ -24,10 +24,18 @@ class BestModelCheckpoint(keras.callbacks.Callback):
     all: a save that fails (disk full, permission denied) raises
     `FailedWrite` and leaves the previous best model and record as they were.
 
+    A run killed after the model or its record was renamed into place but
+    before the epoch's training state was saved trains that epoch again:
+    given `completed_epochs` (the epochs the restored state has finished), a
+    record from a later epoch gives way to the best it replaced (kept in the
+    record as "previous"), so the epoch trained again saves its model anew.
+
     Args:
         path: where the best model goes, ending in `.keras`.
         monitor: the logged metric, e.g. "val_accuracy".
         mode: "max" or "min".
+        completed_epochs: when resuming, the epochs whose end the restored
+            training state includes.
 
     Examples:
     >>> callback = BestModelCheckpoint("/tmp/no-such-run/best.keras", "val_accuracy", "max")
@@ -35,7 +43,7 @@ class BestModelCheckpoint(keras.callbacks.Callback):
     (-inf, None)
     """
 
-    def __init__(self, path, monitor, mode="max"):
+    def __init__(self, path, monitor, mode="max", completed_epochs=None):
         super().__init__()
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
@@ -48,6 +56,8 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         if os.path.exists(record):  # resuming: do not forget the earlier best
             with open(record) as f:
                 saved = json.load(f)
+            if completed_epochs is not None and saved["epoch"] > completed_epochs:
+                saved = saved.get("previous") or {"value": self.best, "epoch": None}
             self.best, self.best_epoch = saved["value"], saved["epoch"]
 
     def _improved(self, value):
@@ -67,11 +77,48 @@ class BestModelCheckpoint(keras.callbacks.Callback):
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "validation": {name: float(logged) for name, logged in sorted(logs.items())
                            if name.startswith("val_")},
+            "previous": (None if self.best_epoch is None
+                         else {"value": self.best, "epoch": self.best_epoch}),
         }
         write_files_together([(self.path, self.model.save),
                               (self.path + ".json", json_writer(record))])
         # Only once both are on disk: a failed save leaves the earlier best in force.
         self.best, self.best_epoch = record["value"], record["epoch"]
+
+
+class EarlyStoppingOnBest(keras.callbacks.Callback):
+    """Stops training once the best epoch of a `BestModelCheckpoint` is `patience` epochs old.
+
+    Keras's `EarlyStopping` counts epochs without improvement in memory and
+    starts counting again in every `fit`, so a resumed run would wait
+    `patience` more epochs. Here the count is the distance to the best epoch
+    on record, the same before and after a resume. Place it after the
+    `BestModelCheckpoint` it reads.
+
+    Args:
+        best_checkpoint: the `BestModelCheckpoint` of the run.
+        patience: epochs without improvement before stopping (≥ 1).
+
+    Examples:
+    >>> best = BestModelCheckpoint("/tmp/no-such-run/best.keras", "val_accuracy", "max")
+    >>> EarlyStoppingOnBest(best, patience=2).patience
+    2
+    """
+
+    def __init__(self, best_checkpoint, patience):
+        super().__init__()
+        if patience < 1:
+            raise ValueError(f"patience must be at least 1, got {patience}")
+        self.best_checkpoint = best_checkpoint
+        self.patience = int(patience)
+
+    def on_epoch_end(self, epoch, logs=None):
+        best_epoch = self.best_checkpoint.best_epoch
+        if best_epoch is not None and epoch + 1 - best_epoch >= self.patience:
+            self.model.stop_training = True
+            print(f"Epoch {epoch + 1}: early stopping: {self.best_checkpoint.monitor} has "
+                  f"not improved for {epoch + 1 - best_epoch} epochs (best: epoch "
+                  f"{best_epoch})", flush=True)
 
 
 class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):

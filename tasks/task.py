@@ -154,7 +154,14 @@ class Task:
 
     def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
-        """Batched `(features, labels)` for `fit`, `evaluate` and `predict`."""
+        """Batched `(features, labels)` for `fit`, `evaluate` and `predict`.
+
+        With `training`, shuffled and bucketed by length: `seed` an int
+        gives a new order at every pass over the dataset; `(seed, pass)`
+        gives that pass its own order, the same at every iteration (how
+        tools/train.py makes a resumed run replay the same batches). Built
+        on `tasks.batching.shuffle_batch_and_count`, which does both.
+        """
         raise NotImplementedError
 
     # === Model ===

@@ -8,8 +8,9 @@ vocabulary, the label names, TensorBoard logs (logs/train, logs/validation),
 the best model by the validation metric, the final metrics as JSON and the
 model card README.md. A save that fails (disk full, permission denied) stops
 with one line and keeps the previous best model and checkpoint.
-An interrupted run resumes from its last finished epoch when started again
-with the same flags.
+An interrupted run (killed, or stopped with Ctrl-C) resumes from its last
+saved step when started again with the same flags: the training state is
+saved every --checkpoint_every_steps steps and at every epoch's end.
 """
 
 import functools
@@ -29,8 +30,8 @@ from absl import flags  # noqa: E402
 from layers import LAYER_MIXES, transformer_of  # noqa: E402
 from tasks.atomic_files import FailedWrite  # noqa: E402
 from tasks.callbacks import (  # noqa: E402
-    AtomicBackupAndRestore,
     BestModelCheckpoint,
+    EarlyStoppingOnBest,
     StepLogger,
 )
 from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
@@ -38,6 +39,7 @@ from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.tensorboard_hparams import write_hparams  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
@@ -134,6 +136,10 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune i
                      "on --eval_data (span NER: the F1-best threshold, as tools/calibrate.py "
                      "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
+flags.DEFINE_integer("checkpoint_every_steps", 500, "Save the training state (weights, "
+                     "optimizer, step, random state) every this many steps, besides every "
+                     "epoch's end; a killed run resumes from the last save (0: epoch ends "
+                     "only).", lower_bound=0)
 flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learning rate to "
                      "TensorBoard every this many steps (and at each epoch's end).",
                      lower_bound=1)
@@ -307,8 +313,9 @@ def main(argv):
     try:
         eval_dataset = task.make_dataset(eval_examples, preprocessor, labels, training=False,
                                          **options)
+        # The first pass of the training stream (see training_stream): its batches counted.
         train_dataset = task.make_dataset(train_examples, preprocessor, labels, training=True,
-                                          **options)
+                                          batch_size=FLAGS.batch_size, seed=(FLAGS.seed, 0))
     except ValueError as error:
         raise UserError(str(error))
     steps_per_epoch = _count_batches(train_dataset)
@@ -337,6 +344,7 @@ def main(argv):
         "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
+        "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "monitor": monitor, "train_examples": len(train_examples),
         "eval_examples": num_eval_examples,
     }
@@ -374,42 +382,70 @@ def main(argv):
                           task_options=task_options, preset=preset or encoder_preset,
                           data_format=FLAGS.data_format,
                           task_module=type(task).__module__)
+    # The training state, kept after fit: a run killed during the final evaluation
+    # resumes after training. It is saved last at each epoch's end (fit_resumable),
+    # so that it includes the epoch's validation, best model and early stopping.
+    state = TrainingState(md.path(FLAGS.model_dir, md.CHECKPOINTS), steps_per_epoch,
+                          FLAGS.checkpoint_every_steps)
+    saved = state.read()
     # Task callbacks first: they add validation metrics the others log and monitor.
-    # The best model before the checkpoint: when its save fails, the epoch is not
-    # checkpointed either, so resuming runs it again. BackupAndRestore before
-    # GradualUnfreezing: the restored step count picks the stage.
     logs = md.path(FLAGS.model_dir, md.LOGS)
+    best_checkpoint = BestModelCheckpoint(
+        md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode,
+        completed_epochs=saved["step"] // steps_per_epoch if saved else None)
     callbacks = task.callbacks(eval_dataset, eval_examples, labels,
                                log_dir=os.path.join(logs, "validation")) + [
-        BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
-        # Kept after fit: a run killed during the final evaluation resumes after training.
-        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
-                               delete_checkpoint=False),
+        best_checkpoint,
         keras.callbacks.TensorBoard(logs),
         StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
     ]
     if unfreeze_every_steps:
         callbacks.append(GradualUnfreezing(unfreeze_every_steps))
     if FLAGS.early_stopping_patience:
-        callbacks.append(keras.callbacks.EarlyStopping(
-            monitor, patience=FLAGS.early_stopping_patience, mode=mode, verbose=1))
+        callbacks.append(EarlyStoppingOnBest(best_checkpoint, FLAGS.early_stopping_patience))
     print(f"training {preset or task.name + ' on ' + encoder_preset} ({policy}, "
           f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
           f"{steps_per_epoch} steps per epoch; {trainable:,} of {total:,} parameters "
           "trainable", flush=True)
     print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
           flush=True)
-    # Repeated, with a counted number of steps per epoch: bucketing makes the
-    # number of batches vary a little from one shuffle to the next.
+    if saved:
+        print(f"resuming from step {saved['step']} of {total_steps} (epoch "
+              f"{saved['epoch'] + 1}, step {saved['step_in_epoch']} of {steps_per_epoch}), "
+              f"saved {saved.get('date', 'earlier')}", flush=True)
+
+    # Passes over the data, each in its own order fixed by (seed, pass), so that a
+    # resumed run replays the same batches; with a counted number of steps per
+    # epoch (bucketing makes the number of batches vary a little from one order to
+    # the next, so an epoch is not exactly a pass, and one more pass is spare).
+    def training_stream(skip):
+        passes = [task.make_dataset(train_examples, preprocessor, labels, training=True,
+                                    batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index))
+                  for index in range(epochs + 1)]
+        stream = functools.reduce(lambda first, second: first.concatenate(second), passes)
+        return distribution.shard_by_data(stream.repeat().skip(skip))
+
     distribution.build_for_fit(model, strategy, train_dataset)
+    resume_hint = (f"the same command resumes from the saved state in "
+                   f"{md.path(FLAGS.model_dir, md.CHECKPOINTS)}")
     try:
-        model.fit(distribution.shard_by_data(train_dataset.repeat()),
-                  steps_per_epoch=steps_per_epoch,
-                  validation_data=distribution.shard_by_data(eval_dataset), epochs=epochs, shuffle=False,
-                  callbacks=callbacks, verbose=2)
+        with state.stop_on_interrupt("stopping after this step (the state is then saved); "
+                                     "Ctrl-C again to stop at once"):
+            fit_resumable(model, training_stream, steps_per_epoch, epochs, state,
+                          callbacks=callbacks,
+                          validation_data=distribution.shard_by_data(eval_dataset),
+                          shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
     except FailedWrite as error:
-        raise UserError(f"{error}; training stopped: once that is fixed, the same command "
-                        "resumes from the last checkpoint")
+        raise UserError(f"{error}; training stopped: once that is fixed, {resume_hint}")
+    except TrainingInterrupted as interrupted:
+        print(f"interrupted at step {interrupted.step} of {total_steps}: {resume_hint}",
+              file=sys.stderr, flush=True)
+        sys.exit(130)  # the shell's code for a run stopped by Ctrl-C
+    if state.stop_requested:  # Ctrl-C after the last save: only the evaluation is left
+        print(f"interrupted after training: {resume_hint}", file=sys.stderr, flush=True)
+        sys.exit(130)
+    print(f"trained {int(model.optimizer.iterations.numpy())} steps; evaluating the best "
+          f"model (epoch {best_checkpoint.best_epoch}) on {FLAGS.eval_data}", flush=True)
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
 
