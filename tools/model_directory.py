@@ -15,7 +15,9 @@
                            --update_card ran, test) metrics with dates, the command
                            that reproduces the run, versions and limits
       logs/train, logs/validation   TensorBoard event files
-      checkpoints/         training state for resuming; removed when training ends
+      checkpoints/         training state for resuming (tasks/training_state.py:
+                           training_state.json + state-<step>.weights.h5; pretrain:
+                           Keras's BackupAndRestore files); removed when training ends
       encoder/             tools/pretrain.py only: the pretrained encoder checkpoint
 
 Every file is written atomically (`tasks.atomic_files`): a save that fails
