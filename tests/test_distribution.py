@@ -121,7 +121,7 @@ def test_mirrored_tagger_loss_is_scaled_per_replica():
     assert result["mirrored"][0] == pytest.approx(result["one_device"][0], rel=0.02)
 
 
-# --- two workers through tools/train.py ---------------------------------------------------
+# --- two workers through tools/train.py and tools/pretrain.py -------------------------------
 
 
 def _free_ports(count):
@@ -134,34 +134,55 @@ def _free_ports(count):
     return ports
 
 
+def _start_workers(tool, flags, temp_dir, count=2):
+    """Starts `count` processes of tools/<tool>, the workers of one cluster on localhost
+    ports (each its own TF_CONFIG), their temporary files under `temp_dir`; see
+    `finish_processes`."""
+    workers = [f"localhost:{port}" for port in _free_ports(count)]
+    processes = {}
+    saved = {name: os.environ.get(name) for name in ("TF_CONFIG", "TMPDIR")}
+    os.makedirs(temp_dir, exist_ok=True)
+    try:
+        os.environ["TMPDIR"] = str(temp_dir)
+        for index in range(count):
+            os.environ["TF_CONFIG"] = json.dumps(
+                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+            processes[index] = start_python(tool_path(tool), *flags)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return processes
+
+
+def _check_workers(results, temp_dir):
+    """Both workers finished, in sync (the same final weights), and the non-chief's
+    temporary model directory is gone."""
+    for index, result in results.items():
+        assert result.returncode == 0, f"worker {index}: {result.stderr[-3000:]}"
+        assert f"MultiWorkerMirroredStrategy, 2 replicas, task worker {index}" in result.stdout
+    assert ", task worker 0 (chief)" in results[0].stdout
+    assert "(chief)" not in results[1].stdout
+    fingerprints = [[line for line in result.stdout.splitlines()
+                     if line.startswith("final weights: ")] for result in results.values()]
+    assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
+    leftovers = [name for name in os.listdir(temp_dir)
+                 if name.startswith(distribution._WORKER_DIR_PREFIX)]
+    assert not leftovers, leftovers
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="Keras 3.15's fit reduces each step's scalar logs "
-                   "with strategy.reduce('MEAN', axis=0) under MultiWorkerMirroredStrategy "
-                   "(trainer.py, reduction='auto' hard-coded), which TensorFlow rejects")
 def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     model_dir = str(tmp_path / "run")
-    workers = [f"localhost:{port}" for port in _free_ports(2)]
     flags = ["--task=classification", "--preset=bert_tiny",
              f"--train_data={os.path.join(TREC, 'train.label')}",
              f"--eval_data={os.path.join(TREC, 'dev.label')}", f"--model_dir={model_dir}",
              "--epochs=1", "--batch_size=16", "--max_seq_length=32", "--vocab_size=400",
              "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored"]
-    processes = {}
-    saved = os.environ.get("TF_CONFIG")
-    try:
-        for index in range(2):
-            os.environ["TF_CONFIG"] = json.dumps(
-                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-            processes[index] = start_python(tool_path("train.py"), *flags)
-    finally:
-        if saved is None:
-            os.environ.pop("TF_CONFIG", None)
-        else:
-            os.environ["TF_CONFIG"] = saved
-    results = finish_processes(processes)
-    for index, result in results.items():
-        assert result.returncode == 0, f"worker {index}: {result.stderr[-3000:]}"
-        assert "MultiWorkerMirroredStrategy, 2 replicas" in result.stdout
+    results = finish_processes(_start_workers("train.py", flags, tmp_path / "tmp"))
+    _check_workers(results, tmp_path / "tmp")
     for name in ("config.json", "vocab.txt", "labels.json", "best_model.keras",
                  "metrics.json", "README.md"):
         assert os.path.exists(os.path.join(model_dir, name)), name
@@ -169,6 +190,36 @@ def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     # The worker wrote nothing there: the chief's metrics are in the chief's output.
     metrics = open(os.path.join(model_dir, "metrics.json")).read()
     assert json.dumps(json.loads(metrics), sort_keys=True) in results[0].stdout
-    fingerprints = [[line for line in result.stdout.splitlines()
-                     if line.startswith("final weights: ")] for result in results.values()]
-    assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
+    # Each step's logged loss is the mean over both replicas: a finite cross-entropy of
+    # six classes, near ln(6) = 1.8 at the start.
+    losses = [float(line.split("loss: ")[1].split()[0]) for line in results[0].stdout.splitlines()
+              if " - loss: " in line]
+    assert losses and all(0.1 < loss < 3.0 for loss in losses), losses
+
+
+def _trec_corpus(path):
+    """The bundled TREC questions as a corpus: documents of ten questions."""
+    with open(os.path.join(TREC, "train.label"), encoding="latin-1") as f:
+        questions = [line.split(" ", 1)[1].strip() for line in f if line.strip()]
+    documents = ["\n".join(questions[i:i + 10]) for i in range(0, len(questions), 10)]
+    path.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
+    model_dir = str(tmp_path / "run")
+    flags = ["--preset=bert_tiny", "--objective=mlm",
+             f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}", f"--model_dir={model_dir}",
+             "--vocab_size=500", "--max_steps=4", "--steps_per_checkpoint=2", "--batch_size=8",
+             "--max_seq_length=64", "--mixed_precision=float32",
+             "--distribution_strategy=multi_worker_mirrored"]
+    results = finish_processes(_start_workers("pretrain.py", flags, tmp_path / "tmp"))
+    _check_workers(results, tmp_path / "tmp")
+    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
+                                             "metrics.json", "vocab.txt"]
+    metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
+    assert metrics["steps"] == 4
+    # Held-out MLM loss of a barely trained model: about ln(500) = 6.2 nats, reduced over
+    # both workers' halves of every batch.
+    assert 4.0 < metrics["mlm_loss"] < 8.0, metrics
