@@ -106,6 +106,15 @@ def test_mirrored_steps_equal_one_device_steps_on_the_same_global_batch():
     assert result["replicas"] == 2
     assert len(result["one_device"]) == len(result["mirrored"]) == 4
     assert result["mirrored"] == pytest.approx(result["one_device"], rel=1e-5)
+    # tools/train.py's StepLogger reads Keras's loss mean (sync-on-read variables summed
+    # over the replicas): each step's example-weighted loss, as on one device.
+    assert len(result["mirrored_step_logger"]) == 4
+    assert result["mirrored_step_logger"] == pytest.approx(result["one_device_step_logger"],
+                                                           rel=1e-5)
+    # Keras logs the running mean of the epoch; step k's own loss is k m_k - (k-1) m_(k-1).
+    means = [0.0] + result["one_device"]
+    own = [k * means[k] - (k - 1) * means[k - 1] for k in range(1, len(means))]
+    assert result["one_device_step_logger"] == pytest.approx(own, rel=1e-5)
     assert result["max_weight_change"] > 1e-2
     assert result["max_weight_difference"] < 1e-6
 
