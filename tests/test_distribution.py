@@ -3,14 +3,17 @@ replicas against one device; two multi-worker processes through tools/train.py."
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
 
-from tests.conftest import CONLL, ROOT, TREC, finish_processes, start_python, tool_path
+from tests.conftest import (CONLL, ROOT, TOOL_TIMEOUT_S, TREC, finish_processes, start_python,
+                            tool_path)
 from tools import distribution
 from tools.errors import UserError
 
@@ -166,9 +169,15 @@ def _start_workers(tool, flags, temp_dir, count=2):
     return processes
 
 
-def _check_workers(results, temp_dir):
+def _worker_dirs(temp_dir):
+    """The non-chief model directories left under `temp_dir`."""
+    return {name for name in os.listdir(temp_dir)
+            if name.startswith(distribution._WORKER_DIR_PREFIX)}
+
+
+def _check_workers(results, temp_dir, left_before=frozenset()):
     """Both workers finished, in sync (the same final weights), and the non-chief's
-    temporary model directory is gone."""
+    temporary model directory is gone (`left_before`: those of killed workers)."""
     for index, result in results.items():
         assert result.returncode == 0, f"worker {index}: {result.stderr[-3000:]}"
         assert f"MultiWorkerMirroredStrategy, 2 replicas, task worker {index}" in result.stdout
@@ -177,9 +186,7 @@ def _check_workers(results, temp_dir):
     fingerprints = [[line for line in result.stdout.splitlines()
                      if line.startswith("final weights: ")] for result in results.values()]
     assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
-    leftovers = [name for name in os.listdir(temp_dir)
-                 if name.startswith(distribution._WORKER_DIR_PREFIX)]
-    assert not leftovers, leftovers
+    assert _worker_dirs(temp_dir) == set(left_before)
 
 
 @pytest.mark.slow
@@ -215,14 +222,18 @@ def _trec_corpus(path):
     return str(path)
 
 
+def _pretraining_flags(tmp_path, model_dir, max_steps):
+    return ["--preset=bert_tiny", "--objective=mlm",
+            f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}", f"--model_dir={model_dir}",
+            "--vocab_size=500", f"--max_steps={max_steps}", "--steps_per_checkpoint=2",
+            "--batch_size=8", "--max_seq_length=64", "--mixed_precision=float32",
+            "--distribution_strategy=multi_worker_mirrored"]
+
+
 @pytest.mark.slow
 def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
     model_dir = str(tmp_path / "run")
-    flags = ["--preset=bert_tiny", "--objective=mlm",
-             f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}", f"--model_dir={model_dir}",
-             "--vocab_size=500", "--max_steps=4", "--steps_per_checkpoint=2", "--batch_size=8",
-             "--max_seq_length=64", "--mixed_precision=float32",
-             "--distribution_strategy=multi_worker_mirrored"]
+    flags = _pretraining_flags(tmp_path, model_dir, max_steps=4)
     results = finish_processes(_start_workers("pretrain.py", flags, tmp_path / "tmp"))
     _check_workers(results, tmp_path / "tmp")
     assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
@@ -232,3 +243,39 @@ def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
     # Held-out MLM loss of a barely trained model: about ln(500) = 6.2 nats, reduced over
     # both workers' halves of every batch.
     assert 4.0 < metrics["mlm_loss"] < 8.0, metrics
+
+
+@pytest.mark.slow
+def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(tmp_path):
+    """A killed worker stops the chief at its next collective (TensorFlow's UnavailableError);
+    the chief's last checkpoint stays, and the same command on both workers resumes from
+    it: the non-chief starts from a copy of the chief's state, so both run the same
+    remaining epochs (else their collectives would not pair up) and end in sync."""
+    model_dir = str(tmp_path / "run")
+    temp_dir = tmp_path / "tmp"
+    flags = _pretraining_flags(tmp_path, model_dir, max_steps=8)  # 4 epochs of 2 steps
+    processes = _start_workers("pretrain.py", flags, temp_dir)
+    metadata = os.path.join(model_dir, "checkpoints", "training_metadata.json")
+    deadline = time.monotonic() + TOOL_TIMEOUT_S
+    while (not os.path.exists(metadata) and processes[0].poll() is None
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    processes[1].kill()  # right after the chief's first checkpoint: epochs 2 to 4 are left
+    stopped = finish_processes(processes)
+    assert stopped[1].returncode == -signal.SIGKILL
+    assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
+        stopped[0].stderr[-3000:])
+    done = json.load(open(metadata))["epoch"]
+    assert 1 <= done < 4
+    assert "encoder" not in os.listdir(model_dir)
+    left = _worker_dirs(temp_dir)  # SIGKILL: no exit handler removed the worker's directory
+    assert len(left) == 1
+
+    results = finish_processes(_start_workers("pretrain.py", flags, temp_dir))
+    _check_workers(results, temp_dir, left_before=left)
+    for result in results.values():
+        epochs = [line for line in result.stdout.splitlines() if line.startswith("Epoch ")]
+        assert epochs == [f"Epoch {epoch}/4" for epoch in range(done + 1, 5)], result.stdout
+    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
+                                             "metrics.json", "vocab.txt"]
+    assert json.load(open(os.path.join(model_dir, "metrics.json")))["steps"] == 8
