@@ -1,5 +1,6 @@
 """--distribution_strategy (tools/distribution.py): strategy selection in-process; mirrored
-replicas against one device; two multi-worker processes through tools/train.py."""
+replicas against one device; two multi-worker processes through tools/train.py and
+tools/pretrain.py, and their resumption after a worker dies."""
 
 import json
 import os

@@ -6,6 +6,7 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
     output_dir = worker_model_dir(FLAGS.model_dir, strategy)  # chief: --model_dir, else a temp
     with strategy.scope():
         model = ...build and compile...    # variables, optimizer and metrics are mirrored
+    build_for_fit(model, strategy, train_dataset)  # multi-worker: Keras 3.15's gaps
     model.fit(shard_by_data(train_dataset), ...)
 
 - `--batch_size` is the global batch: each step splits it over all replicas
@@ -53,8 +54,9 @@ def define_distribution_flags(flag_values=flags.FLAGS):
         "tf.distribute strategy. auto: mirrored over every GPU when several are visible, "
         "else one device; one_device; mirrored: every local GPU (or CPU device); "
         "multi_worker_mirrored: one process per host, the cluster read from TF_CONFIG "
-        "(README: Training on several devices and hosts); tpu: the TPU named by --tpu. --batch_size is the global batch, "
-        "split over all replicas.", flag_values=flag_values)
+        "(README: Training on several devices and hosts); tpu: the TPU named by --tpu. "
+        "--batch_size is the global batch, split over all replicas.",
+        flag_values=flag_values)
     flags.DEFINE_string("tpu", None, "--distribution_strategy=tpu: the TPU's name or grpc:// "
                         "address; default: $TPU_NAME, else the TPU attached to this VM.",
                         flag_values=flag_values)
@@ -225,9 +227,9 @@ def describe(strategy):
     >>> describe(make_strategy("one_device"))
     'OneDeviceStrategy, 1 replica'
     """
-    replicas = strategy.num_replicas_in_sync
     import tensorflow as tf
 
+    replicas = strategy.num_replicas_in_sync
     # MultiWorkerMirroredStrategy's class is named CollectiveAllReduceStrategy.
     name = ("MultiWorkerMirroredStrategy"
             if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
