@@ -237,7 +237,9 @@ class StepLogger(keras.callbacks.Callback):
         tracker = getattr(self.model, "_loss_tracker", None)  # Keras 3's `Mean` of the loss
         if tracker is None:
             return (logs or {}).get("loss")
-        total, count = float(tracker.total), float(tracker.count)
+        # .numpy(): under a strategy these are sync-on-read variables, which float() refuses;
+        # read here, outside the replicas, they are summed over all of them.
+        total, count = float(tracker.total.numpy()), float(tracker.count.numpy())
         base_total, base_count = self._loss_base
         self._loss_base = (total, count)
         if count <= base_count:

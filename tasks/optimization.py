@@ -215,4 +215,5 @@ def learning_rate_at(optimizer, step):
         return rate(step)
     if callable(rate) and not isinstance(rate, keras.Variable):
         return rate()
-    return ops.convert_to_tensor(rate)
+    # A variable's current value: under a strategy it is mirrored, which float() refuses.
+    return ops.convert_to_tensor(rate.numpy() if isinstance(rate, keras.Variable) else rate)

@@ -11,7 +11,9 @@ would hide a gradient scaled by the number of replicas).
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -24,6 +26,7 @@ def run_steps(strategy_name, task, data, tokens, labels, weights, jit_compile):
     under a strategy, from `weights` (None: the new model's own)."""
     import keras
 
+    from tasks.callbacks import StepLogger
     from tools import distribution
     from zoo import build_task_model
 
@@ -42,9 +45,26 @@ def run_steps(strategy_name, task, data, tokens, labels, weights, jit_compile):
     losses = []
     record = keras.callbacks.LambdaCallback(
         on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"])))
+    log_dir = tempfile.mkdtemp()
     model.fit(distribution.shard_by_data(data), epochs=1, verbose=0, shuffle=False,
-              callbacks=[record])
-    return losses, start, model.get_weights(), strategy.num_replicas_in_sync
+              callbacks=[record, StepLogger(log_dir, every_steps=1)])
+    step_losses = _step_losses(log_dir)
+    shutil.rmtree(log_dir)
+    return losses, step_losses, start, model.get_weights(), strategy.num_replicas_in_sync
+
+
+def _step_losses(log_dir):
+    """The per-step losses StepLogger wrote (it reads Keras's loss mean, whose variables are
+    sync-on-read under a strategy)."""
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from tasks.callbacks import StepLogger
+
+    accumulator = EventAccumulator(log_dir, size_guidance={"tensors": 0})
+    accumulator.Reload()
+    return [float(tf.make_ndarray(event.tensor_proto))
+            for event in accumulator.Tensors(StepLogger.loss_tag)]
 
 
 def main(task_name, train_file, jit_compile):
@@ -67,12 +87,13 @@ def main(task_name, train_file, jit_compile):
     preprocessor = task.make_preprocessor(tokens, True, 32)
     data = task.make_dataset(examples, preprocessor, labels, batch_size=GLOBAL_BATCH,
                              training=False).take(NUM_STEPS).cache()
-    one_losses, start, one_weights, _ = run_steps("one_device", task, data, tokens, labels,
-                                                  None, jit_compile)
-    mirrored_losses, _, mirrored_weights, replicas = run_steps(
+    one_losses, one_step_losses, start, one_weights, _ = run_steps(
+        "one_device", task, data, tokens, labels, None, jit_compile)
+    mirrored_losses, mirrored_step_losses, _, mirrored_weights, replicas = run_steps(
         "mirrored", task, data, tokens, labels, start, jit_compile)
     print(json.dumps({
         "replicas": replicas, "one_device": one_losses, "mirrored": mirrored_losses,
+        "one_device_step_logger": one_step_losses, "mirrored_step_logger": mirrored_step_losses,
         "max_weight_difference": max(float(np.max(np.abs(a - b)))
                                      for a, b in zip(one_weights, mirrored_weights)),
         "max_weight_change": max(float(np.max(np.abs(a - b)))

@@ -1,16 +1,20 @@
 """--distribution_strategy (tools/distribution.py): strategy selection in-process; mirrored
-replicas against one device; two multi-worker processes through tools/train.py."""
+replicas against one device; two multi-worker processes through tools/train.py and
+tools/pretrain.py, and their resumption after a worker dies."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
 
-from tests.conftest import CONLL, ROOT, TREC, finish_processes, start_python, tool_path
+from tests.conftest import (CONLL, ROOT, TOOL_TIMEOUT_S, TREC, finish_processes, start_python,
+                            tool_path)
 from tools import distribution
 from tools.errors import UserError
 
@@ -106,6 +110,15 @@ def test_mirrored_steps_equal_one_device_steps_on_the_same_global_batch():
     assert result["replicas"] == 2
     assert len(result["one_device"]) == len(result["mirrored"]) == 4
     assert result["mirrored"] == pytest.approx(result["one_device"], rel=1e-5)
+    # tools/train.py's StepLogger reads Keras's loss mean (sync-on-read variables summed
+    # over the replicas): each step's example-weighted loss, as on one device.
+    assert len(result["mirrored_step_logger"]) == 4
+    assert result["mirrored_step_logger"] == pytest.approx(result["one_device_step_logger"],
+                                                           rel=1e-5)
+    # Keras logs the running mean of the epoch; step k's own loss is k m_k - (k-1) m_(k-1).
+    means = [0.0] + result["one_device"]
+    own = [k * means[k] - (k - 1) * means[k - 1] for k in range(1, len(means))]
+    assert result["one_device_step_logger"] == pytest.approx(own, rel=1e-5)
     assert result["max_weight_change"] > 1e-2
     assert result["max_weight_difference"] < 1e-6
 
@@ -121,7 +134,7 @@ def test_mirrored_tagger_loss_is_scaled_per_replica():
     assert result["mirrored"][0] == pytest.approx(result["one_device"][0], rel=0.02)
 
 
-# --- two workers through tools/train.py ---------------------------------------------------
+# --- two workers through tools/train.py and tools/pretrain.py -------------------------------
 
 
 def _free_ports(count):
@@ -134,34 +147,59 @@ def _free_ports(count):
     return ports
 
 
+def _start_workers(tool, flags, temp_dir, count=2):
+    """Starts `count` processes of tools/<tool>, the workers of one cluster on localhost
+    ports (each its own TF_CONFIG), their temporary files under `temp_dir`; see
+    `finish_processes`."""
+    workers = [f"localhost:{port}" for port in _free_ports(count)]
+    processes = {}
+    saved = {name: os.environ.get(name) for name in ("TF_CONFIG", "TMPDIR")}
+    os.makedirs(temp_dir, exist_ok=True)
+    try:
+        os.environ["TMPDIR"] = str(temp_dir)
+        for index in range(count):
+            os.environ["TF_CONFIG"] = json.dumps(
+                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+            processes[index] = start_python(tool_path(tool), *flags)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return processes
+
+
+def _worker_dirs(temp_dir):
+    """The non-chief model directories left under `temp_dir`."""
+    return {name for name in os.listdir(temp_dir)
+            if name.startswith(distribution._WORKER_DIR_PREFIX)}
+
+
+def _check_workers(results, temp_dir, left_before=frozenset()):
+    """Both workers finished, in sync (the same final weights), and the non-chief's
+    temporary model directory is gone (`left_before`: those of killed workers)."""
+    for index, result in results.items():
+        assert result.returncode == 0, f"worker {index}: {result.stderr[-3000:]}"
+        assert f"MultiWorkerMirroredStrategy, 2 replicas, task worker {index}" in result.stdout
+    assert ", task worker 0 (chief)" in results[0].stdout
+    assert "(chief)" not in results[1].stdout
+    fingerprints = [[line for line in result.stdout.splitlines()
+                     if line.startswith("final weights: ")] for result in results.values()]
+    assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
+    assert _worker_dirs(temp_dir) == set(left_before)
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="Keras 3.15's fit reduces each step's scalar logs "
-                   "with strategy.reduce('MEAN', axis=0) under MultiWorkerMirroredStrategy "
-                   "(trainer.py, reduction='auto' hard-coded), which TensorFlow rejects")
 def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     model_dir = str(tmp_path / "run")
-    workers = [f"localhost:{port}" for port in _free_ports(2)]
     flags = ["--task=classification", "--preset=bert_tiny",
              f"--train_data={os.path.join(TREC, 'train.label')}",
              f"--eval_data={os.path.join(TREC, 'dev.label')}", f"--model_dir={model_dir}",
              "--epochs=1", "--batch_size=16", "--max_seq_length=32", "--vocab_size=400",
              "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored"]
-    processes = {}
-    saved = os.environ.get("TF_CONFIG")
-    try:
-        for index in range(2):
-            os.environ["TF_CONFIG"] = json.dumps(
-                {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-            processes[index] = start_python(tool_path("train.py"), *flags)
-    finally:
-        if saved is None:
-            os.environ.pop("TF_CONFIG", None)
-        else:
-            os.environ["TF_CONFIG"] = saved
-    results = finish_processes(processes)
-    for index, result in results.items():
-        assert result.returncode == 0, f"worker {index}: {result.stderr[-3000:]}"
-        assert "MultiWorkerMirroredStrategy, 2 replicas" in result.stdout
+    results = finish_processes(_start_workers("train.py", flags, tmp_path / "tmp"))
+    _check_workers(results, tmp_path / "tmp")
     for name in ("config.json", "vocab.txt", "labels.json", "best_model.keras",
                  "metrics.json", "README.md"):
         assert os.path.exists(os.path.join(model_dir, name)), name
@@ -169,6 +207,76 @@ def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     # The worker wrote nothing there: the chief's metrics are in the chief's output.
     metrics = open(os.path.join(model_dir, "metrics.json")).read()
     assert json.dumps(json.loads(metrics), sort_keys=True) in results[0].stdout
-    fingerprints = [[line for line in result.stdout.splitlines()
-                     if line.startswith("final weights: ")] for result in results.values()]
-    assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
+    # Each step's logged loss is the mean over both replicas: a finite cross-entropy of
+    # six classes, near ln(6) = 1.8 at the start.
+    losses = [float(line.split("loss: ")[1].split()[0]) for line in results[0].stdout.splitlines()
+              if " - loss: " in line]
+    assert losses and all(0.1 < loss < 3.0 for loss in losses), losses
+
+
+def _trec_corpus(path):
+    """The bundled TREC questions as a corpus: documents of ten questions."""
+    with open(os.path.join(TREC, "train.label"), encoding="latin-1") as f:
+        questions = [line.split(" ", 1)[1].strip() for line in f if line.strip()]
+    documents = ["\n".join(questions[i:i + 10]) for i in range(0, len(questions), 10)]
+    path.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _pretraining_flags(tmp_path, model_dir, max_steps):
+    return ["--preset=bert_tiny", "--objective=mlm",
+            f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}", f"--model_dir={model_dir}",
+            "--vocab_size=500", f"--max_steps={max_steps}", "--steps_per_checkpoint=2",
+            "--batch_size=8", "--max_seq_length=64", "--mixed_precision=float32",
+            "--distribution_strategy=multi_worker_mirrored"]
+
+
+@pytest.mark.slow
+def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
+    model_dir = str(tmp_path / "run")
+    flags = _pretraining_flags(tmp_path, model_dir, max_steps=4)
+    results = finish_processes(_start_workers("pretrain.py", flags, tmp_path / "tmp"))
+    _check_workers(results, tmp_path / "tmp")
+    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
+                                             "metrics.json", "vocab.txt"]
+    metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
+    assert metrics["steps"] == 4
+    # Held-out MLM loss of a barely trained model: about ln(500) = 6.2 nats, reduced over
+    # both workers' halves of every batch.
+    assert 4.0 < metrics["mlm_loss"] < 8.0, metrics
+
+
+@pytest.mark.slow
+def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(tmp_path):
+    """A killed worker stops the chief at its next collective (TensorFlow's UnavailableError);
+    the chief's last checkpoint stays, and the same command on both workers resumes from
+    it: the non-chief starts from a copy of the chief's state, so both run the same
+    remaining epochs (else their collectives would not pair up) and end in sync."""
+    model_dir = str(tmp_path / "run")
+    temp_dir = tmp_path / "tmp"
+    flags = _pretraining_flags(tmp_path, model_dir, max_steps=8)  # 4 epochs of 2 steps
+    processes = _start_workers("pretrain.py", flags, temp_dir)
+    metadata = os.path.join(model_dir, "checkpoints", "training_metadata.json")
+    deadline = time.monotonic() + TOOL_TIMEOUT_S
+    while (not os.path.exists(metadata) and processes[0].poll() is None
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    processes[1].kill()  # right after the chief's first checkpoint: epochs 2 to 4 are left
+    stopped = finish_processes(processes)
+    assert stopped[1].returncode == -signal.SIGKILL
+    assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
+        stopped[0].stderr[-3000:])
+    done = json.load(open(metadata))["epoch"]
+    assert 1 <= done < 4
+    assert "encoder" not in os.listdir(model_dir)
+    left = _worker_dirs(temp_dir)  # SIGKILL: no exit handler removed the worker's directory
+    assert len(left) == 1
+
+    results = finish_processes(_start_workers("pretrain.py", flags, temp_dir))
+    _check_workers(results, temp_dir, left_before=left)
+    for result in results.values():
+        epochs = [line for line in result.stdout.splitlines() if line.startswith("Epoch ")]
+        assert epochs == [f"Epoch {epoch}/4" for epoch in range(done + 1, 5)], result.stdout
+    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
+                                             "metrics.json", "vocab.txt"]
+    assert json.load(open(os.path.join(model_dir, "metrics.json")))["steps"] == 8

@@ -6,6 +6,7 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
     output_dir = worker_model_dir(FLAGS.model_dir, strategy)  # chief: --model_dir, else a temp
     with strategy.scope():
         model = ...build and compile...    # variables, optimizer and metrics are mirrored
+    build_for_fit(model, strategy, train_dataset)  # multi-worker: Keras 3.15's gaps
     model.fit(shard_by_data(train_dataset), ...)
 
 - `--batch_size` is the global batch: each step splits it over all replicas
@@ -53,8 +54,9 @@ def define_distribution_flags(flag_values=flags.FLAGS):
         "tf.distribute strategy. auto: mirrored over every GPU when several are visible, "
         "else one device; one_device; mirrored: every local GPU (or CPU device); "
         "multi_worker_mirrored: one process per host, the cluster read from TF_CONFIG "
-        "(docs/dist.md); tpu: the TPU named by --tpu. --batch_size is the global batch, "
-        "split over all replicas.", flag_values=flag_values)
+        "(README: Training on several devices and hosts); tpu: the TPU named by --tpu. "
+        "--batch_size is the global batch, split over all replicas.",
+        flag_values=flag_values)
     flags.DEFINE_string("tpu", None, "--distribution_strategy=tpu: the TPU's name or grpc:// "
                         "address; default: $TPU_NAME, else the TPU attached to this VM.",
                         flag_values=flag_values)
@@ -114,8 +116,8 @@ def read_tf_config():
     text = os.environ.get("TF_CONFIG")
     if not text:
         raise UserError("--distribution_strategy=multi_worker_mirrored reads the cluster from "
-                        "the TF_CONFIG environment variable, which is not set (see "
-                        "docs/dist.md)")
+                        "the TF_CONFIG environment variable, which is not set (see the "
+                        "README: Training on several devices and hosts)")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
@@ -218,9 +220,26 @@ def shard_by_data(dataset):
 
 
 def describe(strategy):
-    """One line for the start-up message, e.g. "MirroredStrategy, 2 replicas"."""
+    """One line for the start-up message: the strategy's public name, the replicas and,
+    under multi-worker training, which task this process is.
+
+    Examples:
+    >>> describe(make_strategy("one_device"))
+    'OneDeviceStrategy, 1 replica'
+    """
+    import tensorflow as tf
+
     replicas = strategy.num_replicas_in_sync
-    return f"{type(strategy).__name__}, {replicas} replica{'s' if replicas > 1 else ''}"
+    # MultiWorkerMirroredStrategy's class is named CollectiveAllReduceStrategy.
+    name = ("MultiWorkerMirroredStrategy"
+            if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            else type(strategy).__name__)
+    line = f"{name}, {replicas} replica{'s' if replicas > 1 else ''}"
+    if in_multi_worker_mode(strategy):
+        resolver = strategy.cluster_resolver
+        line += (f", task {resolver.task_type} {resolver.task_id}"
+                 f"{' (chief)' if is_chief(strategy) else ''}")
+    return line
 
 
 def weights_fingerprint(model):
@@ -249,26 +268,66 @@ def check_jit_compile(strategy, jit_compile):
 
 
 def build_for_fit(model, strategy, dataset):
-    """Builds `model`'s metrics and optimizer state from one local batch of `dataset`, under
-    `strategy`, before `fit` would.
+    """Prepares `model` for `fit` and `evaluate` under multi-worker training; a no-op
+    under every other strategy (call it after compile, before `fit`).
 
-    Keras 3.15's `fit` builds a distributed model from the first batch, reduced over the
-    replicas with `strategy.reduce`, which fails for MultiWorkerMirroredStrategy on a dict
-    of features (and drops that batch); building here from an undistributed batch, the
-    same shapes, then skipping that step avoids both.
+    Two gaps of Keras 3.15's TensorFlow trainer under `MultiWorkerMirroredStrategy`:
+
+    - `fit` builds a distributed model from its first batch reduced over the replicas
+      with `strategy.reduce`, which fails on a dict of features (and drops that batch).
+      Building here from one undistributed local batch (the same shapes) avoids both.
+    - Each step's logs are reduced with `strategy.reduce("MEAN", logs, axis=0)` whatever
+      `distribute_reduction_method` says, and a scalar has no axis 0 (TensorFlow:
+      "Invalid reduction dimension 0 for input with 0 dimensions", tensorflow#72388).
+      `with_replica_axis` gives every logged value a leading axis of one, so that
+      reduction becomes the mean over all replicas, as under MirroredStrategy.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> build_for_fit(model, make_strategy("one_device"), None)  # nothing to do
+    >>> "train_step" in vars(model)
+    False
     """
-    if not isinstance(strategy, tf_multi_worker_strategy()):
+    if not in_multi_worker_mode(strategy):
         return
-    features = next(iter(dataset.take(1)))
+    batch = next(iter(dataset.take(1)))
     with strategy.scope():
-        model._symbolic_build(data_batch=features)  # noqa: SLF001 (Keras's own build step)
+        model._symbolic_build(data_batch=batch)  # noqa: SLF001 (Keras's own build step)
     model._maybe_symbolic_build = lambda *args, **kwargs: None
-    # Logged metrics are already summed over workers (their variables sync on read);
-    # Keras's default "mean" reduction fails on those scalars under multi-worker.
-    model.distribute_reduction_method = "first"
+    model.train_step = with_replica_axis(model.train_step)
+    model.test_step = with_replica_axis(model.test_step)
 
 
-def tf_multi_worker_strategy():
+def in_multi_worker_mode(strategy):
+    """True under `MultiWorkerMirroredStrategy` with more than one worker in `TF_CONFIG`
+    (the case Keras's trainer reduces with collectives; one worker runs as mirrored).
+
+    Examples:
+    >>> in_multi_worker_mode(make_strategy("mirrored"))
+    False
+    """
     import tensorflow as tf
 
-    return tf.distribute.MultiWorkerMirroredStrategy
+    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode())  # noqa: SLF001 (as Keras tests it)
+
+
+def with_replica_axis(step):
+    """`step` (a `train_step` or `test_step`) with a leading axis of one on every value it
+    returns: `strategy.reduce("MEAN", value, axis=0)` then averages one value per replica,
+    the reduction Keras applies to step logs under multi-worker training.
+
+    Examples:
+    >>> import tensorflow as tf
+    >>> step = with_replica_axis(lambda data: {"loss": tf.reduce_mean(data)})
+    >>> step(tf.constant([1.0, 3.0]))["loss"].numpy()
+    array([2.], dtype=float32)
+    """
+    import tensorflow as tf
+
+    def step_with_replica_axis(data):
+        return tf.nest.map_structure(lambda value: tf.expand_dims(value, 0), step(data))
+
+    return step_with_replica_axis

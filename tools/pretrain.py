@@ -258,6 +258,7 @@ def main(argv):
           f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes); "
           f"{distribution.describe(strategy)}", flush=True)
     start = time.time()
+    distribution.build_for_fit(model, strategy, train_dataset)
     # An "epoch" here is one checkpoint interval of the endless, re-masked stream.
     try:
         model.fit(distribution.shard_by_data(train_dataset), epochs=num_checkpoints,
@@ -266,6 +267,8 @@ def main(argv):
     except FailedWrite as error:
         raise UserError(f"{error}; pretraining stopped: once that is fixed, the same command "
                         "resumes from the last checkpoint")
+    if strategy.num_replicas_in_sync > 1:
+        print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(eval_dataset, return_dict=True, verbose=0))
