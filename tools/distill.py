@@ -119,10 +119,19 @@ _RESUME_KEYS = ("teacher", "task", "task_options", "preset", "train_data", "unla
 
 
 def _load_teacher():
+    """The teacher's `TrainedModel`; errors name --teacher."""
     path = FLAGS.teacher
-    if os.path.isdir(path):
-        return md.load_trained(model_dir=path)
-    return md.load_trained(model_path=path)
+    if not os.path.exists(path):
+        raise UserError(f"--teacher={path}: no such model directory or .keras file")
+    try:
+        if os.path.isdir(path):
+            return md.load_trained(model_dir=path)
+        return md.load_trained(model_path=path)
+    except UserError as error:
+        message = str(error)
+        for flag in (f"--model_dir={path}", f"--model={path}"):
+            message = message.replace(flag, f"--teacher={path}")
+        raise UserError(message) from None
 
 
 def _student_encoder():

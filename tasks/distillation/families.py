@@ -60,10 +60,11 @@ class TaggingFamily:
     teacher did not see (cut off by its `max_seq_length`) have no target.
 
     Examples:
-    >>> family = TaggingFamily()
-    >>> scores = np.array([[[2.0, 0.0], [0.0, 0.0], [5.0, 5.0]]])
-    >>> rows = family.teacher_rows(None, scores, {"word_mask": np.array([[1, 1, 0]])},
-    ...                            [type("S", (), {"words": ("a", "b", "c")})], 1.0)
+    >>> from tasks.tagging import TaggedSentence
+    >>> sentence = TaggedSentence(("Anna", "sees", "Rome"), ("B-PER", "O", "B-LOC"))
+    >>> scores = np.array([[[2.0, 0.0], [0.0, 0.0], [5.0, 5.0]]])  # a softmax teacher's
+    >>> rows = TaggingFamily().teacher_rows(None, scores, {"word_mask": np.array([[1, 1, 0]])},
+    ...                                     [sentence], temperature=1.0)
     >>> np.round(rows[0], 3)  # the third word was cut off: no target
     array([[0.881, 0.119],
            [0.5  , 0.5  ],

@@ -27,6 +27,24 @@ def use_distillation_loss(student, family, alpha, temperature):
         family: the task's distillation family (`family_of`).
         alpha: weight of the soft-target loss, in [0, 1]; 0 is plain training.
         temperature: T > 0.
+
+    Returns:
+        `student`.
+
+    Examples:
+    >>> import numpy as np
+    >>> from layers import Encoder
+    >>> from tasks.classification.model import Classifier
+    >>> from tasks.distillation.families import ClassificationFamily
+    >>> student = Classifier(Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
+    ...                              hidden_dim=8, intermediate_dim=16), num_classes=2)
+    >>> _ = use_distillation_loss(student, ClassificationFamily(), alpha=0.5, temperature=2.0)
+    >>> logits = np.array([[1.0, -1.0], [1.0, -1.0]], "float32")
+    >>> y = {LABELS: np.array([0, -1]),  # the second example is unlabelled
+    ...      TARGETS: np.array([[0.5, 0.5], [0.5, 0.5]], "float32")}
+    >>> # 0.5 * CE(label 0) + 0.5 * 2² KL(uniform ‖ softmax(logits / 2)) = 0.5 * 0.1269 + 0.5 * 0.4805
+    >>> round(float(student.compute_loss(None, y, logits)), 4)
+    0.3037
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
