@@ -467,7 +467,8 @@ class CRF(keras.layers.Layer):
         >>> _ = crf.transitions.assign([[2.0, 0.0], [0.0, 2.0]])  # likes to stay
         >>> potentials = np.array([[[3.0, 0.0], [0.0, 0.0]]], "float32")
         >>> marginals = crf.marginals(potentials)
-        >>> np.round(keras.ops.convert_to_numpy(marginals), 3)  # paths 00, 01, 10, 11 score 5, 3, 0, 2
+        >>> # Paths 00, 01, 10 and 11 score 5, 3, 0 and 2.
+        >>> np.round(keras.ops.convert_to_numpy(marginals), 3)
         array([[[0.953, 0.047],
                 [0.845, 0.155]]], dtype=float32)
         >>> soft = crf.marginals(potentials, temperature=4.0)

@@ -73,9 +73,9 @@ def distillation_loss(teacher_probabilities, student_logits, temperature=1.0):
     >>> import numpy as np
     >>> teacher = np.array([[0.5, 0.5], [0.0, 0.0]], "float32")  # row 2: no target
     >>> logits = np.log(np.array([[0.9, 0.1], [0.3, 0.7]], "float32"))
-    >>> round(float(distillation_loss(teacher, logits)), 4)  # 0.5 ln(0.5/0.9) + 0.5 ln(0.5/0.1)
+    >>> round(float(distillation_loss(teacher, logits)), 4)  # 0.5 ln(0.5/0.9) + 0.5 ln(5)
     0.5108
-    >>> round(float(distillation_loss(teacher, logits * 3.0, temperature=3.0)), 3)  # 9 x the same KL
+    >>> round(float(distillation_loss(teacher, logits * 3.0, temperature=3.0)), 3)  # 9 x as much
     4.597
     """
     if not temperature > 0:

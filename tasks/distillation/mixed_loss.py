@@ -1,4 +1,5 @@
-"""The student's training loss: (1 − α) · hard-label loss + α · T² · KL(teacher_T ‖ student_T)."""
+"""The student's training loss:
+(1 − α) · hard-label loss + α · T² · KL(teacher_T ‖ student_T)."""
 
 import tensorflow as tf
 from keras import ops
@@ -42,7 +43,7 @@ def use_distillation_loss(student, family, alpha, temperature):
     >>> logits = np.array([[1.0, -1.0], [1.0, -1.0]], "float32")
     >>> y = {LABELS: np.array([0, -1]),  # the second example is unlabelled
     ...      TARGETS: np.array([[0.5, 0.5], [0.5, 0.5]], "float32")}
-    >>> # 0.5 * CE(label 0) + 0.5 * 2² KL(uniform ‖ softmax(logits / 2)) = 0.5 * 0.1269 + 0.5 * 0.4805
+    >>> # 0.5 CE(label 0) + 0.5 · 2² KL(uniform ‖ q at T=2) = 0.5 · 0.1269 + 0.5 · 0.4805
     >>> round(float(student.compute_loss(None, y, logits)), 4)
     0.3037
     """
