@@ -1,4 +1,5 @@
-"""Linear-chain conditional random field: likelihood, partition function, Viterbi."""
+"""Linear-chain conditional random field: likelihood, partition function, marginals,
+Viterbi."""
 
 import keras
 import numpy as np
@@ -437,6 +438,56 @@ class CRF(keras.layers.Layer):
         return self.sequence_score(potentials, tags, mask) - self.log_partition(
             potentials, mask
         )
+
+    def marginals(self, potentials, mask=None, temperature=1.0):
+        """Per-position tag marginals p(y_t = k | potentials), by forward-backward.
+
+        Computed in log space, p(y_t = k) = exp(alpha_t[k] + beta_t[k] - log Z),
+        where alpha sums the scores of all prefixes ending in k and beta those
+        of all suffixes after it (constraints included), so each real
+        position's row sums to 1; padded positions are all 0. With a
+        `temperature` T every score (emissions, transitions, start and end) is
+        divided by T before normalising, which softens the distribution over
+        whole sequences (T > 1) as a softmax temperature does for one
+        position: the marginals of the distribution proportional to
+        exp(score(y) / T). Knowledge distillation matches a student's per-word
+        distributions to these. Not meant to be differentiated (the scans'
+        gradient does not compile under XLA).
+
+        Args:
+            potentials: [B, T, K] tag scores, any float dtype.
+            mask: optional [B, T] right-padding mask.
+            temperature: positive float; 1 gives the model's own marginals.
+
+        Returns:
+            [B, T, K] float32 probabilities (rows of 0 at padded positions).
+
+        Examples:
+        >>> crf = CRF(2)
+        >>> _ = crf.transitions.assign([[2.0, 0.0], [0.0, 2.0]])  # likes to stay
+        >>> potentials = np.array([[[3.0, 0.0], [0.0, 0.0]]], "float32")
+        >>> marginals = crf.marginals(potentials)
+        >>> # Paths 00, 01, 10 and 11 score 5, 3, 0 and 2.
+        >>> np.round(keras.ops.convert_to_numpy(marginals), 3)
+        array([[[0.953, 0.047],
+                [0.845, 0.155]]], dtype=float32)
+        >>> soft = crf.marginals(potentials, temperature=4.0)
+        >>> np.round(keras.ops.convert_to_numpy(soft)[0, 0], 3)
+        array([0.679, 0.321], dtype=float32)
+        """
+        if not temperature > 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        potentials, mask = self._prepare(potentials, mask)
+        scale = 1.0 / float(temperature)
+        transitions, start, end = (score * scale for score in self._scores())
+        potentials = potentials * scale
+        float_mask = ops.cast(mask, "float32")
+        alphas = _forward(potentials, float_mask, transitions, start)
+        betas = _backward(potentials, float_mask, transitions, end)
+        log_z = ops.logsumexp(alphas[:, -1] + end[None, :], axis=1)
+        # Exponents <= 0 up to rounding; an empty sequence's rows are all padding.
+        marginals = ops.exp(alphas + betas - log_z[:, None, None])
+        return ops.where(mask[:, :, None], marginals, 0.0)
 
     def decode(self, potentials, mask=None):
         """The highest-scoring tag sequence, by the Viterbi algorithm.

@@ -42,3 +42,48 @@ def masked_sparse_cross_entropy(labels, logits, weights=None):
     # With 0/1 weights the sum is 0 or >= 1, so this floor only matters for
     # fractional weights (NONE spans) and for an empty batch (0 / floor = 0).
     return total / ops.maximum(ops.sum(weight), 1e-6)
+
+
+def distillation_loss(teacher_probabilities, student_logits, temperature=1.0):
+    """Hinton et al.'s soft-target loss: T² · KL(teacher_T ‖ student_T), averaged over slots.
+
+    A slot is one example (classification) or one word (tagging). The
+    teacher's distribution comes already softened at temperature T (a softmax
+    of its logits / T, or a CRF's marginals at T); the student's is
+    softmax(student_logits / T). Multiplying by T² keeps the gradients'
+    scale independent of T, so the loss mixes with a hard-label loss at the
+    same weight whatever T is. A slot whose teacher row is all zeros (padding,
+    a word the teacher did not see) has no target: the mean is
+    Σ w · KL / Σ w with w = Σ_k p_k (1 or 0), and 0 when no slot counts.
+    The teacher's side is a constant: no gradient flows into it.
+
+    Args:
+        teacher_probabilities: [..., K] rows that sum to 1 (or are all 0).
+        student_logits: [..., K] the student's scores, any float dtype.
+        temperature: T > 0.
+
+    Returns:
+        A float32 scalar.
+
+    References:
+        Hinton, Vinyals and Dean, "Distilling the Knowledge in a Neural
+        Network" (2015).
+
+    Examples:
+    >>> import numpy as np
+    >>> teacher = np.array([[0.5, 0.5], [0.0, 0.0]], "float32")  # row 2: no target
+    >>> logits = np.log(np.array([[0.9, 0.1], [0.3, 0.7]], "float32"))
+    >>> round(float(distillation_loss(teacher, logits)), 4)  # 0.5 ln(0.5/0.9) + 0.5 ln(5)
+    0.5108
+    >>> round(float(distillation_loss(teacher, logits * 3.0, temperature=3.0)), 3)  # 9 x as much
+    4.597
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    p = ops.stop_gradient(ops.cast(teacher_probabilities, "float32"))
+    log_q = ops.log_softmax(ops.cast(student_logits, "float32") / temperature, axis=-1)
+    # 0 · log 0 = 0: rows (and entries) without mass contribute nothing.
+    p_log_p = ops.where(p > 0, p * ops.log(ops.maximum(p, 1e-30)), 0.0)
+    per_slot = ops.sum(p_log_p - p * log_q, axis=-1)
+    weight = ops.sum(p, axis=-1)
+    return temperature ** 2 * ops.sum(per_slot) / ops.maximum(ops.sum(weight), 1e-6)
