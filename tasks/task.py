@@ -20,6 +20,7 @@ import numpy as np
 
 from tasks.evaluation_callback import EvaluationCallback
 from tasks.preprocessor import TextPreprocessor
+from tasks.progress import ProgressCallback
 from tasks.tensorboard_examples import (
     ExampleTextLogger,
     first_batch,
@@ -225,7 +226,8 @@ class Task:
 
     def evaluate(self, model, dataset, examples, labels):
         """A dict of metrics of `model` on `examples` (and their `dataset`)."""
-        metrics = model.evaluate(dataset, return_dict=True, verbose=0)
+        metrics = model.evaluate(dataset, return_dict=True, verbose=0,
+                                 callbacks=[ProgressCallback("evaluating")])
         metrics = {name: float(value) for name, value in metrics.items()}
         metrics["examples"] = len(examples)
         return metrics

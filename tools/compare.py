@@ -21,7 +21,11 @@ from absl import flags  # noqa: E402
 
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_progress_flag,
+    define_task_module_flag,
+    enable_progress,
+)
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -30,6 +34,7 @@ flags.DEFINE_multi_string("run", None, "NAME=MODEL: a name for the table and a m
 flags.DEFINE_string("data", None, "Data file to evaluate every model on (read once).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+define_progress_flag()
 flags.mark_flags_as_required(["run", "data"])
 
 
@@ -63,6 +68,7 @@ def _evaluate(model):
 
 
 def main(argv):
+    enable_progress()
     results = [(name, *_evaluate(model)) for name, model in _runs()]
     width = max(len(name) for name, _, _ in results)
     first = results[0][2][results[0][1]]

@@ -20,8 +20,10 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_model_flags,
+    define_progress_flag,
     define_stride_override_flag,
     define_task_module_flag,
+    enable_progress,
     with_stride_override,
 )
 from tools.model_card import record_test_result  # noqa: E402
@@ -30,6 +32,7 @@ FLAGS = flags.FLAGS
 define_task_module_flag()
 define_model_flags()
 define_stride_override_flag()
+define_progress_flag()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -40,6 +43,7 @@ flags.mark_flags_as_required(["data"])
 
 
 def main(argv):
+    enable_progress()
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = with_stride_override(trained.task)
     if not task.trainable:

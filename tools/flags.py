@@ -94,6 +94,23 @@ def model_source(flag_values=flags.FLAGS):
     return f"--model={flag_values.model}"
 
 
+def define_progress_flag(flag_values=flags.FLAGS):
+    """`--progress` (on by default; `--noprogress` for none): progress on standard error.
+
+    Read with `enable_progress` at the start of `main`.
+    """
+    flags.DEFINE_boolean("progress", True, "Show progress with the rate and time left on "
+                         "standard error: one updating line on a terminal, otherwise a line "
+                         "every 10% or 30 s (--noprogress: none).", flag_values=flag_values)
+
+
+def enable_progress(flag_values=flags.FLAGS):
+    """Turns the reporters of `tasks.progress` on or off as `--progress` says."""
+    from tasks.progress import set_enabled  # here: it imports Keras
+
+    set_enabled(flag_values.progress)
+
+
 def define_hardware_flags(flag_values=flags.FLAGS):
     """`--mixed_precision` and `--jit_compile`, both "auto" by default (follow the hardware)."""
     from zoo.hardware import JIT_COMPILE_CHOICES, MIXED_PRECISION_CHOICES

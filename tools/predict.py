@@ -29,8 +29,10 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_model_flags,
+    define_progress_flag,
     define_stride_override_flag,
     define_task_module_flag,
+    enable_progress,
     with_stride_override,
 )
 
@@ -38,6 +40,7 @@ FLAGS = flags.FLAGS
 define_task_module_flag()
 define_model_flags()
 define_stride_override_flag()
+define_progress_flag()
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
                     "output.")
@@ -51,6 +54,7 @@ flags.mark_flags_as_required(["input", "output"])
 
 
 def main(argv):
+    enable_progress()
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = with_stride_override(trained.task)
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,

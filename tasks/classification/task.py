@@ -19,6 +19,7 @@ from tasks.classification.serving import classification_outputs
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
+from tasks.progress import ProgressCallback
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -142,7 +143,8 @@ class ClassificationTask(Task):
                                                    e.line) for e in examples]
         dataset = self.make_dataset(unlabeled, self.preprocessor_of(preprocessor), labels,
                                     batch_size=batch_size)
-        probabilities = softmax_probabilities(model.predict(dataset, verbose=0))
+        probabilities = softmax_probabilities(model.predict(
+            dataset, verbose=0, callbacks=[ProgressCallback("predicting")]))
         lines = []
         for example, row in zip(examples, probabilities):
             record = {"text": example.text, **label_fields(row, labels)}
