@@ -4,7 +4,8 @@
         --run=pretrained=demo_runs/trec/pretrained --run=scratch=demo_runs/trec/scratch
 
 Each `--run=NAME=MODEL` names a model directory written by tools/train.py (or
-its `.keras` file). Every model is evaluated by its own task on `--data`; the
+its `.keras` file), or several comma-separated: their ensemble
+(`--run=ensemble=runs/s42,runs/s43,runs/s44`, docs/ensembles.md). Every model is evaluated by its own task on `--data`; the
 table lists each task's headline metric (the one that picked its best epoch:
 accuracy, F1, entity F1, ...) and the difference to the first run. The last
 line is one JSON object, `{"<name>_<metric>": value, ...}`, for scripts.
@@ -30,7 +31,8 @@ from tools.flags import (  # noqa: E402
 FLAGS = flags.FLAGS
 define_task_module_flag()
 flags.DEFINE_multi_string("run", None, "NAME=MODEL: a name for the table and a model "
-                          "directory (or .keras file) written by tools/train.py; repeatable.")
+                          "directory (or .keras file) written by tools/train.py, or several "
+                          "comma-separated for their ensemble; repeatable.")
 flags.DEFINE_string("data", None, "Data file to evaluate every model on (read once).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -51,8 +53,13 @@ def _runs():
 
 
 def _evaluate(model):
-    trained = (md.load_trained(model_path=model) if model.endswith(".keras")
-               else md.load_trained(model))
+    paths = md.model_list(model)
+    if len(paths) > 1:
+        trained = md.load_ensemble(paths)
+    elif model.endswith(".keras"):
+        trained = md.load_trained(model_path=model)
+    else:
+        trained = md.load_trained(model)
     task = trained.task
     examples = task.prediction_examples(
         task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),

@@ -16,6 +16,7 @@ from tasks.classification.model import (
 from tasks.classification.pipeline import make_dataset
 from tasks.classification.predictions import label_fields, softmax_probabilities
 from tasks.classification.serving import classification_outputs
+from tasks.ensemble import Ensemble, mean_log_probabilities
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
@@ -119,6 +120,14 @@ class ClassificationTask(Task):
     def monitor(self, num_classes):
         """The validation metric that picks the best model."""
         return classification_monitor(num_classes)
+
+    def build_ensemble(self, models):
+        """The mean of the models' class probabilities (as logits: its logarithm), compiled
+        with this task's loss and metrics, so `evaluate` and predictions read it as one."""
+        ensemble = Ensemble(models, mean_log_probabilities)
+        ensemble.compile(loss=self.loss(), metrics=self.metrics(models[0]),
+                         jit_compile=ensemble.jit_compile)
+        return ensemble
 
     # === Prediction ===
 
