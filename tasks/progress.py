@@ -10,6 +10,10 @@ evaluation, calibration, vocabulary learning):
   loop, never one per batch;
 - always a final line: `predicting: 40/40 batches (100%) in 8 s, 5.0 batches/s`.
 
+While running, the rate counts from the first item on (a first batch that
+traces the model does not inflate the time left); the final line gives the
+mean over the whole loop.
+
 It writes to standard error, so that what a binary prints on standard output
 (JSON lines of predictions, a metrics line) stays machine-readable.
 
@@ -127,6 +131,7 @@ class Progress:
         self.done = 0
         self.detail = None
         self._start = clock() if self.enabled else None
+        self._first = None  # (time, done) of the first update
         self._last_write = self._start
         self._last_milestone = 0
         self._live_line = False  # a terminal line not yet ended by a newline
@@ -153,6 +158,8 @@ class Progress:
         if not self.enabled or self._finished:
             return
         now = self._clock()
+        if self._first is None:
+            self._first = (now, self.done)
         if self.interactive:
             if now - self._last_write >= self.refresh_seconds:
                 self._write_live(self.line(now), now)
@@ -201,9 +208,13 @@ class Progress:
     # === Lines ===
 
     def line(self, now):
-        """The line while running: done/total (percentage), rate, time left."""
-        elapsed = now - self._start
-        rate = self.done / elapsed if elapsed > 0 else None
+        """The line while running: done/total (percentage), rate, time left.
+
+        The rate is measured from the first update on: the first item (a
+        batch whose step Keras traces, a model's first call) is often much
+        slower than the rest, and would make the time left far too long.
+        """
+        rate = self._rate(now)
         parts = [self._count()]
         parts.append(f"{format_rate(rate)} {self.unit}/s" if rate else f"? {self.unit}/s")
         if self.total is not None:
@@ -220,6 +231,13 @@ class Progress:
         if elapsed > 0:
             text += f", {format_rate(self.done / elapsed)} {self.unit}/s"
         return self._with_detail(text)
+
+    def _rate(self, now):
+        first_time, first_done = self._first if self._first is not None else (self._start, 0)
+        if self.done == first_done:  # only the first update yet
+            first_time, first_done = self._start, 0
+        elapsed = now - first_time
+        return (self.done - first_done) / elapsed if elapsed > 0 else None
 
     def _count(self):
         if self.total is None:

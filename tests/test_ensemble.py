@@ -4,6 +4,8 @@ NumPy), a CRF ensemble decodes the best path of the summed path scores (checked
 against every path), and models that do not fit together are refused in one line."""
 
 import itertools
+import json
+import os
 
 import keras
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 
 from layers import Encoder
 from tasks.registry import get_task
+from tests.conftest import CONLL, TREC, run_tools
 from tools import model_directory as md
 from tools.errors import UserError
 
@@ -185,3 +188,25 @@ def test_loading_refuses_models_that_do_not_fit_together(tmp_path):
     assert trained.labels == ["ABBR", "DESC"] and len(trained.model.members) == 2
     single = md.load_models(model_path=base)
     assert single.model.name == "classifier"  # one model: loaded as before, no ensemble
+
+
+@pytest.mark.slow
+def test_binaries_take_several_models(trained_classifier_dir, trained_tagger_dir, tmp_path):
+    """compare.py and predict.py on an ensemble of a trained model with itself: the model's
+    own results (a CRF merged with itself is itself, and so are mean probabilities)."""
+    data = os.path.join(TREC, "test.label")
+    twice = f"{trained_classifier_dir},{trained_classifier_dir}/best_model.keras"
+    results = run_tools({
+        "compare": ("compare.py", "--data", data, f"--run=one={trained_classifier_dir}",
+                    f"--run=twice={twice}", "--noprogress"),
+        "predict_one": ("predict.py", f"--model_dir={trained_tagger_dir}",
+                        f"--input={os.path.join(CONLL, 'dev.txt')}", "--output=-"),
+        "predict_twice": ("predict.py", f"--model_dir={trained_tagger_dir},{trained_tagger_dir}",
+                          f"--input={os.path.join(CONLL, 'dev.txt')}", "--output=-"),
+    })
+    for result in results.values():
+        assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(results["compare"].stdout.strip().splitlines()[-1])
+    assert summary["one_accuracy"] == summary["twice_accuracy"]
+    assert results["predict_one"].stdout == results["predict_twice"].stdout
+    assert results["predict_one"].stdout.count("\n") > 20

@@ -54,17 +54,34 @@ def test_log_lines_come_every_tenth_with_rate_and_time_left():
     assert lines[-1] == "predicting: 40/40 batches (100%) in 20 s, 2.00 batches/s"
 
 
-def test_time_left_follows_the_mean_rate_so_far():
+def test_time_left_follows_the_rate_after_the_first_update():
     clock, log = FakeClock(), io.StringIO()
     progress = Progress("evaluating", total=1000, unit="texts", stream=log, enabled=True,
                         clock=clock)
     clock.now += 50
     progress.update(100)  # 2 texts/s so far: 900 left take 450 s
-    clock.now += 350
-    progress.update(200)  # 0.5 texts/s: 800 left take 1,600 s
+    clock.now += 200
+    progress.update(200)  # 0.5 texts/s since the first update: 800 left take 1,600 s
+    clock.now += 100
+    progress.update(400)  # 300 texts in 300 s since then: 600 left take 600 s
+    progress.finish()  # the final line: 400 texts in 350 s
     assert log.getvalue().splitlines() == [
         "evaluating: 100/1,000 texts (10%), 2.00 texts/s, 7 min 30 s left",
-        "evaluating: 200/1,000 texts (20%), 0.500 texts/s, 26 min 40 s left"]
+        "evaluating: 200/1,000 texts (20%), 0.500 texts/s, 26 min 40 s left",
+        "evaluating: 400/1,000 texts (40%), 1.00 texts/s, 10 min 00 s left",
+        "evaluating: 400/1,000 texts (40%) in 5 min 50 s, 1.14 texts/s"]
+
+
+def test_a_slow_first_batch_does_not_inflate_the_time_left():
+    clock, log = FakeClock(), io.StringIO()
+    progress = Progress("predicting", total=10, stream=log, enabled=True, clock=clock)
+    clock.now += 30  # tracing the model
+    progress.advance()
+    for _ in range(4):
+        clock.now += 1
+        progress.advance()
+    assert log.getvalue().splitlines()[-1] == (
+        "predicting: 5/10 batches (50%), 1.00 batches/s, 5 s left")
 
 
 def test_a_slow_loop_without_a_total_gets_a_line_every_30_seconds():
