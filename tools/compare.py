@@ -8,7 +8,8 @@ its `.keras` file), or several comma-separated: their ensemble
 (`--run=ensemble=runs/s42,runs/s43,runs/s44`, docs/ensembles.md). Every model
 is evaluated by its own task on `--data`; the table lists each task's headline
 metric (the one that picked its best epoch: accuracy, F1, entity F1, ...) and
-the difference to the first run. The last line is one JSON object, `{"<name>_<metric>": value, ...}`, for scripts.
+the difference to the first run. The last line is one JSON object,
+`{"<name>_<metric>": value, ...}`, for scripts.
 """
 
 import json
