@@ -35,7 +35,7 @@ Examples:
 ...     for _ in range(4):
 ...         progress.advance()
 >>> print(log.getvalue(), end="")
-predicting: 1/4 batches (25%), 1.00 batches/s, 3 s left
+predicting: 1/4 batches (25%), 1.00 batches/s, ? left
 predicting: 2/4 batches (50%), 1.00 batches/s, 2 s left
 predicting: 3/4 batches (75%), 1.00 batches/s, 1 s left
 predicting: 4/4 batches (100%) in 4 s, 1.00 batches/s
@@ -212,13 +212,14 @@ class Progress:
 
         The rate is measured from the first update on: the first item (a
         batch whose step Keras traces, a model's first call) is often much
-        slower than the rest, and would make the time left far too long.
+        slower than the rest, and would make the time left far too long. So
+        at the first update the time left is not known yet ("? left").
         """
-        rate = self._rate(now)
+        rate, steady = self._rate(now)
         parts = [self._count()]
         parts.append(f"{format_rate(rate)} {self.unit}/s" if rate else f"? {self.unit}/s")
         if self.total is not None:
-            if rate:
+            if rate and steady:
                 parts.append(f"{format_duration(max(self.total - self.done, 0) / rate)} left")
             else:
                 parts.append("? left")
@@ -233,11 +234,13 @@ class Progress:
         return self._with_detail(text)
 
     def _rate(self, now):
+        """(items per second, whether measured after the first update)."""
         first_time, first_done = self._first if self._first is not None else (self._start, 0)
-        if self.done == first_done:  # only the first update yet
+        steady = self.done != first_done
+        if not steady:  # only the first update yet: the rate since the start
             first_time, first_done = self._start, 0
         elapsed = now - first_time
-        return (self.done - first_done) / elapsed if elapsed > 0 else None
+        return ((self.done - first_done) / elapsed if elapsed > 0 else None), steady
 
     def _count(self):
         if self.total is None:
