@@ -20,6 +20,7 @@ import numpy as np
 
 from tasks.evaluation_callback import EvaluationCallback
 from tasks.preprocessor import TextPreprocessor
+from tasks.progress import ProgressCallback
 from tasks.tensorboard_examples import (
     ExampleTextLogger,
     first_batch,
@@ -44,6 +45,9 @@ class Task:
         logged_metrics: names of `evaluate` results that `callbacks` adds to
             every epoch's logs as `val_<name>` (for metrics Keras cannot
             compute batch by batch, such as entity F1).
+        ensemble_free_options: options that may differ between the models of
+            an ensemble (`ensemble`), which takes them from its first model
+            (decoding choices such as span NER's threshold); all others must agree.
         trainable: False for a task whose model works on a pretrained
             encoder as it is, with no labels and no loss (sentence
             embeddings): tools/train.py refuses it, and tools/export.py
@@ -60,6 +64,7 @@ class Task:
     head_options = ()
     preprocessor_class = TextPreprocessor
     logged_metrics = ()
+    ensemble_free_options = ()
     trainable = True
 
     def __init__(self, **options):
@@ -232,7 +237,8 @@ class Task:
 
     def evaluate(self, model, dataset, examples, labels):
         """A dict of metrics of `model` on `examples` (and their `dataset`)."""
-        metrics = model.evaluate(dataset, return_dict=True, verbose=0)
+        metrics = model.evaluate(dataset, return_dict=True, verbose=0,
+                                 callbacks=[ProgressCallback("evaluating")])
         metrics = {name: float(value) for name, value in metrics.items()}
         metrics["examples"] = len(examples)
         return metrics
@@ -255,6 +261,53 @@ class Task:
                           output_format="auto", batch_size=64):
         """Predicts `examples` and writes them to `output` atomically; returns a summary."""
         raise NotImplementedError
+
+    # === Ensembles ===
+
+    def ensemble_conflict(self, other):
+        """Why a model of task `other` cannot join an ensemble with this task's; None if it can.
+
+        The task names and every option outside `ensemble_free_options` must
+        be the same (labels and vocabularies are compared by whoever loads the
+        models). Returns one line for an error message.
+
+        >>> from tasks.registry import get_task
+        >>> tagging = get_task("tagging", tag_scheme="IOB2")
+        >>> tagging.ensemble_conflict(tagging.with_options(stride=16)) is None
+        True
+        >>> tagging.ensemble_conflict(tagging.with_options(tag_scheme="BIOES"))
+        "tag_scheme 'IOB2' here, 'BIOES' there"
+        """
+        if other.name != self.name:
+            return f"a {other.name} model, not {self.name}"
+        mine, theirs = self.options_dict(), other.options_dict()
+        differ = [name for name in mine
+                  if name not in self.ensemble_free_options and mine[name] != theirs.get(name)]
+        if not differ:
+            return None
+        return ", ".join(f"{name} {mine[name]!r} here, {theirs.get(name)!r} there"
+                         for name in differ)
+
+    def ensemble(self, models):
+        """One model that stands for the average of `models`, for `evaluate` and prediction.
+
+        The models are of this task with the same labels, vocabulary and
+        options (see `ensemble_conflict`); this task's options (the first
+        model's) decide the decoding. An ensemble of one model is that model.
+        Tasks say what averaging means in `build_ensemble`.
+
+        Raises:
+            ValueError: the task has no ensembles.
+        """
+        models = list(models)
+        if len(models) == 1:
+            return models[0]
+        return self.build_ensemble(models)
+
+    def build_ensemble(self, models):
+        """The ensemble of two or more `models` (`tasks.ensemble.Ensemble`); none by default."""
+        raise ValueError(f"{self.name} models cannot be ensembled (the task defines no "
+                         "average of its models' outputs)")
 
     # === Serving ===
 

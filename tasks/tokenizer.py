@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
+from tasks.progress import Progress
 from tasks.text_cleaning import clean_texts
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -66,6 +67,8 @@ def build_vocabulary(texts, vocab_size=8000, lowercase=True, min_frequency=2, ba
         min_frequency: pieces seen fewer times are not learned (characters always are).
         batch_size: strings tokenized at once.
         progress: called as `progress(texts_read, words_read)` after each batch.
+            Whatever it is, the counting and each learning pass are reported on
+            standard error when reporting is on (`tasks.progress.set_enabled`).
         reserved_tokens: the tokens given the first ids.
 
     Returns:
@@ -106,6 +109,7 @@ def _count_words(texts, lowercase, batch_size, progress):
     splitter = BasicTokenizer(lower_case=False)
     counts = collections.Counter()
     texts_read = words_read = 0
+    reporter = Progress("counting words", unit="texts")
 
     def count(batch):
         nonlocal texts_read, words_read
@@ -118,6 +122,7 @@ def _count_words(texts, lowercase, batch_size, progress):
         words_read += len(words)
         if progress is not None:
             progress(texts_read, words_read)
+        reporter.update(texts_read, f"{words_read:,} words counted")
 
     batch = []
     for text in texts:
@@ -127,6 +132,7 @@ def _count_words(texts, lowercase, batch_size, progress):
             batch = []
     if batch:
         count(batch)
+    reporter.finish()
     if not counts:
         raise ValueError("no text to learn a vocabulary from")
     return {word.decode("utf-8"): n for word, n in counts.items()}
@@ -148,7 +154,21 @@ def _learn_at_least(counts, vocab_size, reserved_tokens, min_frequency):
     words = learner.get_input_words(word_counts, reserved_tokens, params.max_token_length)
     allowed = learner.get_allowed_chars(words, params.max_unique_chars)
     words = learner.filter_input_words(words, allowed, params.max_input_tokens)
-    best = learner.learn_with_thresh(words, lower, params)
+    # Each pass runs the learner over every distinct word: the slow part on a large corpus.
+    passes = Progress("learning WordPiece", unit="passes")
+
+    def learn(threshold):
+        vocabulary = learner.learn_with_thresh(words, threshold, params)
+        passes.advance(detail=f"last: frequency >= {threshold} gave {len(vocabulary):,} tokens")
+        return vocabulary
+
+    with passes:
+        return _search_threshold(learn, lower, upper, vocab_size)
+
+
+def _search_threshold(learn, lower, upper, vocab_size):
+    """`_learn_at_least`'s binary search; `learn(threshold)` runs one learning pass."""
+    best = learn(lower)
     if len(best) <= vocab_size:
         return best  # the most the text gives
     # Vocabulary size falls as the threshold rises; best: the largest threshold seen so far
@@ -156,7 +176,7 @@ def _learn_at_least(counts, vocab_size, reserved_tokens, min_frequency):
     low, high = lower + 1, max(upper, lower + 1)
     while low <= high and len(best) > vocab_size * (1 + _SLACK):
         threshold = (low + high) // 2
-        vocabulary = learner.learn_with_thresh(words, threshold, params)
+        vocabulary = learn(threshold)
         if len(vocabulary) >= vocab_size:
             best, low = vocabulary, threshold + 1
         else:

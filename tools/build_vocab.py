@@ -8,8 +8,9 @@ WikiText-style documents; comma-separate several files), streamed. The
 reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4 (more with
 --reserved_tokens). The file holds exactly --vocab_size tokens, reserved
 ones included (`tasks.tokenizer.build_vocabulary`: every character is kept,
-the rarest pieces dropped or `[unusedN]` placeholders added). Progress is
-printed as lines are counted.
+the rarest pieces dropped or `[unusedN]` placeholders added). Progress
+(lines and words counted, then each learning pass) goes to standard error
+(`--noprogress`: none).
 """
 
 import os
@@ -24,6 +25,7 @@ from absl import flags  # noqa: E402
 from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
 from tasks.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_progress_flag, enable_progress  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("corpus", None, "Text file(s), comma-separated.")
@@ -40,6 +42,7 @@ flags.DEFINE_list("reserved_tokens", [], "Extra reserved tokens after [PAD] [UNK
                   "[SEP] [MASK].")
 flags.DEFINE_string("output", None, "Where to write vocab.txt.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing --output file.")
+define_progress_flag()
 flags.mark_flags_as_required(["corpus", "output"])
 
 
@@ -55,12 +58,8 @@ def main(argv):
     directory = os.path.dirname(os.path.abspath(FLAGS.output))
     if not os.path.isdir(directory):
         raise UserError(f"--output: no such directory {directory}")
+    enable_progress()
     start = time.time()
-
-    def progress(lines, words):
-        print(f"\rcounted {lines:,} lines, {words:,} words ({time.time() - start:.0f} s)",
-              end="", file=sys.stderr, flush=True)
-
     reserved = list(RESERVED_TOKENS)
     for token in FLAGS.reserved_tokens:
         if token in reserved:
@@ -68,11 +67,10 @@ def main(argv):
         reserved.append(token)
     try:
         tokens = build_vocabulary(_lines(FLAGS.corpus), FLAGS.vocab_size, FLAGS.lowercase,
-                                  FLAGS.min_frequency, progress=progress,
+                                  FLAGS.min_frequency,
                                   reserved_tokens=reserved)
     except ValueError as error:
         raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
-    print(file=sys.stderr)
     write_vocabulary(tokens, FLAGS.output)
     print(f"wrote {len(tokens):,} tokens to {FLAGS.output} in {time.time() - start:.0f} s")
 

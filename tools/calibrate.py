@@ -21,7 +21,13 @@ from absl import flags  # noqa: E402
 
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_model_flags, define_task_module_flag, model_source  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_model_flags,
+    define_progress_flag,
+    define_task_module_flag,
+    enable_progress,
+    model_source,
+)
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -32,10 +38,12 @@ flags.DEFINE_string("data_format", None, "Data format; inferred from the file wh
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
 flags.DEFINE_boolean("dry_run", False, "Print the table without changing config.json or the "
                      "model.")
+define_progress_flag()
 flags.mark_flags_as_required(["data"])
 
 
 def main(argv):
+    enable_progress()
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = trained.task
     if not hasattr(task, "calibrate"):

@@ -4,10 +4,12 @@
         --run=pretrained=demo_runs/trec/pretrained --run=scratch=demo_runs/trec/scratch
 
 Each `--run=NAME=MODEL` names a model directory written by tools/train.py (or
-its `.keras` file). Every model is evaluated by its own task on `--data`; the
-table lists each task's headline metric (the one that picked its best epoch:
-accuracy, F1, entity F1, ...) and the difference to the first run. The last
-line is one JSON object, `{"<name>_<metric>": value, ...}`, for scripts.
+its `.keras` file), or several comma-separated: their ensemble
+(`--run=ensemble=runs/s42,runs/s43,runs/s44`, docs/ensembles.md). Every model
+is evaluated by its own task on `--data`; the table lists each task's headline
+metric (the one that picked its best epoch: accuracy, F1, entity F1, ...) and
+the difference to the first run. The last line is one JSON object,
+`{"<name>_<metric>": value, ...}`, for scripts.
 """
 
 import json
@@ -21,15 +23,21 @@ from absl import flags  # noqa: E402
 
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_progress_flag,
+    define_task_module_flag,
+    enable_progress,
+)
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
 flags.DEFINE_multi_string("run", None, "NAME=MODEL: a name for the table and a model "
-                          "directory (or .keras file) written by tools/train.py; repeatable.")
+                          "directory (or .keras file) written by tools/train.py, or several "
+                          "comma-separated for their ensemble; repeatable.")
 flags.DEFINE_string("data", None, "Data file to evaluate every model on (read once).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
+define_progress_flag()
 flags.mark_flags_as_required(["run", "data"])
 
 
@@ -46,8 +54,13 @@ def _runs():
 
 
 def _evaluate(model):
-    trained = (md.load_trained(model_path=model) if model.endswith(".keras")
-               else md.load_trained(model))
+    paths = md.model_list(model)
+    if len(paths) > 1:
+        trained = md.load_ensemble(paths)
+    elif model.endswith(".keras"):
+        trained = md.load_trained(model_path=model)
+    else:
+        trained = md.load_trained(model)
     task = trained.task
     examples = task.prediction_examples(
         task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),
@@ -63,6 +76,7 @@ def _evaluate(model):
 
 
 def main(argv):
+    enable_progress()
     results = [(name, *_evaluate(model)) for name, model in _runs()]
     width = max(len(name) for name, _, _ in results)
     first = results[0][2][results[0][1]]

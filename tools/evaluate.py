@@ -3,8 +3,11 @@
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label
     python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
+    python tools/evaluate.py --model_dir=runs/seed42,runs/seed43,runs/seed44 --data=TREC_10.label
 
 --update_card records the result in the test section of the directory's model card.
+Several models, comma-separated, are evaluated as one ensemble: the mean of
+their probabilities (`Task.ensemble`; docs/ensembles.md).
 """
 
 import json
@@ -20,16 +23,19 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_model_flags,
+    define_progress_flag,
     define_stride_override_flag,
     define_task_module_flag,
+    enable_progress,
     with_stride_override,
 )
 from tools.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_model_flags()
+define_model_flags(ensemble=True)
 define_stride_override_flag()
+define_progress_flag()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -40,7 +46,11 @@ flags.mark_flags_as_required(["data"])
 
 
 def main(argv):
-    trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
+    enable_progress()
+    if FLAGS.update_card and len(md.model_list(FLAGS.model_dir or FLAGS.model)) > 1:
+        raise UserError("--update_card: an ensemble has no model card of its own; "
+                        "evaluate one model to record its result")
+    trained = md.load_models(FLAGS.model_dir, FLAGS.model)
     task = with_stride_override(trained.task)
     if not task.trainable:
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "

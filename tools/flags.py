@@ -19,13 +19,20 @@ from absl import flags
 TASK_MODULE_FLAG = "task_module"
 
 
-def define_model_flags(flag_values=flags.FLAGS, what="a model", required=True):
+def define_model_flags(flag_values=flags.FLAGS, what="a model", required=True,
+                       ensemble=False):
     """`--model_dir` or `--model` (exactly one; at most one unless `required`): the trained
-    model a binary reads."""
+    model a binary reads; with `ensemble`, the help says that comma-separated models are
+    averaged (read with `tools.model_directory.load_models`)."""
+    several = (" Several, comma-separated (models of one task, labels and vocabulary, e.g. "
+               "trained with different seeds): their ensemble, which averages their "
+               "probabilities (CRFs: emissions and transitions) and decodes once."
+               if ensemble else "")
     flags.DEFINE_string("model_dir", None, f"A model directory written by tools/train.py "
-                        f"holding {what}.", flag_values=flag_values)
+                        f"holding {what}.{several}", flag_values=flag_values)
     flags.DEFINE_string("model", None, "Instead of --model_dir: a .keras file written by "
-                        "tools/train.py (it carries its vocabulary, labels and task options).",
+                        "tools/train.py (it carries its vocabulary, labels and task options)."
+                        + (" Several, comma-separated: their ensemble." if ensemble else ""),
                         flag_values=flag_values)
     flags.mark_flags_as_mutual_exclusive(["model_dir", "model"], required=required,
                                          flag_values=flag_values)
@@ -92,6 +99,23 @@ def model_source(flag_values=flags.FLAGS):
     if flag_values.model_dir:
         return f"--model_dir={flag_values.model_dir}"
     return f"--model={flag_values.model}"
+
+
+def define_progress_flag(flag_values=flags.FLAGS):
+    """`--progress` (on by default; `--noprogress` for none): progress on standard error.
+
+    Read with `enable_progress` at the start of `main`.
+    """
+    flags.DEFINE_boolean("progress", True, "Show progress with the rate and time left on "
+                         "standard error: one updating line on a terminal, otherwise a line "
+                         "every 10% or 30 s (--noprogress: none).", flag_values=flag_values)
+
+
+def enable_progress(flag_values=flags.FLAGS):
+    """Turns the reporters of `tasks.progress` on or off as `--progress` says."""
+    from tasks.progress import set_enabled  # here: it imports Keras
+
+    set_enabled(flag_values.progress)
 
 
 def define_hardware_flags(flag_values=flags.FLAGS):

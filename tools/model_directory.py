@@ -215,6 +215,79 @@ def load_trained(model_dir=None, model_path=None):
     return TrainedModel(model, task, task.preprocessor_of(preprocessor), labels, config)
 
 
+def model_list(value):
+    """The models a `--model_dir` or `--model` value names: comma-separated, or one path
+    that exists as written (commas and all).
+
+    >>> model_list("runs/seed42,runs/seed43"), model_list("runs/one")
+    (['runs/seed42', 'runs/seed43'], ['runs/one'])
+    """
+    if os.path.exists(value):
+        return [value]
+    return [part for part in value.split(",") if part]
+
+
+def load_models(model_dir=None, model_path=None):
+    """`load_trained` for the `--model_dir` or `--model` value of one model; for
+    several, comma-separated, their ensemble (`load_ensemble`)."""
+    if (model_dir is None) == (model_path is None):
+        raise ValueError("give exactly one of model_dir and model_path")
+    value = model_dir if model_dir is not None else model_path
+    paths = model_list(value)
+    if len(paths) == 1:  # exactly as before ensembles existed
+        return load_trained(model_dir, model_path)
+    return load_ensemble(paths)
+
+
+def load_ensemble(paths):
+    """A `TrainedModel` whose model stands for the average of several (`Task.ensemble`).
+
+    Each path is a model directory or a `.keras` file (any file).
+
+    The models must be of one task with the same labels, vocabulary,
+    lower-casing, `max_seq_length` and task options (decoding choices such as
+    span NER's threshold excepted: `Task.ensemble_free_options`); the first
+    model's task options, preprocessor and config are used. One model gives
+    `load_trained`'s result unchanged.
+
+    Raises:
+        UserError: one line naming the model that does not fit and why.
+    """
+    sources = [(f"--model={p}", {"model_path": p}) if os.path.isfile(p)
+               else (f"--model_dir={p}", {"model_dir": p}) for p in paths]
+    if not sources:
+        raise ValueError("no model given")
+    members = [load_trained(**arguments) for _, arguments in sources]
+    first = members[0]
+    if len(members) == 1:
+        return first
+    for (where, _), member in zip(sources[1:], members[1:]):
+        reason = _ensemble_conflict(first, member)
+        if reason:
+            raise UserError(f"{where} cannot join an ensemble with {sources[0][0]}: {reason}")
+    try:
+        model = first.task.ensemble([member.model for member in members])
+    except ValueError as error:
+        raise UserError(f"{sources[0][0]}: {error}")
+    return first._replace(model=model)
+
+
+def _ensemble_conflict(first, other):
+    """Why `other` (a `TrainedModel`) cannot be averaged with `first`; None if it can."""
+    reason = first.task.ensemble_conflict(other.task)
+    if reason:
+        return reason
+    if list(first.labels) != list(other.labels):
+        return f"labels {', '.join(first.labels)} here, {', '.join(other.labels)} there"
+    mine, theirs = first.preprocessor, other.preprocessor
+    if list(mine.vocabulary) != list(theirs.vocabulary):
+        return (f"another vocabulary ({len(mine.vocabulary):,} tokens here, "
+                f"{len(theirs.vocabulary):,} there)")
+    for setting in ("lowercase", "max_seq_length"):
+        if getattr(mine, setting) != getattr(theirs, setting):
+            return f"{setting} {getattr(mine, setting)} here, {getattr(theirs, setting)} there"
+    return None
+
 
 def update_task_options(changes, tuned_on, model, model_dir=None, model_path=None):
     """Writes task option `changes` (e.g. a decoding threshold) into a trained model.

@@ -3,6 +3,7 @@
     python tools/predict.py --model_dir=runs/conll --input=sentences.txt --output=tags.conll
     python tools/predict.py --model_dir=runs/conll --input=eng.testb --output=entities.jsonl
     python tools/predict.py --model=runs/conll/best_model.keras --input=eng.testb --output=e.jsonl
+    python tools/predict.py --model_dir=runs/seed42,runs/seed43 --input=q.txt --output=q.jsonl
 
 Tagging and span NER: the input is tokenized text, one sentence per line with words separated
 by spaces, or a CoNLL/column file (its tags are ignored). The output is CoNLL
@@ -14,6 +15,9 @@ file of the model's format; the output is JSONL with the label and the class
 probabilities. Bi-encoder: the input is `text<TAB>text_pair` lines or an MRPC/JSONL file;
 the output is JSONL with the cosine of the two texts' vectors (and, for the softmax
 objective, the label, its probability and every class's).
+
+Several models, comma-separated, predict as one ensemble (classification, tagging,
+span NER): their probabilities averaged, decoded once (`Task.ensemble`; docs/ensembles.md).
 """
 
 import os
@@ -29,15 +33,18 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_model_flags,
+    define_progress_flag,
     define_stride_override_flag,
     define_task_module_flag,
+    enable_progress,
     with_stride_override,
 )
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_model_flags()
+define_model_flags(ensemble=True)
 define_stride_override_flag()
+define_progress_flag()
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
                     "output.")
@@ -51,7 +58,8 @@ flags.mark_flags_as_required(["input", "output"])
 
 
 def main(argv):
-    trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
+    enable_progress()
+    trained = md.load_models(FLAGS.model_dir, FLAGS.model)
     task = with_stride_override(trained.task)
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,
                                           trained.config.get("data_format"))

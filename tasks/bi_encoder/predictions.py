@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from tasks.bi_encoder.pipeline import make_dataset
 from tasks.classification.predictions import label_fields, softmax_probabilities
+from tasks.progress import track
 
 
 def predict_pairs(model, preprocessor, examples, labels, objective="softmax", batch_size=64):
@@ -22,7 +23,7 @@ def predict_pairs(model, preprocessor, examples, labels, objective="softmax", ba
     run = tf.function(lambda features: model.pair_outputs(features, training=False),
                       reduce_retracing=True)
     batches = [{name: np.asarray(value) for name, value in run(features).items()}
-               for features, _ in dataset]
+               for features, _ in track(dataset, "predicting")]
     return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
 
 

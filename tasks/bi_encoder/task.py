@@ -22,6 +22,7 @@ from tasks.classification.model import classification_monitor, define_pooling_fl
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import write_output
+from tasks.progress import ProgressCallback
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -136,7 +137,8 @@ class BiEncoderTask(Task):
         and Spearman correlations of cosine and score."""
         if self.objective == "softmax":
             return super().evaluate(model, dataset, examples, labels)
-        cosines = np.asarray(model.predict(dataset, verbose=0), np.float64).reshape(-1)
+        cosines = np.asarray(model.predict(dataset, verbose=0, callbacks=[
+            ProgressCallback("predicting")]), np.float64).reshape(-1)
         scores = np.asarray([readers.score_of(example) for example in examples])
         return {"mse": float(np.mean((cosines - scores) ** 2)),
                 "pearson": pearson(cosines, scores), "spearman": spearman(cosines, scores),

@@ -16,9 +16,11 @@ from tasks.classification.model import (
 from tasks.classification.pipeline import make_dataset
 from tasks.classification.predictions import label_fields, softmax_probabilities
 from tasks.classification.serving import classification_outputs
+from tasks.ensemble import Ensemble, mean_log_probabilities
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
+from tasks.progress import ProgressCallback
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -119,6 +121,14 @@ class ClassificationTask(Task):
         """The validation metric that picks the best model."""
         return classification_monitor(num_classes)
 
+    def build_ensemble(self, models):
+        """The mean of the models' class probabilities (as logits: its logarithm), compiled
+        with this task's loss and metrics, so `evaluate` and predictions read it as one."""
+        ensemble = Ensemble(models, mean_log_probabilities)
+        ensemble.compile(loss=self.loss(), metrics=self.metrics(models[0]),
+                         jit_compile=ensemble.jit_compile)
+        return ensemble
+
     # === Prediction ===
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
@@ -142,7 +152,8 @@ class ClassificationTask(Task):
                                                    e.line) for e in examples]
         dataset = self.make_dataset(unlabeled, self.preprocessor_of(preprocessor), labels,
                                     batch_size=batch_size)
-        probabilities = softmax_probabilities(model.predict(dataset, verbose=0))
+        probabilities = softmax_probabilities(model.predict(
+            dataset, verbose=0, callbacks=[ProgressCallback("predicting")]))
         lines = []
         for example, row in zip(examples, probabilities):
             record = {"text": example.text, **label_fields(row, labels)}

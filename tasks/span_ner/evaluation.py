@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from tasks.progress import track
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
 from tasks.word_windows import merge_span_scores, parents
@@ -16,7 +17,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
     their spans are merged: one triple per original sentence.
     """
     results = []
-    for features, _ in dataset:
+    for features, _ in track(dataset, "predicting"):
         probabilities = np.asarray(model.predict_on_batch(features), np.float32)
         kept = np.asarray(features["word_mask"]).sum(axis=1)
         words = probabilities.shape[1] // max_span_width

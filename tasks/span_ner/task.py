@@ -23,6 +23,7 @@ from tasks.prediction_io import (
 )
 from tasks.registry import register_task
 from tasks.span_ner import readers
+from tasks.span_ner.ensemble import SpanEnsemble
 from tasks.span_ner.evaluation import (
     calibrate,
     decode_all,
@@ -111,6 +112,7 @@ class SpanNERTask(Task):
                     "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight")
     preprocessor_class = WordPreprocessor
     logged_metrics = ("span_precision", "span_recall", "span_f1")
+    ensemble_free_options = ("decoding", "flat_method", "threshold", "stride")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -188,6 +190,10 @@ class SpanNERTask(Task):
 
     def monitor(self, num_classes):
         return ("val_span_f1", "max")
+
+    def build_ensemble(self, models):
+        """The mean span probabilities, decoded once with this task's decoding options."""
+        return SpanEnsemble(models)
 
     def _decoding_options(self):
         return dict(max_span_width=self.max_span_width, threshold=self.threshold,

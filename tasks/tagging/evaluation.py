@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from tasks.progress import track
 from tasks.tagging.metrics import entity_scores
 from tasks.word_windows import merge_word_values, parents
 
@@ -16,7 +17,7 @@ def predict_tags(model, dataset, sentences, labels):
     entities still count as missed.
     """
     predictions = []
-    for features, _ in dataset:
+    for features, _ in track(dataset, "predicting"):
         tag_ids = np.asarray(model.predict_on_batch(features))
         kept = np.asarray(features["word_mask"]).sum(axis=1)
         for row, count in zip(tag_ids, kept):

@@ -23,6 +23,7 @@ from tasks.prediction_io import (
 from tasks.registry import register_task
 from tasks import tags
 from tasks.tagging import readers
+from tasks.tagging.ensemble import TaggerEnsemble
 from tasks.tagging.evaluation import evaluate_tagger, predict_tags
 from tasks.tagging.model import HEADS, SequenceTagger
 from tasks.tagging.pipeline import make_dataset
@@ -87,6 +88,7 @@ class TaggingTask(Task):
     head_options = ("head", "num_classes", "labels", "tag_scheme")
     preprocessor_class = WordPreprocessor
     logged_metrics = ("entity_precision", "entity_recall", "entity_f1")
+    ensemble_free_options = ("convert_iob1", "label_all_subwords", "stride")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -182,6 +184,11 @@ class TaggingTask(Task):
 
     def monitor(self, num_classes):
         return ("val_entity_f1", "max")
+
+    def build_ensemble(self, models):
+        """Softmax heads: mean tag probabilities; CRFs: mean emissions and transitions,
+        decoded once (`tasks.tagging.ensemble`)."""
+        return TaggerEnsemble(models)
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_tagger(model, dataset, sentences, labels)
