@@ -6,7 +6,8 @@ heads pretraining trained beside the encoder; they are loaded into our
 
     cls.predictions.transform.dense      → mlm_head/transform  (Linear [out, in] transposed)
     cls.predictions.transform.LayerNorm  → mlm_head/layer_norm
-    cls.predictions.bias                 → mlm_head/decoder/bias  (or cls.predictions.decoder.bias)
+    cls.predictions.bias                 → mlm_head/decoder/bias
+                                            (or cls.predictions.decoder.bias)
     cls.predictions.decoder.weight       → not loaded: our decoder is tied to the word
                                             embeddings, which is what BERT's is
     cls.seq_relationship                 → nsp_head/logits  (its two rows swapped: Hugging
