@@ -4,9 +4,23 @@
         --corpus=wiki.train.txt --vocab=runs/vocab.txt --model_dir=runs/pretrain \
         --max_steps=2000 --batch_size=32 --learning_rate=5e-4
 
+Continued (domain-adaptive) pretraining starts from a checkpoint instead, with
+its vocabulary and lower-casing:
+
+    python tools/pretrain.py --init_checkpoint=<checkpoint dir> --objective=mlm \
+        --corpus=my_domain.txt --model_dir=runs/adapted --max_steps=500 \
+        --learning_rate=5e-5
+
+The MLM decoder is tied to the checkpoint's word embeddings; the MLM (and
+NSP) head of a Hugging Face checkpoint that has one (`cls.predictions.*`,
+`cls.seq_relationship.*`) is loaded, any other head starts at random and the
+log says so (`zoo.checkpoints.load_pretrainer`).
+
 Writes into --model_dir the resolved config (before training), the
-vocabulary, TensorBoard logs (logs/train, logs/validation: each loss, the
-masked-token accuracies, the learning rate), and at the end the encoder
+vocabulary, TensorBoard logs (logs/train, logs/validation: per checkpoint
+interval each loss, each objective's accuracy, the learning rate; in
+logs/train also the total loss and the learning rate every --log_every_steps
+steps), and at the end the encoder
 checkpoint `encoder/` that `tools/train.py --init_checkpoint=<model_dir>/encoder`
 fine-tunes for any task, plus `metrics.json` (validation losses) and the
 model card README.md.
@@ -25,34 +39,30 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tasks.atomic_files import FailedWrite  # noqa: E402
-from tasks.callbacks import AtomicBackupAndRestore  # noqa: E402
+from tasks.callbacks import AtomicBackupAndRestore, StepLogger  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
 from tasks.optimization import create_optimizer  # noqa: E402
-from tasks.pretraining import unigram_distribution  # noqa: E402
+from layers import transformer_of  # noqa: E402
 from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
+from tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
 from tasks.pretraining.model import Pretrainer  # noqa: E402
-from tasks.pretraining.packing import (  # noqa: E402
-    continuation_flags,
-    pack_sentence_pairs,
-    pack_single_segments,
-    tokenize_documents,
-)
-from tasks.pretraining.pipeline import (  # noqa: E402
-    OBJECTIVES,
-    default_max_predictions,
-    make_pretraining_dataset,
-)
+from tasks.pretraining.pipeline import OBJECTIVES, default_max_predictions  # noqa: E402
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
+from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags  # noqa: E402
 from tools.model_card import pretraining_card, write_model_card  # noqa: E402
 from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
+from zoo.checkpoints import (  # noqa: E402
+    load_pretrainer,
+    matching_encoder_preset,
+    read_tokenizer_settings,
+)
 from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 from zoo.hardware import (  # noqa: E402
     resolve_jit_compile,
@@ -60,7 +70,13 @@ from zoo.hardware import (  # noqa: E402
 )
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("preset", "bert_mini", "Encoder preset to pretrain.")
+flags.DEFINE_string("preset", "bert_mini", "Encoder preset to pretrain; with "
+                    "--init_checkpoint, the preset of the checkpoint's shape (the default "
+                    "then).")
+flags.DEFINE_string("init_checkpoint", None, "Continue pretraining from this checkpoint "
+                    "directory, with its vocabulary and lower-casing: Hugging Face BERT, a "
+                    "KerasHub BertBackbone preset, or ours (a tools/pretrain.py run directory "
+                    "stands for its encoder/).")
 flags.DEFINE_enum("objective", "mlm", OBJECTIVES, "mlm: masked LM; mlm_nsp: masked LM + next "
                   "sentence prediction; span_sbo: SpanBERT span masking + span boundary "
                   "objective.")
@@ -68,10 +84,11 @@ flags.DEFINE_list("corpus", None, "Text file(s), comma-separated: one sentence o
                   "per line, documents separated by blank lines or WikiText headings.")
 flags.DEFINE_enum("corpus_format", "auto", CORPUS_FORMATS, "How documents are separated.")
 flags.DEFINE_string("vocab", None, "vocab.txt (tools/build_vocab.py); learned from the corpus "
-                    "when omitted.")
+                    "when omitted (not with --init_checkpoint).")
 flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the corpus.",
                      lower_bound=100)
-flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
+flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece "
+                     "(--init_checkpoint: the checkpoint's).")
 flags.DEFINE_string("model_dir", None, "Output directory.")
 flags.DEFINE_boolean("overwrite", False, "Replace a finished run in --model_dir.")
 flags.DEFINE_integer("max_steps", None, "Training steps; or give --epochs.", lower_bound=1)
@@ -99,13 +116,16 @@ flags.DEFINE_float("short_sequence_probability", 0.1, "Share of sequences packed
 flags.DEFINE_float("eval_fraction", 0.02, "Share of packed sequences held out for validation.",
                    lower_bound=0.0, upper_bound=0.5)
 flags.DEFINE_integer("seed", 42, "Random seed (packing, masking, initialisation).")
+flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learning rate to "
+                     "TensorBoard every this many steps (and at each checkpoint interval's "
+                     "end).", lower_bound=1)
 define_hardware_flags()
 distribution.define_distribution_flags()
 flags.mark_flags_as_required(["corpus", "model_dir"])
 
 # Settings that shape the model or the data: a resumed run must not change them.
-_RESUME_KEYS = ("preset", "objective", "corpus", "vocabulary_size", "lowercase",
-                "max_seq_length", "max_predictions", "batch_size", "total_steps",
+_RESUME_KEYS = ("preset", "init_checkpoint", "objective", "corpus", "vocabulary_size",
+                "lowercase", "max_seq_length", "max_predictions", "batch_size", "total_steps",
                 "learning_rate", "seed", "whole_word")
 
 
@@ -132,29 +152,43 @@ def _vocabulary(documents, resuming):
         raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
 
 
+def _checkpoint_tokenizer():
+    """(vocabulary, lowercase) of --init_checkpoint; flags that would contradict it fail."""
+    for name in ("vocab", "vocab_size"):
+        if FLAGS[name].present:
+            raise UserError(f"--{name} cannot be combined with --init_checkpoint: continued "
+                            "pretraining keeps the checkpoint's vocabulary")
+    try:
+        tokens, lowercase = read_tokenizer_settings(FLAGS.init_checkpoint)
+    except (ValueError, OSError) as error:
+        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+    if FLAGS["lowercase"].present and FLAGS.lowercase != lowercase:
+        raise UserError(f"--lowercase={FLAGS.lowercase} contradicts --init_checkpoint, whose "
+                        f"tokenizer has lowercase={lowercase}; leave --lowercase out")
+    return tokens, lowercase
+
+
+def _load_checkpoint(encoder_overrides):
+    """(Pretrainer on --init_checkpoint, heads it loaded, its encoder preset name)."""
+    try:
+        model, loaded = load_pretrainer(FLAGS.init_checkpoint, FLAGS.objective,
+                                        **encoder_overrides)
+    except (ValueError, OSError) as error:
+        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+    preset = matching_encoder_preset(transformer_of(model.encoder))
+    if FLAGS["preset"].present and FLAGS.preset != preset:
+        raise UserError(f"--preset={FLAGS.preset} does not have the shape of --init_checkpoint "
+                        f"(that is {preset}); leave --preset out, the checkpoint gives it")
+    return model, loaded, preset
+
+
 def _pack(documents, tokenizer, max_seq_length):
-    rng = np.random.default_rng(FLAGS.seed)
-    options = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
-                   continuation=continuation_flags(tokenizer.vocabulary), rng=rng,
-                   short_sequence_probability=FLAGS.short_sequence_probability)
-    tokenized = tokenize_documents(documents, tokenizer)
-    if FLAGS.objective == "mlm_nsp":
-        if len(tokenized) < 2:
-            raise UserError("--objective=mlm_nsp needs at least two documents in --corpus")
-        arrays = pack_sentence_pairs(tokenized, max_seq_length, **options)
-    else:
-        arrays = pack_single_segments(tokenized, max_seq_length, **options)
-    # Held-out sequences: a fixed random subset.
-    order = rng.permutation(len(arrays["token_ids"]))
-    num_eval = int(round(FLAGS.eval_fraction * len(order)))
-    if FLAGS.eval_fraction > 0:
-        num_eval = max(num_eval, 1)
-    if num_eval >= len(order):
-        raise UserError(f"the corpus packs into only {len(order)} sequences: too few to hold "
-                        f"out {FLAGS.eval_fraction:.0%} for validation")
-    train = {key: value[order[num_eval:]] for key, value in arrays.items()}
-    held_out = {key: value[order[:num_eval]] for key, value in arrays.items()}
-    return train, held_out
+    try:
+        return pack_corpus(documents, tokenizer, FLAGS.objective, max_seq_length,
+                           seed=FLAGS.seed, eval_fraction=FLAGS.eval_fraction,
+                           short_sequence_probability=FLAGS.short_sequence_probability)
+    except ValueError as error:
+        raise UserError(f"--corpus: {error}")
 
 
 def main(argv):
@@ -166,23 +200,45 @@ def main(argv):
                         f"{', '.join(sorted(ENCODER_PRESETS))}")
     if (FLAGS.max_steps is None) == (FLAGS.epochs is None):
         raise UserError("give exactly one of --max_steps and --epochs")
-    preset = ENCODER_PRESETS[FLAGS.preset]
-    if FLAGS.max_seq_length > preset.max_sequence_length:
-        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
-                        f"{preset.max_sequence_length} positions of {FLAGS.preset}")
+    lowercase = FLAGS.lowercase
+    if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
+        FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
+        checkpoint_tokens, lowercase = _checkpoint_tokenizer()
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
     distribution.check_jit_compile(strategy, jit_compile)
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
+    encoder_overrides = {}
+    if FLAGS.dropout is not None:
+        encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
+    preset_name, loaded_heads = FLAGS.preset, ()
+    if FLAGS.init_checkpoint:
+        with strategy.scope():  # mirrored variables
+            model, loaded_heads, preset_name = _load_checkpoint(encoder_overrides)
+        positions = transformer_of(model.encoder).max_sequence_length
+        source = "--init_checkpoint"
+    else:
+        positions, source = ENCODER_PRESETS[FLAGS.preset].max_sequence_length, FLAGS.preset
+    if FLAGS.max_seq_length > positions:
+        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the "
+                        f"{positions} positions of {source}")
+
     try:
         documents = _read_documents()
     except DataFormatError as error:
         raise UserError(f"--corpus: {error}")
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
-    tokens = _vocabulary(documents, resuming)
-    tokenizer = WordPieceTokenizer(tokens, lowercase=FLAGS.lowercase)
+    if FLAGS.init_checkpoint:
+        tokens = checkpoint_tokens
+        if transformer_of(model.encoder).vocabulary_size != len(tokens):
+            raise UserError(f"--init_checkpoint: its vocabulary has {len(tokens)} tokens but "
+                            f"its encoder {transformer_of(model.encoder).vocabulary_size} "
+                            "token embeddings")
+    else:
+        tokens = _vocabulary(documents, resuming)
+    tokenizer = WordPieceTokenizer(tokens, lowercase=lowercase)
     if "[MASK]" not in tokens:
         raise UserError("the vocabulary has no [MASK] token")
     train_arrays, eval_arrays = _pack(documents, tokenizer, FLAGS.max_seq_length)
@@ -198,10 +254,12 @@ def main(argv):
     max_predictions = FLAGS.max_predictions or default_max_predictions(FLAGS.max_seq_length)
 
     config = {
-        "preset": FLAGS.preset, "objective": FLAGS.objective,
+        "preset": preset_name, "objective": FLAGS.objective,
+        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "heads_from_checkpoint": list(loaded_heads),
         "corpus": [os.path.abspath(path) for path in FLAGS.corpus],
         "corpus_format": FLAGS.corpus_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": len(tokens), "lowercase": FLAGS.lowercase,
+        "vocabulary_size": len(tokens), "lowercase": lowercase,
         "max_seq_length": FLAGS.max_seq_length, "max_predictions": max_predictions,
         "batch_size": FLAGS.batch_size, "total_steps": total_steps,
         "steps_per_checkpoint": steps_per_checkpoint, "learning_rate": FLAGS.learning_rate,
@@ -211,49 +269,50 @@ def main(argv):
         "short_sequence_probability": FLAGS.short_sequence_probability,
         "train_sequences": num_train, "eval_sequences": len(eval_arrays["token_ids"]),
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
+        "log_every_steps": FLAGS.log_every_steps,
     }
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
     md.save_vocabulary(FLAGS.model_dir, tokens)
 
-    special_ids = (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
-                   tokenizer.mask_id)
-    unigram = None
-    if not FLAGS.uniform_replacement:
-        unigram = unigram_distribution(train_arrays["token_ids"], len(tokens), special_ids)
-    options = dict(objective=FLAGS.objective, continuation=continuation_flags(tokens),
-                   special_ids=special_ids, mask_id=tokenizer.mask_id,
-                   batch_size=FLAGS.batch_size, max_predictions=max_predictions,
-                   unigram_probabilities=unigram, whole_word=FLAGS.whole_word,
-                   seed=FLAGS.seed)
-    train_dataset = make_pretraining_dataset(train_arrays, training=True, **options)
-    eval_dataset = None
-    if len(eval_arrays["token_ids"]):
-        eval_dataset = distribution.shard_by_data(
-            make_pretraining_dataset(eval_arrays, training=False, **options))
+    train_dataset, eval_dataset = masked_datasets(
+        train_arrays, eval_arrays, tokenizer, objective=FLAGS.objective,
+        batch_size=FLAGS.batch_size, max_predictions=max_predictions, seed=FLAGS.seed,
+        uniform_replacement=FLAGS.uniform_replacement, whole_word=FLAGS.whole_word)
+    if eval_dataset is not None:
+        eval_dataset = distribution.shard_by_data(eval_dataset)
 
-    encoder_overrides = {"vocabulary_size": len(tokens)}
-    if FLAGS.dropout is not None:
-        encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
     with strategy.scope():  # mirrored variables, optimizer and metrics
-        encoder = build_encoder(FLAGS.preset, **encoder_overrides)
+        if not FLAGS.init_checkpoint:
+            encoder = build_encoder(FLAGS.preset, vocabulary_size=len(tokens),
+                                    **encoder_overrides)
+            model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
+        encoder = model.encoder
         # The pooler is trained only by NSP; other objectives leave it unused.
-        encoder.transformer.pooler.trainable = FLAGS.objective == "mlm_nsp"
-        model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
+        transformer_of(encoder).pooler.trainable = FLAGS.objective == "mlm_nsp"
         model.compile(
             optimizer=create_optimizer(FLAGS.learning_rate, total_steps,
                                        int(FLAGS.warmup_fraction * total_steps),
                                        FLAGS.weight_decay),
             jit_compile=jit_compile,
         )
+    logs = md.path(FLAGS.model_dir, md.LOGS)
     callbacks = [
         # Kept until the encoder is saved: a failed save must not lose the run.
         AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
                                delete_checkpoint=False),
-        keras.callbacks.TensorBoard(md.path(FLAGS.model_dir, md.LOGS)),
+        keras.callbacks.TensorBoard(logs),
+        StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
     ]
-    print(f"pretraining {FLAGS.preset} with {FLAGS.objective} ({policy}, jit_compile="
+    if FLAGS.init_checkpoint:
+        fresh = [layer.name for layer in model.layers
+                 if layer.name.endswith("_head") and layer.name not in loaded_heads]
+        print(f"continuing from {FLAGS.init_checkpoint}: encoder"
+              + "".join(f", {name}" for name in loaded_heads) + " loaded"
+              + (f"; {', '.join(fresh)} initialised at random (not in the checkpoint)"
+                 if fresh else ""), flush=True)
+    print(f"pretraining {preset_name} with {FLAGS.objective} ({policy}, jit_compile="
           f"{jit_compile}): {num_train} sequences of {FLAGS.max_seq_length}, {total_steps} "
           f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes); "
           f"{distribution.describe(strategy)}", flush=True)
@@ -263,7 +322,7 @@ def main(argv):
     try:
         model.fit(distribution.shard_by_data(train_dataset), epochs=num_checkpoints,
                   steps_per_epoch=steps_per_checkpoint, validation_data=eval_dataset,
-                  callbacks=callbacks, shuffle=False, verbose=2)
+                  callbacks=callbacks, shuffle=False, verbose=fit_verbosity())
     except FailedWrite as error:
         raise UserError(f"{error}; pretraining stopped: once that is fixed, the same command "
                         "resumes from the last checkpoint")
@@ -272,16 +331,16 @@ def main(argv):
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(eval_dataset, return_dict=True, verbose=0))
-    encoder.transformer.pooler.trainable = True  # fine-tuning trains it
+    transformer_of(encoder).pooler.trainable = True  # fine-tuning trains it
     save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
-                            FLAGS.lowercase, overwrite=True)
+                            lowercase, overwrite=True)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
     print({key: round(float(value), 4) for key, value in metrics.items()})
     print(f"encoder checkpoint: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           f"(tools/train.py --init_checkpoint=...)")
-    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
+    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(logs)}")
 
 
 def entry_point():

@@ -39,6 +39,7 @@ from zoo.checkpoints.keras_hub import (
     read_keras_hub_config,
 )
 from zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
+from zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
 
 __all__ = [
     "checkpoint_format",
@@ -47,12 +48,14 @@ __all__ = [
     "hf_tensors",
     "load_encoder",
     "load_hf_encoder",
+    "load_hf_pretraining_heads",
     "load_hf_tokenizer",
     "load_hf_weights",
     "load_keras_hub_encoder",
     "load_keras_hub_tokenizer",
     "load_native_encoder",
     "load_pretrained",
+    "load_pretrainer",
     "load_tokenizer",
     "read_hf_config",
     "read_hf_lowercase",
