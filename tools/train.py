@@ -42,6 +42,7 @@ from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
+from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
 from tools.model_card import training_card, write_model_card  # noqa: E402
@@ -434,7 +435,7 @@ def main(argv):
             fit_resumable(model, training_stream, steps_per_epoch, epochs, state,
                           callbacks=callbacks,
                           validation_data=distribution.shard_by_data(eval_dataset),
-                          shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+                          shuffle=False, verbose=fit_verbosity())
     except FailedWrite as error:
         raise UserError(f"{error}; training stopped: once that is fixed, {resume_hint}")
     except TrainingInterrupted as interrupted:
