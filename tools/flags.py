@@ -9,6 +9,7 @@ Examples:
 'best_model.keras'
 """
 
+import contextlib
 import sys
 
 from absl import flags
@@ -116,6 +117,20 @@ def enable_progress(flag_values=flags.FLAGS):
     from tasks.progress import set_enabled  # here: it imports Keras
 
     set_enabled(flag_values.progress)
+
+
+@contextlib.contextmanager
+def vocabulary_progress(enabled):
+    """Within it, `tasks.progress` reporters report when `enabled` (`--progress`): vocabulary
+    learning in a training binary. Off again afterwards, so that the validation run after
+    every epoch prints no progress lines."""
+    from tasks.progress import set_enabled  # here: it imports Keras
+
+    set_enabled(enabled)
+    try:
+        yield
+    finally:
+        set_enabled(False)
 
 
 def define_hardware_flags(flag_values=flags.FLAGS):

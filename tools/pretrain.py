@@ -55,7 +55,11 @@ from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_hardware_flags  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_hardware_flags,
+    define_progress_flag,
+    vocabulary_progress,
+)
 from tools.model_card import pretraining_card, write_model_card  # noqa: E402
 from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
 from zoo.checkpoints import (  # noqa: E402
@@ -120,6 +124,7 @@ flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learnin
                      "TensorBoard every this many steps (and at each checkpoint interval's "
                      "end).", lower_bound=1)
 define_hardware_flags()
+define_progress_flag()
 distribution.define_distribution_flags()
 flags.mark_flags_as_required(["corpus", "model_dir"])
 
@@ -146,8 +151,9 @@ def _vocabulary(documents, resuming):
         return md.load_vocabulary(FLAGS.model_dir)
     logging.info("learning a %d-token vocabulary from the corpus", FLAGS.vocab_size)
     try:
-        return build_vocabulary((line for document in documents for line in document),
-                                FLAGS.vocab_size, FLAGS.lowercase)
+        with vocabulary_progress(FLAGS.progress):
+            return build_vocabulary((line for document in documents for line in document),
+                                    FLAGS.vocab_size, FLAGS.lowercase)
     except ValueError as error:  # e.g. below the minimum size for the corpus's characters
         raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
 

@@ -44,7 +44,12 @@ from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_hardware_flags,
+    define_progress_flag,
+    define_task_module_flag,
+    vocabulary_progress,
+)
 from tools.model_card import training_card, write_model_card  # noqa: E402
 from zoo import (  # noqa: E402
     ENCODER_PRESETS,
@@ -145,6 +150,7 @@ flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learnin
                      "TensorBoard every this many steps (and at each epoch's end).",
                      lower_bound=1)
 define_hardware_flags()
+define_progress_flag()
 distribution.define_distribution_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 
@@ -202,7 +208,8 @@ def _vocabulary(task, examples, resuming):
     logging.info("learning a %d-token WordPiece vocabulary from %s", FLAGS.vocab_size,
                  FLAGS.train_data)
     try:
-        return build_vocabulary(task.texts(examples), FLAGS.vocab_size, FLAGS.lowercase)
+        with vocabulary_progress(FLAGS.progress):
+            return build_vocabulary(task.texts(examples), FLAGS.vocab_size, FLAGS.lowercase)
     except ValueError as error:  # e.g. below the minimum size for the text's characters
         raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
 
