@@ -25,7 +25,8 @@ checkpoint `encoder/` that `tools/train.py --init_checkpoint=<model_dir>/encoder
 fine-tunes for any task, plus `metrics.json` (validation losses) and the
 model card README.md.
 Training state is saved every --steps_per_checkpoint steps; an interrupted
-run started again with the same flags resumes from the last save.
+run (killed, or stopped with Ctrl-C) started again with the same flags resumes
+from the last save, on the same batches and masks as an uninterrupted run.
 """
 
 import logging
@@ -42,7 +43,7 @@ import keras  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tasks.atomic_files import FailedWrite  # noqa: E402
-from tasks.callbacks import AtomicBackupAndRestore, StepLogger  # noqa: E402
+from tasks.callbacks import StepLogger  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
 from tasks.optimization import create_optimizer  # noqa: E402
 from layers import transformer_of  # noqa: E402
@@ -50,6 +51,7 @@ from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
 from tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
 from tasks.pretraining.model import Pretrainer  # noqa: E402
 from tasks.pretraining.pipeline import OBJECTIVES, default_max_predictions  # noqa: E402
+from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable  # noqa: E402
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
@@ -304,10 +306,11 @@ def main(argv):
             jit_compile=jit_compile,
         )
     logs = md.path(FLAGS.model_dir, md.LOGS)
+    # An "epoch" here is one checkpoint interval of the endless, re-masked stream; the
+    # state is saved at each interval's end and kept until the encoder is saved.
+    state = TrainingState(md.path(FLAGS.model_dir, md.CHECKPOINTS), steps_per_checkpoint)
+    saved = state.read()
     callbacks = [
-        # Kept until the encoder is saved: a failed save must not lose the run.
-        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
-                               delete_checkpoint=False),
         keras.callbacks.TensorBoard(logs),
         StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
     ]
@@ -322,16 +325,29 @@ def main(argv):
           f"{jit_compile}): {num_train} sequences of {FLAGS.max_seq_length}, {total_steps} "
           f"steps of {FLAGS.batch_size} ({total_steps / steps_per_pass:.1f} passes); "
           f"{distribution.describe(strategy)}", flush=True)
+    if saved:
+        print(f"resuming from step {saved['step']} of {total_steps}, saved "
+              f"{saved.get('date', 'earlier')}", flush=True)
     start = time.time()
     distribution.build_for_fit(model, strategy, train_dataset)
-    # An "epoch" here is one checkpoint interval of the endless, re-masked stream.
+
+    def training_stream(skip):  # a pure function of the seed: resumes replay its batches
+        return distribution.shard_by_data(train_dataset.skip(skip))
+
+    resume_hint = (f"the same command resumes from the saved state in "
+                   f"{md.path(FLAGS.model_dir, md.CHECKPOINTS)}")
     try:
-        model.fit(distribution.shard_by_data(train_dataset), epochs=num_checkpoints,
-                  steps_per_epoch=steps_per_checkpoint, validation_data=eval_dataset,
-                  callbacks=callbacks, shuffle=False, verbose=fit_verbosity())
+        with state.stop_on_interrupt("stopping after this step (the state is then saved); "
+                                     "Ctrl-C again to stop at once"):
+            fit_resumable(model, training_stream, steps_per_checkpoint, num_checkpoints,
+                          state, callbacks=callbacks, validation_data=eval_dataset,
+                          shuffle=False, verbose=fit_verbosity())
     except FailedWrite as error:
-        raise UserError(f"{error}; pretraining stopped: once that is fixed, the same command "
-                        "resumes from the last checkpoint")
+        raise UserError(f"{error}; pretraining stopped: once that is fixed, {resume_hint}")
+    except TrainingInterrupted as interrupted:
+        print(f"interrupted at step {interrupted.step} of {total_steps}: {resume_hint}",
+              file=sys.stderr, flush=True)
+        sys.exit(130)  # the shell's code for a run stopped by Ctrl-C
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}

@@ -1,8 +1,10 @@
 """The pretraining `tf.data` pipeline: packed sequences in, masked batches out.
 
-Masks are drawn in `Dataset.map` from stateless seeds (`zip_with_seeds`), so
-every pass over the data sees new masks while a run stays reproducible; the
-evaluation pipeline keys its seeds by example index, so its masks never
+Masks are drawn in `Dataset.map` from stateless seeds, so every pass over the
+data sees a new order and new masks while a run stays reproducible: the seed
+of the example at position i of pass p is [seed, p * count + i], and the
+order of pass p is fixed by (seed, p), so the stream restarted with `skip(n)`
+replays its batches exactly; the evaluation pipeline keys its seeds by example index, so its masks never
 change and validation losses are comparable from one epoch to the next.
 
 Each element is `(inputs, labels)`:
@@ -20,7 +22,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from tasks.pretraining.masking import mlm_mask, span_mask, zip_with_seeds
+from tasks.pretraining.masking import mlm_mask, span_mask
 
 OBJECTIVES = ("mlm", "mlm_nsp", "span_sbo")
 
@@ -121,9 +123,22 @@ def make_pretraining_dataset(
     keys = ("token_ids", "segment_ids") + (("next_sentence",) if objective == "mlm_nsp" else ())
     dataset = tf.data.Dataset.from_tensor_slices({key: arrays[key] for key in keys})
     if training:
-        dataset = dataset.shuffle(len(arrays["token_ids"]), seed=seed,
-                                  reshuffle_each_iteration=True)
-        dataset = zip_with_seeds(dataset, seed).repeat()
+        # Pass p has its own order and masks, pure functions of (seed, p): no seed
+        # generator that discarded iterators advance, so a stream restarted with
+        # `skip(n)` replays exactly (how a resumed tools/pretrain.py run goes on).
+        count = len(arrays["token_ids"])
+        base_seed = tf.constant(seed or 0, tf.int64)
+        columns = {key: tf.constant(arrays[key]) for key in keys}
+
+        def one_pass(index):
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(count, dtype=tf.int64), seed=tf.stack([base_seed, index]))
+            return tf.data.Dataset.from_tensor_slices(order).enumerate().map(
+                lambda position, row: (
+                    {key: tf.gather(column, row) for key, column in columns.items()},
+                    tf.stack([base_seed, index * count + position])))
+
+        dataset = tf.data.Dataset.counter().flat_map(one_pass)
     else:
         # Fixed masks: the seed of example i is [seed, i].
         dataset = dataset.enumerate().map(
