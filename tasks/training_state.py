@@ -106,8 +106,8 @@ class TrainingState(keras.callbacks.Callback):
                                                                   _KERAS_WEIGHTS)):
             with open(legacy, encoding="utf-8") as f:
                 epoch = json.load(f)["epoch"]  # saved at epoch ends only
-            return {"step": epoch * self.steps_per_epoch, "weights": _KERAS_WEIGHTS,
-                    "seed_states": None, "finished": False}
+            return {"step": epoch * self.steps_per_epoch, "epoch": epoch, "step_in_epoch": 0,
+                    "weights": _KERAS_WEIGHTS, "seed_states": None, "finished": False}
         return None
 
     def restore(self, model):
