@@ -107,13 +107,17 @@ def test_resume_refuses_weights_that_disagree_with_their_record(tmp_path):
 
 def test_ctrl_c_asks_for_a_stop_and_a_second_one_is_keyboard_interrupt(tmp_path):
     state = TrainingState(str(tmp_path), STEPS_PER_EPOCH)
-    before = signal.getsignal(signal.SIGINT)
-    with state.stop_on_interrupt():
-        os.kill(os.getpid(), signal.SIGINT)
-        assert state.stop_requested
-        with pytest.raises(KeyboardInterrupt):
+    # Python's own handler, as a binary has it (other tests of the session may change it).
+    outside = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with state.stop_on_interrupt():
             os.kill(os.getpid(), signal.SIGINT)
-    assert signal.getsignal(signal.SIGINT) is before
+            assert state.stop_requested
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outside)
 
 
 def test_a_best_model_record_newer_than_the_state_gives_way_to_the_previous(tmp_path):
@@ -136,3 +140,23 @@ def test_early_stopping_counts_from_the_best_epoch_on_record(tmp_path):
     assert not stopping.model.stop_training
     stopping.on_epoch_end(3)  # epoch 4: two
     assert stopping.model.stop_training
+
+
+def test_a_run_saved_by_the_earlier_epoch_checkpoints_resumes(tmp_path):
+    """Runs interrupted before this format (Keras's BackupAndRestore files) go on."""
+    from tasks.callbacks import AtomicBackupAndRestore
+
+    backup = str(tmp_path / "state")
+    model = _model()
+    model.fit(_stream(0), steps_per_epoch=STEPS_PER_EPOCH, epochs=1, verbose=0,
+              callbacks=[AtomicBackupAndRestore(backup, delete_checkpoint=False)])
+    resumed = _model(seed=99)
+    state = TrainingState(backup, STEPS_PER_EPOCH)
+    record = state.restore(resumed)
+    assert (record["step"], record["epoch"], record["step_in_epoch"]) == (STEPS_PER_EPOCH, 1, 0)
+    for got, expected in zip(_weights(resumed), _weights(model)):
+        if got.dtype.kind == "f":
+            np.testing.assert_array_equal(got, expected)
+    state.set_model(resumed)
+    state.save()  # the new format replaces the old files
+    assert sorted(os.listdir(backup)) == [f"state-{STEPS_PER_EPOCH}.weights.h5", STATE_FILE]
