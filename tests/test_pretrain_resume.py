@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from tests.conftest import TREC, finish_processes, run_tool, start_tool
-from tests.test_resume_after_kill import _wait_for
+from tests.test_resume_after_kill import _saved_step, _wait_for
 
 STEPS, INTERVAL = 12, 6
 
@@ -27,14 +27,6 @@ def _flags(corpus, model_dir):
             f"--model_dir={model_dir}", "--vocab_size=400", f"--max_steps={STEPS}",
             f"--steps_per_checkpoint={INTERVAL}", "--batch_size=8", "--max_seq_length=32",
             "--learning_rate=1e-3", "--mixed_precision=float32", "--log_every_steps=1"]
-
-
-def _saved_step(model_dir):
-    try:
-        with open(os.path.join(model_dir, "checkpoints", "training_state.json")) as f:
-            return json.load(f)["step"]
-    except (OSError, ValueError):
-        return None
 
 
 @pytest.mark.slow
