@@ -7,6 +7,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from layers import Encoder
+from tasks.auxiliary_mlm import AuxiliaryMaskedLM  # noqa: F401  (registered for from_config)
 from tasks.preprocessor import TextPreprocessor
 
 
@@ -36,6 +38,7 @@ class EncoderTaskModel(keras.Model):
 
     preprocessor = None
     task_metadata = None
+    auxiliary_mlm = None
 
     def attach_metadata(self, *, task, labels, preprocessor=None, vocabulary=None,
                         lowercase=True, max_seq_length=128, task_options=None, **extra):
@@ -72,6 +75,37 @@ class EncoderTaskModel(keras.Model):
         self.preprocessor = preprocessor
         self.task_metadata = metadata
 
+    def attach_auxiliary_mlm(self, objective):
+        """Adds an auxiliary masked-LM loss (`tasks.auxiliary_mlm`) to this model's training loss.
+
+        `objective` is an `AuxiliaryMaskedLM` (see `auxiliary_mlm_for`); its
+        head is tied to this model's encoder and becomes part of the model:
+        trained, checkpointed, saved in `.keras` files and restored by
+        `from_config`. Attach it before `fit` (and before restoring a
+        checkpoint saved with it). Returns the model.
+        """
+        missing = [name for name in Encoder.INPUTS if name not in self.input]
+        if not isinstance(self.input, dict) or missing:
+            raise ValueError("an auxiliary masked-LM loss needs a model fed one encoder "
+                             f"sequence ({', '.join(Encoder.INPUTS)}); {self.name} is not")
+        self.auxiliary_mlm = objective.tie(self.encoder)
+        return self
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        # Models whose loss is compile's (classification); the others add the
+        # auxiliary loss in `_plus_layer_losses`.
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        return loss + self._auxiliary_loss(x, training)
+
+    def _auxiliary_loss(self, x, training):
+        """λ · the auxiliary masked-LM loss (0 without one), scaled for tf.distribute."""
+        if self.auxiliary_mlm is None or x is None:
+            return 0.0
+        step = self.optimizer.iterations if self.optimizer is not None else 0
+        loss = self.auxiliary_mlm.loss(self.encoder, x, step, training)
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return loss / replicas if replicas > 1 else loss
+
     def _task_config(self):
         raise NotImplementedError
 
@@ -85,6 +119,8 @@ class EncoderTaskModel(keras.Model):
         if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
             config["task_metadata"] = self.task_metadata
+        if self.auxiliary_mlm is not None:
+            config["auxiliary_mlm"] = keras.saving.serialize_keras_object(self.auxiliary_mlm)
         return config
 
     @classmethod
@@ -95,21 +131,26 @@ class EncoderTaskModel(keras.Model):
             config["num_classes"] = config.pop("num_labels")
         preprocessor = config.pop("preprocessor", None)
         metadata = config.pop("task_metadata", None)
+        auxiliary_mlm = config.pop("auxiliary_mlm", None)
         model = cls(**config)
+        if auxiliary_mlm is not None:
+            model.attach_auxiliary_mlm(keras.saving.deserialize_keras_object(auxiliary_mlm))
         if preprocessor is not None:
             # Its vocabulary comes afterwards, from the archive's assets (`load_assets`).
             model._set_metadata(keras.saving.deserialize_keras_object(preprocessor), metadata)
         return model
 
-    def _plus_layer_losses(self, loss):
+    def _plus_layer_losses(self, loss, x=None, training=False):
         """Adds regularisation losses that layers registered with `add_loss`, and scales
         the total by 1/replicas under a tf.distribute strategy, as Keras's own
         `compute_loss` does: the replicas' gradients are summed, and Keras's loss
-        tracker multiplies the replicas back."""
+        tracker multiplies the replicas back. With the batch's features `x`, adds
+        the auxiliary masked-LM loss too (`attach_auxiliary_mlm`)."""
         for extra in self.losses:
             loss = loss + ops.cast(extra, "float32")
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        return loss / replicas if replicas > 1 else loss
+        loss = loss / replicas if replicas > 1 else loss
+        return loss + self._auxiliary_loss(x, training)
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")

@@ -29,6 +29,7 @@ from absl import flags  # noqa: E402
 
 from layers import LAYER_MIXES, transformer_of  # noqa: E402
 from tasks.atomic_files import FailedWrite  # noqa: E402
+from tasks.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
 from tasks.callbacks import (  # noqa: E402
     BestModelCheckpoint,
     EarlyStoppingOnBest,
@@ -126,6 +127,13 @@ flags.DEFINE_integer("unfreeze_every_steps", None, "Steps between unfreezing ste
 flags.DEFINE_float("l2sp", 0.0, "L2-SP: add alpha * ||theta - theta_0||^2 over the encoder's "
                    "weights to the loss, theta_0 the weights training starts from (0: off).",
                    lower_bound=0.0)
+flags.DEFINE_float("auxiliary_mlm_weight", 0.0, "Multi-task fine-tuning with the language "
+                   "model: add this weight times a masked-LM loss on the task's own inputs "
+                   "(masked afresh every step, decoded tied to the token embeddings) to the "
+                   "task loss; costs about one more encoder pass per step (0: off).",
+                   lower_bound=0.0)
+flags.DEFINE_boolean("auxiliary_mlm_anneal", False, "Anneal --auxiliary_mlm_weight linearly "
+                     "to 0 over the run.")
 flags.DEFINE_enum("schedule", "linear", SCHEDULES, "Learning-rate schedule: warm-up over "
                   "--warmup_fraction then linear decay to 0, cosine decay to 0, ULMFiT's "
                   "slanted triangular (the warm-up fraction is its cut_frac), or constant "
@@ -158,7 +166,7 @@ flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
 _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length", "lowercase", "labels",
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
-                "schedule")
+                "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal")
 
 
 def _resolve_preset(task, head_options, encoder):
@@ -252,6 +260,11 @@ def _check_adaptation_flags():
                               l2sp=FLAGS.l2sp))
     except ValueError as error:
         raise UserError(f"{error} (--freeze_encoder, --adapter_size, --lora_rank, --l2sp)")
+    if FLAGS.auxiliary_mlm_weight and FLAGS.freeze_encoder:
+        raise UserError("--auxiliary_mlm_weight trains the encoder with a masked-LM loss; "
+                        "it cannot be combined with --freeze_encoder")
+    if FLAGS.auxiliary_mlm_anneal and not FLAGS.auxiliary_mlm_weight:
+        raise UserError("--auxiliary_mlm_anneal needs --auxiliary_mlm_weight > 0")
     if FLAGS.gradual_unfreezing and (FLAGS.freeze_encoder or FLAGS.adapter_size
                                      or FLAGS.lora_rank):
         raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
@@ -349,6 +362,8 @@ def main(argv):
         "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
         "gradual_unfreezing": FLAGS.gradual_unfreezing,
         "unfreeze_every_steps": unfreeze_every_steps, "l2sp": FLAGS.l2sp,
+        "auxiliary_mlm_weight": FLAGS.auxiliary_mlm_weight,
+        "auxiliary_mlm_anneal": FLAGS.auxiliary_mlm_anneal,
         "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
@@ -378,6 +393,11 @@ def main(argv):
         with strategy.scope():  # mirrored variables, optimizer and metrics
             model = build_task_model(task, encoder_preset, encoder=encoder,
                                      **overrides)
+            if FLAGS.auxiliary_mlm_weight:
+                model.attach_auxiliary_mlm(auxiliary_mlm_for(
+                    preprocessor.tokenizer(), FLAGS.auxiliary_mlm_weight, max_seq_length,
+                    anneal_steps=total_steps if FLAGS.auxiliary_mlm_anneal else 0,
+                    seed=FLAGS.seed))
     except ValueError as error:
         raise UserError(str(error))
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_variables)

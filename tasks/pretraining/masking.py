@@ -414,6 +414,104 @@ def mlm_mask(
     return outputs
 
 
+# Named, not "auto_select" (which depends on the device). XLA's Philox still draws
+# other numbers than TensorFlow's kernels: masks are reproducible per jit_compile setting.
+_ALGORITHM = "philox"
+
+
+def batch_mlm_mask(
+    token_ids,
+    *,
+    seed,
+    vocabulary_size,
+    mask_id,
+    max_predictions,
+    special_ids,
+    mask_rate=0.15,
+    mask_token_rate=0.8,
+    random_token_rate=0.1,
+):
+    """BERT masked-LM masking of a whole batch, inside a model's step (XLA-friendly).
+
+    The batched twin of `mlm_mask` (same budget per row, same 80/10/10
+    treatments, replacements uniform over the ids that are neither special
+    nor [MASK]), written with static shapes only: no `tf.where` on a
+    boolean mask and a `top_k` whose `k` is `max_predictions`, so that it
+    compiles under XLA and runs in a train step rather than in `tf.data`
+    (the auxiliary masked-LM loss of fine-tuning uses it; see
+    `tasks.auxiliary_mlm`). Rows draw independent masks from one `seed`.
+
+    Args:
+        token_ids: int [B, T], [CLS] ... [SEP] [PAD]...
+        seed: a [2] integer tensor (or a Python int) keying the randomness.
+        vocabulary_size: V.
+        mask_id: the [MASK] id.
+        max_predictions: P, the static number of prediction slots per row.
+        special_ids: ids never selected nor drawn as replacements ([PAD],
+            [CLS], [SEP], [MASK], ...).
+        mask_rate, mask_token_rate, random_token_rate: the 15 / 80 / 10 rates.
+
+    Returns:
+        A dict with `masked_token_ids` [B, T], `mask_positions` [B, P]
+        (0 in unused slots), `target_ids` [B, P] (-1 in unused slots) and
+        `mask_weights` [B, P] (float32, 1 for real slots), int32 except the
+        weights. Slots are in random order, not sorted by position.
+
+    Examples:
+    >>> ids = tf.constant([[2, 11, 12, 13, 14, 15, 16, 3, 0, 0], [2, 17, 3, 0, 0, 0, 0, 0, 0, 0]])
+    >>> out = batch_mlm_mask(ids, seed=[0, 7], vocabulary_size=20, mask_id=4,
+    ...                      max_predictions=3, special_ids=(0, 1, 2, 3, 4), mask_rate=0.3)
+    >>> out["mask_weights"].numpy().tolist()  # round(0.3 × 6) = 2 and at least 1 of 1
+    [[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    >>> out["target_ids"][1].numpy().tolist(), int(out["mask_positions"][1, 0])
+    ([17, -1, -1], 1)
+    """
+    _validate(max_predictions, mask_rate, mask_token_rate, random_token_rate)
+    max_predictions = int(max_predictions)
+    if not special_ids:
+        raise ValueError("pass special_ids (at least [CLS], [SEP], [PAD])")
+    token_ids = tf.cast(tf.convert_to_tensor(token_ids), tf.int32)
+    batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+    seeds = tf.random.experimental.stateless_split(_as_seed(seed), 4, alg=_ALGORITHM)
+    specials = tf.constant(sorted(set(int(i) for i in special_ids)), tf.int32)
+    eligible = ~tf.reduce_any(token_ids[..., None] == specials, axis=-1)
+    budget = _budget(tf.reduce_sum(tf.cast(eligible, tf.int32), axis=1), mask_rate,
+                     max_predictions)
+
+    # The budget's worth of eligible positions with the largest random keys; P dummy
+    # keys below every real one make k = P valid whatever T is.
+    keys = tf.where(eligible, tf.random.stateless_uniform([batch, length], seeds[0],
+                                                          alg=_ALGORITHM), -1.0)
+    keys = tf.concat([keys, tf.fill([batch, max_predictions], -2.0)], axis=1)
+    _, positions = tf.math.top_k(keys, k=max_predictions)
+    used = tf.range(max_predictions)[None, :] < budget[:, None]
+    positions = tf.where(used, positions, 0)
+    original = tf.gather(token_ids, positions, batch_dims=1)
+
+    treatment = _treatments(tf.random.stateless_uniform([batch, max_predictions], seeds[1],
+                                                        alg=_ALGORITHM),
+                            mask_token_rate, random_token_rate)
+    allowed = np.setdiff1d(np.arange(int(vocabulary_size)),
+                           [int(i) for i in special_ids] + [int(mask_id)])
+    if allowed.size == 0:
+        raise ValueError("no id is left to draw as a random replacement")
+    replacement = tf.gather(tf.constant(allowed, tf.int32), tf.random.stateless_uniform(
+        [batch, max_predictions], seeds[2], maxval=allowed.size, dtype=tf.int32,
+        alg=_ALGORITHM))
+    new = tf.where(treatment == MASK, tf.cast(mask_id, tf.int32),
+                   tf.where(treatment == RANDOM, replacement, original))
+    # Dense scatter (one-hot over T): every used slot holds a distinct position.
+    hits = tf.one_hot(positions, length, dtype=tf.int32) * tf.cast(used, tf.int32)[..., None]
+    replaced = tf.reduce_sum(hits, axis=1) > 0
+    masked = tf.where(replaced, tf.reduce_sum(hits * new[..., None], axis=1), token_ids)
+    return {
+        "masked_token_ids": masked,
+        "mask_positions": positions,
+        "target_ids": tf.where(used, original, -1),
+        "mask_weights": tf.cast(used, tf.float32),
+    }
+
+
 # --------------------------------------------------------------------------
 # SpanBERT span masking.
 

@@ -92,7 +92,7 @@ class SpanNER(EncoderTaskModel):
         valid = ops.cast(self._grid(x["word_mask"])["span_mask"], "float32")
         weight = valid * ops.where(labels == 0, self.none_weight, 1.0)
         loss = masked_sparse_cross_entropy(labels, y_pred, weights=weight)
-        return self._plus_layer_losses(loss)
+        return self._plus_layer_losses(loss, x, training)
 
     def predict_step(self, data):
         x = data[0] if isinstance(data, tuple) else data

@@ -100,7 +100,7 @@ class SequenceTagger(EncoderTaskModel):
             mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
             per_sentence = -self.crf.log_likelihood(y_pred, ops.maximum(y, 0), mask)
             loss = ops.sum(per_sentence) / ops.maximum(ops.sum(mask), 1.0)
-        return self._plus_layer_losses(loss)
+        return self._plus_layer_losses(loss, x, training)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         # A CRF's metrics see the Viterbi tags it outputs (as one-hot scores), not
