@@ -125,6 +125,7 @@ def test_user_errors_are_one_line_with_nonzero_exit(trained_classifier_dir, trai
     assert "--jit_compile" in result.stderr
 
 
+@pytest.mark.slow  # the callback's logic: tests/test_training_state.py, in process
 def test_early_stopping_ends_training_and_keeps_the_best_epoch(tmp_path):
     # A learning rate this small leaves the validation accuracy where it starts: no epoch
     # after the first improves it, so patience 1 stops after the second of 20 epochs.
