@@ -18,8 +18,10 @@ per example (classification) or per word (tagging; a CRF teacher gives its
 per-word marginals at T). The teacher runs once, before training, over the
 training data and --unlabeled_data (plain text, one example per line; only
 the soft-target loss sees it). The best model is picked on --eval_data by the
-task's metric, as tools/train.py does. An interrupted run resumes from its
-last finished epoch when started again with the same flags.
+task's metric, as tools/train.py does, and the training loop is the same
+(`tools.training_loop`): an interrupted run (killed, or stopped with Ctrl-C)
+resumes from its last saved step, on the same batches, when started again
+with the same flags.
 """
 
 import json
@@ -36,12 +38,6 @@ import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from layers import transformer_of  # noqa: E402
-from tasks.atomic_files import FailedWrite  # noqa: E402
-from tasks.callbacks import (  # noqa: E402
-    AtomicBackupAndRestore,
-    BestModelCheckpoint,
-    StepLogger,
-)
 from tasks.distillation import (  # noqa: E402
     distillation_dataset,
     family_of,
@@ -53,8 +49,13 @@ from tasks.tensorboard_hparams import write_hparams  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_hardware_flags,
+    define_task_module_flag,
+    define_training_loop_flags,
+)
 from tools.model_card import file_facts, training_card, write_model_card  # noqa: E402
+from tools.training_loop import train_resumably  # noqa: E402
 from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
 from zoo.checkpoints import (  # noqa: E402
     load_encoder,
@@ -107,9 +108,8 @@ flags.DEFINE_integer("max_seq_length", None, "The student's longest packed seque
                      "preset's default (at most the encoder's positions) when omitted.",
                      lower_bound=8)
 flags.DEFINE_integer("seed", 42, "Random seed.")
-flags.DEFINE_integer("log_every_steps", 50, "Write the training loss to TensorBoard every "
-                     "this many steps.", lower_bound=1)
 define_hardware_flags()
+define_training_loop_flags()
 flags.mark_flags_as_required(["teacher", "train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
@@ -267,9 +267,13 @@ def main(argv):
         targets = teacher_targets(teacher.model, teacher.task, family, examples,
                                   teacher.preprocessor, labels, FLAGS.temperature,
                                   batch_size=FLAGS.batch_size)
-        train_dataset = distillation_dataset(task, examples, labelled, targets, preprocessor,
-                                             labels, batch_size=FLAGS.batch_size,
-                                             seed=FLAGS.seed)
+
+        def make_pass(index):  # each pass in its own order, fixed by (seed, pass)
+            return distillation_dataset(task, examples, labelled, targets, preprocessor,
+                                        labels, batch_size=FLAGS.batch_size,
+                                        seed=(FLAGS.seed, index))
+
+        train_dataset = make_pass(0)
     except ValueError as error:  # a label the teacher does not know names its line
         raise UserError(str(error))
     steps_per_epoch = int(train_dataset.reduce(0, lambda count, _: count + 1))
@@ -294,6 +298,7 @@ def main(argv):
         "max_seq_length": max_seq_length, "seed": FLAGS.seed, "mixed_precision": policy,
         "jit_compile": jit_compile, "steps_per_epoch": steps_per_epoch,
         "total_steps": total_steps, "monitor": monitor,
+        "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "train_examples": len(train_examples), "unlabeled_examples": len(unlabeled),
         "eval_examples": len(raw_eval_examples),
         "teacher_parameters": _parameters(teacher.model),
@@ -327,29 +332,20 @@ def main(argv):
     use_distillation_loss(student, family, FLAGS.alpha, FLAGS.temperature)
 
     logs = md.path(FLAGS.model_dir, md.LOGS)
-    callbacks = task.callbacks(eval_dataset, eval_examples, labels,
-                               log_dir=os.path.join(logs, "validation")) + [
-        BestModelCheckpoint(md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode),
-        AtomicBackupAndRestore(md.path(FLAGS.model_dir, md.CHECKPOINTS),
-                               delete_checkpoint=False),
-        keras.callbacks.TensorBoard(logs),
-        StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
-    ]
-    if FLAGS.early_stopping_patience:
-        callbacks.append(keras.callbacks.EarlyStopping(
-            monitor, patience=FLAGS.early_stopping_patience, mode=mode, verbose=1))
     print(f"distilling {teacher.task.name} into {encoder_preset} (alpha {FLAGS.alpha}, "
           f"T {FLAGS.temperature}; {policy}) on {len(train_examples)} labelled and "
           f"{len(unlabeled)} unlabelled examples, {steps_per_epoch} steps per epoch; "
           f"{config['total_parameters']:,} parameters (teacher "
           f"{config['teacher_parameters']:,})", flush=True)
-    try:
-        student.fit(train_dataset.repeat(), steps_per_epoch=steps_per_epoch,
-                    validation_data=eval_dataset, epochs=epochs, shuffle=False,
-                    callbacks=callbacks, verbose=2)
-    except FailedWrite as error:
-        raise UserError(f"{error}; training stopped: once that is fixed, the same command "
-                        "resumes from the last checkpoint")
+    train_resumably(
+        student, model_dir=FLAGS.model_dir, make_pass=make_pass,
+        steps_per_epoch=steps_per_epoch, epochs=epochs, monitor=monitor, mode=mode,
+        validation_data=eval_dataset,
+        task_callbacks=task.callbacks(eval_dataset, eval_examples, labels,
+                                      log_dir=os.path.join(logs, "validation")),
+        checkpoint_every_steps=FLAGS.checkpoint_every_steps,
+        log_every_steps=FLAGS.log_every_steps,
+        early_stopping_patience=FLAGS.early_stopping_patience)
 
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
     metrics = task.evaluate(best, eval_dataset, eval_examples, labels)

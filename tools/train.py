@@ -28,30 +28,24 @@ import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from layers import LAYER_MIXES, transformer_of  # noqa: E402
-from tasks.atomic_files import FailedWrite  # noqa: E402
 from tasks.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
-from tasks.callbacks import (  # noqa: E402
-    BestModelCheckpoint,
-    EarlyStoppingOnBest,
-    StepLogger,
-)
 from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from tasks.optimization import SCHEDULES  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.tensorboard_hparams import write_hparams  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
-from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_hardware_flags,
     define_progress_flag,
     define_task_module_flag,
+    define_training_loop_flags,
     vocabulary_progress,
 )
 from tools.model_card import training_card, write_model_card  # noqa: E402
+from tools.training_loop import train_resumably  # noqa: E402
 from zoo import (  # noqa: E402
     ENCODER_PRESETS,
     TASK_PRESETS,
@@ -150,14 +144,8 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune i
                      "on --eval_data (span NER: the F1-best threshold, as tools/calibrate.py "
                      "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
-flags.DEFINE_integer("checkpoint_every_steps", 500, "Save the training state (weights, "
-                     "optimizer, step, random state) every this many steps, besides every "
-                     "epoch's end; a killed run resumes from the last save (0: epoch ends "
-                     "only).", lower_bound=0)
-flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learning rate to "
-                     "TensorBoard every this many steps (and at each epoch's end).",
-                     lower_bound=1)
 define_hardware_flags()
+define_training_loop_flags()
 define_progress_flag()
 distribution.define_distribution_flags()
 flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
@@ -334,7 +322,7 @@ def main(argv):
     try:
         eval_dataset = task.make_dataset(eval_examples, preprocessor, labels, training=False,
                                          **options)
-        # The first pass of the training stream (see training_stream): its batches counted.
+        # The first pass of the training stream (tools.training_loop): its batches counted.
         train_dataset = task.make_dataset(train_examples, preprocessor, labels, training=True,
                                           batch_size=FLAGS.batch_size, seed=(FLAGS.seed, 0))
     except ValueError as error:
@@ -410,68 +398,31 @@ def main(argv):
                           task_options=task_options, preset=preset or encoder_preset,
                           data_format=FLAGS.data_format,
                           task_module=type(task).__module__)
-    # The training state, kept after fit: a run killed during the final evaluation
-    # resumes after training. It is saved last at each epoch's end (fit_resumable),
-    # so that it includes the epoch's validation, best model and early stopping.
-    state = TrainingState(md.path(FLAGS.model_dir, md.CHECKPOINTS), steps_per_epoch,
-                          FLAGS.checkpoint_every_steps)
-    saved = state.read()
-    # Task callbacks first: they add validation metrics the others log and monitor.
     logs = md.path(FLAGS.model_dir, md.LOGS)
-    best_checkpoint = BestModelCheckpoint(
-        md.path(FLAGS.model_dir, md.BEST_MODEL), monitor, mode,
-        completed_epochs=saved["step"] // steps_per_epoch if saved else None)
-    callbacks = task.callbacks(eval_dataset, eval_examples, labels,
-                               log_dir=os.path.join(logs, "validation")) + [
-        best_checkpoint,
-        keras.callbacks.TensorBoard(logs),
-        StepLogger(os.path.join(logs, "train"), FLAGS.log_every_steps),
-    ]
-    if unfreeze_every_steps:
-        callbacks.append(GradualUnfreezing(unfreeze_every_steps))
-    if FLAGS.early_stopping_patience:
-        callbacks.append(EarlyStoppingOnBest(best_checkpoint, FLAGS.early_stopping_patience))
     print(f"training {preset or task.name + ' on ' + encoder_preset} ({policy}, "
           f"jit_compile={jit_compile}) on {len(train_examples)} examples, "
           f"{steps_per_epoch} steps per epoch; {trainable:,} of {total:,} parameters "
           "trainable", flush=True)
     print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
           flush=True)
-    if saved:
-        print(f"resuming from step {saved['step']} of {total_steps} (epoch "
-              f"{saved['epoch'] + 1}, step {saved['step_in_epoch']} of {steps_per_epoch}), "
-              f"saved {saved.get('date', 'earlier')}", flush=True)
 
-    # Passes over the data, each in its own order fixed by (seed, pass), so that a
-    # resumed run replays the same batches; with a counted number of steps per
-    # epoch (bucketing makes the number of batches vary a little from one order to
-    # the next, so an epoch is not exactly a pass, and one more pass is spare).
-    def training_stream(skip):
-        passes = [task.make_dataset(train_examples, preprocessor, labels, training=True,
-                                    batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index))
-                  for index in range(epochs + 1)]
-        stream = functools.reduce(lambda first, second: first.concatenate(second), passes)
-        return distribution.shard_by_data(stream.repeat().skip(skip))
+    def make_pass(index):  # each pass in its own order, fixed by (seed, pass)
+        return task.make_dataset(train_examples, preprocessor, labels, training=True,
+                                 batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index))
 
     distribution.build_for_fit(model, strategy, train_dataset)
-    resume_hint = (f"the same command resumes from the saved state in "
-                   f"{md.path(FLAGS.model_dir, md.CHECKPOINTS)}")
-    try:
-        with state.stop_on_interrupt("stopping after this step (the state is then saved); "
-                                     "Ctrl-C again to stop at once"):
-            fit_resumable(model, training_stream, steps_per_epoch, epochs, state,
-                          callbacks=callbacks,
-                          validation_data=distribution.shard_by_data(eval_dataset),
-                          shuffle=False, verbose=fit_verbosity())
-    except FailedWrite as error:
-        raise UserError(f"{error}; training stopped: once that is fixed, {resume_hint}")
-    except TrainingInterrupted as interrupted:
-        print(f"interrupted at step {interrupted.step} of {total_steps}: {resume_hint}",
-              file=sys.stderr, flush=True)
-        sys.exit(130)  # the shell's code for a run stopped by Ctrl-C
-    if state.stop_requested:  # Ctrl-C after the last save: only the evaluation is left
-        print(f"interrupted after training: {resume_hint}", file=sys.stderr, flush=True)
-        sys.exit(130)
+    best_checkpoint = train_resumably(
+        model, model_dir=FLAGS.model_dir, make_pass=make_pass,
+        steps_per_epoch=steps_per_epoch, epochs=epochs, monitor=monitor, mode=mode,
+        validation_data=eval_dataset,
+        task_callbacks=task.callbacks(eval_dataset, eval_examples, labels,
+                                      log_dir=os.path.join(logs, "validation")),
+        extra_callbacks=[GradualUnfreezing(unfreeze_every_steps)] if unfreeze_every_steps
+        else [],
+        checkpoint_every_steps=FLAGS.checkpoint_every_steps,
+        log_every_steps=FLAGS.log_every_steps,
+        early_stopping_patience=FLAGS.early_stopping_patience,
+        shard=distribution.shard_by_data)
     print(f"trained {int(model.optimizer.iterations.numpy())} steps; evaluating the best "
           f"model (epoch {best_checkpoint.best_epoch}) on {FLAGS.eval_data}", flush=True)
     if strategy.num_replicas_in_sync > 1:

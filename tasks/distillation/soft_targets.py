@@ -65,7 +65,8 @@ def distillation_dataset(task, examples, labelled, targets, preprocessor, labels
         preprocessor: the student's preprocessor.
         labels: the label names.
         batch_size: examples per batch.
-        seed: shuffle seed.
+        seed: shuffle seed: an int reshuffles at every pass; `(seed, pass)`
+            gives that pass its own fixed order (`Task.make_dataset`).
     """
     # Batches of one, in order: each example padded to its own length bucket, as the
     # task's training pipeline pads it.
