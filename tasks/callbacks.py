@@ -121,37 +121,6 @@ class EarlyStoppingOnBest(keras.callbacks.Callback):
                   f"{best_epoch})", flush=True)
 
 
-class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
-    """Keras's `BackupAndRestore`, whose saves never lose the previous training state.
-
-    Keras writes the weights and the epoch counter in place, one after the
-    other: a save that fails half-way (disk full) leaves a torn weights file,
-    or new weights with the old epoch. Here both are written beside their
-    targets and renamed together (`write_files_together`), so `backup_dir`
-    always holds one whole, consistent state; a failed save raises
-    `FailedWrite` and the previous state stays, ready to resume from.
-    Restoring is Keras's own.
-
-    Examples:
-    >>> import tempfile
-    >>> callback = AtomicBackupAndRestore(tempfile.mkdtemp())
-    >>> callback.save_freq
-    'epoch'
-    """
-
-    def _save_model(self):
-        # Keras 3.15's private state: the paths and counters its _save_model writes.
-        try:
-            os.makedirs(self.backup_dir, exist_ok=True)
-        except OSError as error:
-            raise FailedWrite(self.backup_dir, error, previous_kept=False) from error
-        metadata = {"epoch": self._current_epoch, "batch": self._last_batch_seen}
-        write_files_together([
-            (self._weights_path, lambda path: self.model.save_weights(path, overwrite=True)),
-            (self._training_metadata_path, json_writer(metadata)),
-        ])
-
-
 class StepLogger(keras.callbacks.Callback):
     """Writes the training loss and learning rate of every `every_steps`-th step to TensorBoard.
 

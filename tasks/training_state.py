@@ -151,7 +151,16 @@ class TrainingState(keras.callbacks.Callback):
             "seed_states": [np.asarray(v.numpy()).tolist() for v in _seed_states(self.model)],
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
-        write_json_atomically(record, os.path.join(self.backup_dir, STATE_FILE))
+        try:
+            write_json_atomically(record, os.path.join(self.backup_dir, STATE_FILE))
+        except FailedWrite:
+            # The record in force still names the previous weights: drop the new ones.
+            if step != self.last_saved_step:
+                try:
+                    os.remove(os.path.join(self.backup_dir, weights))
+                except OSError:
+                    pass
+            raise
         # Only now is the new state the one in force; the older files can go.
         for path in glob.glob(os.path.join(self.backup_dir, "state-*.weights.h5")):
             if os.path.basename(path) != weights:

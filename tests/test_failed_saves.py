@@ -18,6 +18,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tasks import atomic_files
 from tasks.atomic_files import (
@@ -26,7 +27,8 @@ from tasks.atomic_files import (
     write_directory_atomically,
     write_json_atomically,
 )
-from tasks.callbacks import AtomicBackupAndRestore, BestModelCheckpoint
+from tasks.callbacks import BestModelCheckpoint
+from tasks.training_state import TrainingState, fit_resumable
 from tools.errors import run
 from tools.model_card import write_model_card
 
@@ -193,52 +195,57 @@ def test_failed_best_model_save_keeps_the_previous_best(tmp_path, monkeypatch, f
     assert record["epoch"] == 1 and record["validation"]["val_score"] == 0.0
 
 
+def _fit_resumably(model, backup_dir, epochs, callbacks=()):
+    """`fit_resumable` over the 16 examples in batches of 4, its state in `backup_dir`."""
+    x, y = _data()
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+    state = TrainingState(backup_dir, steps_per_epoch=4)
+    fit_resumable(model, lambda skip: batches.repeat().skip(skip), 4, epochs, state,
+                  callbacks=callbacks, validation_data=(x, y), verbose=0)
+
+
+# A state save: 1 save_weights, then os.replace of 1 the weights, 2 the record.
 @pytest.mark.parametrize("failure", [
     ("save_weights", 1, DISK_FULL), ("replace", 1, DISK_FULL), ("replace", 2, DENIED)],
-    ids=["save_weights ENOSPC", "weights rename ENOSPC", "epoch rename EACCES"])
+    ids=["save_weights ENOSPC", "weights rename ENOSPC", "record rename EACCES"])
 def test_failed_checkpoint_keeps_the_previous_one_and_resumes(tmp_path, monkeypatch, failure):
     backup_dir = str(tmp_path / "checkpoints")
     model = _tiny_model()
-    _fit(model, [AtomicBackupAndRestore(backup_dir, delete_checkpoint=False)], epochs=1)
+    _fit_resumably(model, backup_dir, epochs=1)
     before = _snapshot(tmp_path)
     saved_kernel = np.array(model.layers[-1].kernel)
     name, n, error = failure
     owner = os if name == "replace" else keras.Model
     calls = _fail_on_call(monkeypatch, owner, name, n, error)
     with pytest.raises(FailedWrite):
-        _fit(model, [AtomicBackupAndRestore(backup_dir, delete_checkpoint=False)], epochs=3)
+        _fit_resumably(model, backup_dir, epochs=3)
     assert calls["count"] >= n
     assert _snapshot(tmp_path) == before
     monkeypatch.undo()
-    # The kept checkpoint is whole: a new model resumes from epoch 1 with its weights.
+    # The kept state is whole: a new model resumes from step 4 with its weights.
     resumed = _tiny_model()
-    restore = AtomicBackupAndRestore(backup_dir, delete_checkpoint=False)
-    restore.set_model(resumed)
-    restore.on_train_begin()
-    assert resumed._initial_epoch == 1
+    assert TrainingState(backup_dir, steps_per_epoch=4).restore(resumed)["step"] == 4
     np.testing.assert_array_equal(np.array(resumed.layers[-1].kernel), saved_kernel)
 
 
 def test_binary_stops_with_one_line_and_keeps_best_model_and_checkpoint(
         tmp_path, monkeypatch, capsys):
-    """What tools/train.py does: its callbacks in its order, its error handling (run)."""
+    """What the training binaries do: their callbacks in their order, their error handling (run)."""
     model_dir = tmp_path / "run"
     best_path, backup_dir = str(model_dir / "best_model.keras"), str(model_dir / "checkpoints")
 
     def callbacks():
-        return [_AlwaysImproves(), BestModelCheckpoint(best_path, "val_score", "max"),
-                AtomicBackupAndRestore(backup_dir)]
+        return [_AlwaysImproves(), BestModelCheckpoint(best_path, "val_score", "max")]
 
     model = _tiny_model()
     os.makedirs(model_dir)
-    _fit(model, callbacks()[:2] + [AtomicBackupAndRestore(backup_dir, delete_checkpoint=False)],
-         epochs=1)
+    _fit_resumably(model, backup_dir, epochs=1, callbacks=callbacks())
     before = _snapshot(model_dir)
     _fail_on_call(monkeypatch, keras.Model, "save", 1, DISK_FULL)
     monkeypatch.setattr(sys, "argv", ["train.py"])
 
     def main(argv):
-        _fit(model, callbacks(), epochs=3)
+        _fit_resumably(model, backup_dir, epochs=3, callbacks=callbacks())
 
     with pytest.raises(SystemExit) as exit_:
         run(main)
@@ -246,7 +253,7 @@ def test_binary_stops_with_one_line_and_keeps_best_model_and_checkpoint(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: cannot write {best_path}: No space left on device (ENOSPC); "
                    f"the previous {best_path} is kept unchanged"]
-    assert _snapshot(model_dir) == before  # checkpoint of epoch 1 too: resuming redoes epoch 2
+    assert _snapshot(model_dir) == before  # the state of epoch 1 too: resuming redoes epoch 2
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,

@@ -144,12 +144,10 @@ def test_early_stopping_counts_from_the_best_epoch_on_record(tmp_path):
 
 def test_a_run_saved_by_the_earlier_epoch_checkpoints_resumes(tmp_path):
     """Runs interrupted before this format (Keras's BackupAndRestore files) go on."""
-    from tasks.callbacks import AtomicBackupAndRestore
-
     backup = str(tmp_path / "state")
     model = _model()
     model.fit(_stream(0), steps_per_epoch=STEPS_PER_EPOCH, epochs=1, verbose=0,
-              callbacks=[AtomicBackupAndRestore(backup, delete_checkpoint=False)])
+              callbacks=[keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False)])
     resumed = _model(seed=99)
     state = TrainingState(backup, STEPS_PER_EPOCH)
     record = state.restore(resumed)
