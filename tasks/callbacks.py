@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.atomic_files import FailedWrite, json_writer, write_files_together
+from tasks.atomic_files import json_writer, write_files_together
 from tasks.layerwise_optimizer import LayerwiseAdamW
 from tasks.optimization import learning_rate_at
 

@@ -42,7 +42,6 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 import keras  # noqa: E402
 from absl import flags  # noqa: E402
 
-from tasks.atomic_files import FailedWrite  # noqa: E402
 from tasks.callbacks import StepLogger  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
 from tasks.optimization import create_optimizer  # noqa: E402
@@ -51,11 +50,10 @@ from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
 from tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
 from tasks.pretraining.model import Pretrainer  # noqa: E402
 from tasks.pretraining.pipeline import OBJECTIVES, default_max_predictions  # noqa: E402
-from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable  # noqa: E402
+from tasks.training_state import TrainingState  # noqa: E402
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
 from tools import distribution  # noqa: E402
 from tools import model_directory as md  # noqa: E402
-from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_hardware_flags,
@@ -63,6 +61,7 @@ from tools.flags import (  # noqa: E402
     vocabulary_progress,
 )
 from tools.model_card import pretraining_card, write_model_card  # noqa: E402
+from tools.training_loop import fit_or_exit  # noqa: E402
 from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
 from zoo.checkpoints import (  # noqa: E402
     load_pretrainer,
@@ -334,20 +333,8 @@ def main(argv):
     def training_stream(skip):  # a pure function of the seed: resumes replay its batches
         return distribution.shard_by_data(train_dataset.skip(skip))
 
-    resume_hint = (f"the same command resumes from the saved state in "
-                   f"{md.path(FLAGS.model_dir, md.CHECKPOINTS)}")
-    try:
-        with state.stop_on_interrupt("stopping after this step (the state is then saved); "
-                                     "Ctrl-C again to stop at once"):
-            fit_resumable(model, training_stream, steps_per_checkpoint, num_checkpoints,
-                          state, callbacks=callbacks, validation_data=eval_dataset,
-                          shuffle=False, verbose=fit_verbosity())
-    except FailedWrite as error:
-        raise UserError(f"{error}; pretraining stopped: once that is fixed, {resume_hint}")
-    except TrainingInterrupted as interrupted:
-        print(f"interrupted at step {interrupted.step} of {total_steps}: {resume_hint}",
-              file=sys.stderr, flush=True)
-        sys.exit(130)  # the shell's code for a run stopped by Ctrl-C
+    fit_or_exit(model, training_stream, steps_per_checkpoint, num_checkpoints, state,
+                callbacks=callbacks, validation_data=eval_dataset, what="pretraining")
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": total_steps}

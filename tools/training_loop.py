@@ -100,23 +100,40 @@ def train_resumably(model, *, model_dir, make_pass, steps_per_epoch, epochs, mon
         print(f"resuming from step {saved['step']} of {total_steps} (epoch "
               f"{saved['epoch'] + 1}, step {saved['step_in_epoch']} of {steps_per_epoch}), "
               f"saved {saved.get('date', 'earlier')}", flush=True)
-    resume_hint = (f"the same command resumes from the saved state in "
-                   f"{md.path(model_dir, md.CHECKPOINTS)}")
+    fit_or_exit(model, lambda skip: shard(training_stream(make_pass, epochs + 1, skip)),
+                steps_per_epoch, epochs, state, callbacks=callbacks,
+                validation_data=shard(validation_data))
+    return best_checkpoint
+
+
+def fit_or_exit(model, make_stream, steps_per_epoch, epochs, state, *, callbacks,
+                validation_data, what="training"):
+    """`fit_resumable` as a binary runs it: Ctrl-C saves and exits 130, a failed save is one line.
+
+    Args:
+        model, make_stream, steps_per_epoch, epochs, state, callbacks: as
+            `tasks.training_state.fit_resumable` takes them.
+        validation_data: each epoch's validation data (or None).
+        what: the word for the run in messages ("training", "pretraining").
+
+    Raises:
+        UserError: a save failed (the state on disk is the last whole one).
+        SystemExit: 130 after `Ctrl-C`, the state saved.
+    """
+    total_steps = steps_per_epoch * epochs
+    resume_hint = f"the same command resumes from the saved state in {state.backup_dir}"
     try:
         with state.stop_on_interrupt("stopping after this step (the state is then saved); "
                                      "Ctrl-C again to stop at once"):
-            fit_resumable(model, lambda skip: shard(training_stream(make_pass, epochs + 1,
-                                                                    skip)),
-                          steps_per_epoch, epochs, state, callbacks=callbacks,
-                          validation_data=shard(validation_data), shuffle=False,
-                          verbose=fit_verbosity())
+            fit_resumable(model, make_stream, steps_per_epoch, epochs, state,
+                          callbacks=callbacks, validation_data=validation_data,
+                          shuffle=False, verbose=fit_verbosity())
     except FailedWrite as error:
-        raise UserError(f"{error}; training stopped: once that is fixed, {resume_hint}")
+        raise UserError(f"{error}; {what} stopped: once that is fixed, {resume_hint}")
     except TrainingInterrupted as interrupted:
         print(f"interrupted at step {interrupted.step} of {total_steps}: {resume_hint}",
               file=sys.stderr, flush=True)
         sys.exit(130)  # the shell's code for a run stopped by Ctrl-C
-    if state.stop_requested:  # Ctrl-C after the last save: only the evaluation is left
-        print(f"interrupted after training: {resume_hint}", file=sys.stderr, flush=True)
+    if state.stop_requested:  # Ctrl-C after the last save: only what follows training is left
+        print(f"interrupted after {what}: {resume_hint}", file=sys.stderr, flush=True)
         sys.exit(130)
-    return best_checkpoint
