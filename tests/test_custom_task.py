@@ -120,13 +120,20 @@ class KeywordSentimentTask(Task):
         return {"label": tf.gather(tf.constant(labels), first_max_index(logits))}
 
 
+def _tools(*commands):
+    """Runs `(tool, *arguments)` commands at the same time; their standard outputs."""
+    processes = [subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "tools", name), f"--task_module={MODULE}",
+         *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}) for name, *arguments in commands]
+    outputs = [process.communicate() for process in processes]
+    for process, (_, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-3000:]
+    return [stdout for stdout, _ in outputs]
+
+
 def _tool(name, *arguments):
-    command = [sys.executable, os.path.join(REPO, "tools", name), f"--task_module={MODULE}",
-               *arguments]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
+    return _tools((name, *arguments))[0]
 
 
 def _write_reviews(path, count, seed):
@@ -160,8 +167,6 @@ def test_a_task_defined_in_a_test_trains_evaluates_predicts_and_exports(tmp_path
     assert config["task"] == "keyword_sentiment" and config["preset"] == "bert_tiny"
     assert config["labels"] == ["neg", "pos"]
 
-    metrics = json.loads(_tool("evaluate.py", f"--model_dir={model_dir}",
-                               f"--data={dev}").strip().splitlines()[-1])
     texts = str(tmp_path / "texts.txt")
     gold = []
     with open(dev) as f, open(texts, "w") as out:
@@ -169,9 +174,13 @@ def test_a_task_defined_in_a_test_trains_evaluates_predicts_and_exports(tmp_path
             label, _, text = line.rstrip("\n").partition("\t")
             gold.append(label)
             out.write(text + "\n")
-    output = str(tmp_path / "predictions.jsonl")
-    _tool("predict.py", f"--model={model_dir}/best_model.keras", f"--input={texts}",
-          f"--output={output}")
+    output, exported = str(tmp_path / "predictions.jsonl"), str(tmp_path / "export")
+    evaluated, _, _ = _tools(  # all three read the finished model directory
+        ("evaluate.py", f"--model_dir={model_dir}", f"--data={dev}"),
+        ("predict.py", f"--model={model_dir}/best_model.keras", f"--input={texts}",
+         f"--output={output}"),
+        ("export.py", f"--model_dir={model_dir}", f"--output={exported}"))
+    metrics = json.loads(evaluated.strip().splitlines()[-1])
     with open(output) as f:
         predicted = [json.loads(line)["label"] for line in f]
     # evaluate.py and predict.py agree: the accuracy is the share of correct predictions.
@@ -179,8 +188,6 @@ def test_a_task_defined_in_a_test_trains_evaluates_predicts_and_exports(tmp_path
     assert metrics["accuracy"] == pytest.approx(agreement, abs=1e-6)
     assert metrics["accuracy"] > 0.8  # the keyword decides the label: it is learnable
 
-    exported = str(tmp_path / "export")
-    _tool("export.py", f"--model_dir={model_dir}", f"--output={exported}")
     with open(texts) as f:
         sentences = [line.strip() for line in f]
     served = subprocess.run(
