@@ -1,0 +1,476 @@
+"""Multi-task fine-tuning: several tasks trained at once on one shared encoder.
+
+    python tools/multitask.py --tasks=tasks.txt --init_checkpoint=<checkpoint dir> \
+        --model_dir=runs/multi [--sampling=temperature --temperature=2] \
+        [--target=trec --target_epochs=1]
+
+`--tasks` lists one entry per line: a name, then that task's `tools/train.py`
+flags (shell-quoted; `#` starts a comment):
+
+    trec   --task=classification --train_data=trec.label --eval_data=dev.label
+    conll  --task=tagging --head=crf --train_data=eng.train --eval_data=eng.testa --weight=2
+
+Every entry gets its own head on the one encoder (of `--init_checkpoint`, or a
+new one of `--preset`), with one vocabulary and one optimizer for all. An
+epoch is as many batches as all the entries' training data holds; each batch
+comes from one entry, drawn with probability ∝ weight · batches^(1/T)
+(`tasks.task_sampling`; `--sampling=proportional` is T = 1). With `--target`,
+the last `--target_epochs` epochs train that entry alone (its own number of
+batches per epoch). After every epoch each entry is evaluated on its
+validation data and its best model kept.
+
+Writes into --model_dir: `<name>/` per entry, a tools/train.py model
+directory of that task (config.json, vocab.txt, labels.json,
+best_model.keras with its metadata, metrics.json, README.md), so that
+tools/evaluate.py, predict.py and export.py take it as they are; `encoder/`,
+the shared encoder after the last epoch, which `tools/train.py
+--init_checkpoint=<model_dir>` fine-tunes further; `config.json` and
+`metrics.json` (every entry's final validation metrics); TensorBoard logs,
+`logs/<name>/train` (epoch_loss and the task's training metrics, and how many
+batches came from the entry) and `logs/<name>/validation` (its validation
+metrics). A multi-task run does not resume: a run that was interrupted starts
+again with `--overwrite`.
+"""
+
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import flags  # noqa: E402
+
+from layers import transformer_of  # noqa: E402
+from tasks.callbacks import BestModelCheckpoint  # noqa: E402
+from tasks.registry import get_task_class, task_names  # noqa: E402
+from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
+from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from tools import model_directory as md  # noqa: E402
+from tools.console import fit_verbosity  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from tools.model_card import training_card, write_model_card  # noqa: E402
+from tools.training_loop import training_stream  # noqa: E402
+from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
+from zoo.checkpoints import load_encoder, matching_encoder_preset, read_tokenizer_settings  # noqa: E402
+from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
+from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
+
+FLAGS = flags.FLAGS
+define_task_module_flag()
+flags.DEFINE_string("tasks", None, "The entries: one per line, a name then that task's "
+                    "tools/train.py flags (--task, --train_data, --eval_data, --data_format, "
+                    "the task's own options, --weight).")
+flags.DEFINE_string("model_dir", None, "Output directory.")
+flags.DEFINE_boolean("overwrite", False, "Replace what --model_dir holds.")
+flags.DEFINE_string("preset", None, "Encoder preset: the shape of a new encoder and the "
+                    "training defaults; by default --init_checkpoint's (else bert_tiny).")
+flags.DEFINE_string("init_checkpoint", None, "A checkpoint directory whose encoder all "
+                    "entries share (any format tools/train.py reads).")
+flags.DEFINE_string("vocab", None, "vocab.txt; by default --init_checkpoint's, or one learned "
+                    "from every entry's training text.")
+flags.DEFINE_integer("vocab_size", 8000, "Size of a learned vocabulary.", lower_bound=100)
+flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
+flags.DEFINE_integer("epochs", None, "Epochs in all (the target's included); the preset's "
+                     "default when omitted.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
+flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
+                   "omitted.", lower_bound=0.0)
+flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of the heads on a "
+                   "pretrained encoder; the preset's default when omitted.", lower_bound=0.0)
+flags.DEFINE_float("warmup_fraction", None, "Fraction of steps of linear warm-up; the "
+                   "preset's default when omitted.", lower_bound=0.0, upper_bound=1.0)
+flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
+                   lower_bound=0.0, upper_bound=0.99)
+flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence; the preset's default "
+                     "(at most the encoder's positions) when omitted.", lower_bound=8)
+flags.DEFINE_enum("sampling", "proportional", ["proportional", "temperature"], "How an "
+                  "entry is drawn for each batch: in proportion to weight x batches, or to "
+                  "weight x batches^(1/--temperature).")
+flags.DEFINE_float("temperature", 2.0, "T of --sampling=temperature.", lower_bound=1e-3)
+flags.DEFINE_string("target", None, "An entry name: the last --target_epochs epochs train it "
+                    "alone.")
+flags.DEFINE_integer("target_epochs", 1, "Epochs of --target alone, at the end.",
+                     lower_bound=1)
+flags.DEFINE_integer("seed", 42, "Random seed.")
+define_hardware_flags()
+flags.mark_flags_as_required(["tasks", "model_dir"])
+
+
+@dataclasses.dataclass
+class Entry:
+    """One line of --tasks: its task, data and weight, then what training builds."""
+
+    name: str
+    task: object
+    head_options: dict
+    train_data: str
+    eval_data: str
+    data_format: str
+    weight: float
+    where: str  # "file:line", for errors
+
+
+def _entry_flags():
+    values = flags.FlagValues()
+    flags.DEFINE_string("task", "classification", "The task.", flag_values=values)
+    flags.DEFINE_string("train_data", None, "Training data.", flag_values=values)
+    flags.DEFINE_string("eval_data", None, "Validation data.", flag_values=values)
+    flags.DEFINE_string("data_format", None, "Data format.", flag_values=values)
+    flags.DEFINE_float("weight", 1.0, "Sampling weight.", lower_bound=0.0, flag_values=values)
+    for name in task_names():
+        get_task_class(name).define_flags(values)
+    return values
+
+
+def read_entries(path):
+    """The `Entry`s of a --tasks file; errors name the file and line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except OSError as error:
+        raise UserError(f"--tasks={path}: {error.strerror or error}")
+    entries = []
+    for number, line in enumerate(lines, 1):
+        where = f"{path}:{number}"
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as error:
+            raise UserError(f"{where}: {error}")
+        if not words:
+            continue
+        name, arguments = words[0], words[1:]
+        if name.startswith("-") or "/" in name or name in (md.ENCODER, md.LOGS):
+            raise UserError(f"{where}: a line starts with the entry's name (a word, not a "
+                            f"flag, not {md.ENCODER!r} or {md.LOGS!r}), got {name!r}")
+        if name in {entry.name for entry in entries}:
+            raise UserError(f"{where}: entry {name!r} appears twice")
+        values = _entry_flags()
+        try:
+            values(["entry", *arguments])
+        except flags.Error as error:
+            raise UserError(f"{where}: {error}")
+        for required in ("train_data", "eval_data"):
+            if not values[required].value:
+                raise UserError(f"{where}: entry {name!r} needs --{required}")
+            if not os.path.exists(values[required].value):
+                raise UserError(f"{where}: --{required}={values[required].value}: no such file")
+        try:
+            task_class = get_task_class(values.task)
+            if not task_class.trainable:
+                raise ValueError("this task is not trained")
+            task_options, head_options = task_class.options_from_flags(values)
+            task = task_class(**task_options)
+        except ValueError as error:
+            raise UserError(f"{where}: --task={values.task}: {error}")
+        entries.append(Entry(name, task, head_options, values.train_data, values.eval_data,
+                             values.data_format, values.weight, where))
+    if not entries:
+        raise UserError(f"--tasks={path}: no entry (one per line: a name, then its flags)")
+    return entries
+
+
+def _encoder():
+    """(--init_checkpoint's encoder or None, encoder preset name)."""
+    encoder = None
+    if FLAGS.init_checkpoint:
+        FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
+        options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
+        try:
+            encoder = load_encoder(FLAGS.init_checkpoint, **options)
+        except (ValueError, OSError) as error:
+            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+    name = FLAGS.preset or (matching_encoder_preset(transformer_of(encoder)) if encoder
+                            else "bert_tiny")
+    if name not in ENCODER_PRESETS:
+        raise UserError(f"--preset={name} is not an encoder preset; one of "
+                        f"{', '.join(sorted(ENCODER_PRESETS))}")
+    return encoder, name
+
+
+def _vocabulary(entries):
+    """(tokens, lowercase) shared by every entry."""
+    if FLAGS.vocab:
+        return read_vocabulary(FLAGS.vocab), FLAGS.lowercase
+    if FLAGS.init_checkpoint:
+        try:
+            return read_tokenizer_settings(FLAGS.init_checkpoint)
+        except (ValueError, OSError) as error:
+            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
+    texts = [text for entry in entries for text in entry.task.texts(entry.train_examples)]
+    try:
+        return build_vocabulary(texts, FLAGS.vocab_size, FLAGS.lowercase), FLAGS.lowercase
+    except ValueError as error:
+        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
+
+
+def _epoch_plan(entries, epochs, probabilities):
+    """For each epoch, the entry index of each batch."""
+    target = next((i for i, e in enumerate(entries) if e.name == FLAGS.target), None)
+    plan = []
+    for epoch in range(epochs):
+        if target is not None and epoch >= epochs - FLAGS.target_epochs:
+            plan.append(np.full(entries[target].batches, target))
+        else:
+            total = sum(entry.batches for entry in entries)
+            plan.append(draw_tasks(probabilities, total, FLAGS.seed, epoch))
+    return plan
+
+
+def _write_scalars(writer, values, step):
+    with writer.as_default(step=step):
+        for name, value in values.items():
+            tf.summary.scalar(name, float(value))
+    writer.flush()
+
+
+def main(argv):
+    entries = read_entries(FLAGS.tasks)
+    if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
+        raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
+                        f"({', '.join(entry.name for entry in entries)})")
+    policy = resolve_mixed_precision(FLAGS.mixed_precision)
+    jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    keras.mixed_precision.set_global_policy(policy)
+    keras.utils.set_random_seed(FLAGS.seed)
+
+    for entry in entries:
+        if entry.data_format and entry.data_format not in entry.task.formats:
+            raise UserError(f"{entry.where}: --data_format={entry.data_format} is not one of "
+                            f"{', '.join(entry.task.formats)} for --task={entry.task.name}")
+        entry.train_examples = entry.task.read(entry.train_data, entry.data_format)
+        entry.raw_eval_examples = entry.task.read(entry.eval_data, entry.data_format)
+        entry.task = entry.task.adapt(entry.train_examples)
+        entry.labels = entry.task.label_names(entry.train_examples)
+    encoder, encoder_preset = _encoder()
+    defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
+    positions = (transformer_of(encoder).max_sequence_length if encoder is not None
+                 else ENCODER_PRESETS[encoder_preset].max_sequence_length)
+    if FLAGS.max_seq_length is not None and FLAGS.max_seq_length > positions:
+        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
+                        f"{positions} positions")
+    max_seq_length = FLAGS.max_seq_length or min(defaults.max_seq_length, positions)
+    epochs = FLAGS.epochs or defaults.epochs
+    if FLAGS.target is not None and FLAGS.target_epochs >= epochs:
+        raise UserError(f"--target_epochs={FLAGS.target_epochs} leaves no multi-task epoch "
+                        f"of --epochs={epochs}")
+    learning_rate = FLAGS.learning_rate or defaults.learning_rate
+    # Heads start from scratch; on a pretrained encoder they learn at their own rate.
+    head_learning_rate = FLAGS.head_learning_rate or (
+        defaults.head_learning_rate if encoder is not None else learning_rate)
+    warmup_fraction = (defaults.warmup_fraction if FLAGS.warmup_fraction is None
+                       else FLAGS.warmup_fraction)
+
+    # Nothing is written (or removed) before the data and flags have passed every check.
+    if md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume":
+        raise UserError(f"--model_dir={FLAGS.model_dir} holds an unfinished multi-task run; "
+                        "multi-task runs do not resume: pass --overwrite to start again")
+    tokens, lowercase = _vocabulary(entries)
+    if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
+        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
+                        f"has {transformer_of(encoder).vocabulary_size} token embeddings")
+    for entry in entries:
+        entry.preprocessor = entry.task.make_preprocessor(tokens, lowercase, max_seq_length)
+        entry.eval_examples = entry.task.prediction_examples(entry.raw_eval_examples,
+                                                             entry.preprocessor)
+        try:
+            entry.eval_dataset = entry.task.make_dataset(
+                entry.eval_examples, entry.preprocessor, entry.labels, training=False,
+                batch_size=FLAGS.batch_size)
+            first = entry.task.make_dataset(entry.train_examples, entry.preprocessor,
+                                            entry.labels, training=True,
+                                            batch_size=FLAGS.batch_size, seed=(FLAGS.seed, 0))
+        except ValueError as error:
+            raise UserError(f"{entry.where}: {error}")
+        entry.batches = int(first.reduce(0, lambda count, _: count + 1))
+    temperature = FLAGS.temperature if FLAGS.sampling == "temperature" else 1.0
+    try:
+        probabilities = sampling_probabilities([entry.batches for entry in entries],
+                                               [entry.weight for entry in entries],
+                                               temperature)
+    except ValueError as error:
+        raise UserError(f"--tasks={FLAGS.tasks}: {error}")
+    plan = _epoch_plan(entries, epochs, probabilities)
+    total_steps = sum(len(batches) for batches in plan)
+
+    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
+    for entry in entries:
+        entry.model_dir = os.path.join(FLAGS.model_dir, entry.name)
+        md.prepare(entry.model_dir, overwrite=True)
+    common = {
+        "preset": encoder_preset, "vocabulary_size": len(tokens), "lowercase": lowercase,
+        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "epochs": epochs, "batch_size": FLAGS.batch_size, "learning_rate": learning_rate,
+        "head_learning_rate": head_learning_rate, "warmup_fraction": warmup_fraction,
+        "dropout": FLAGS.dropout, "max_seq_length": max_seq_length, "seed": FLAGS.seed,
+        "mixed_precision": policy, "jit_compile": jit_compile, "total_steps": total_steps,
+    }
+    config = dict(common, tasks=os.path.abspath(FLAGS.tasks), sampling=FLAGS.sampling,
+                  temperature=temperature, target=FLAGS.target,
+                  target_epochs=FLAGS.target_epochs if FLAGS.target else 0,
+                  entries={entry.name: {"task": entry.task.name,
+                                        "weight": entry.weight,
+                                        "batches_per_pass": entry.batches,
+                                        "probability": float(p)}
+                           for entry, p in zip(entries, probabilities)})
+    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+
+    # One encoder under every head, one optimizer (the first model's) for everything.
+    overrides = dict(vocabulary_size=len(tokens), learning_rate=learning_rate,
+                     head_learning_rate=head_learning_rate, total_steps=total_steps,
+                     warmup_steps=int(warmup_fraction * total_steps), jit_compile=jit_compile)
+    if FLAGS.dropout is not None:
+        overrides["dropout"] = FLAGS.dropout
+    for entry in entries:
+        try:
+            entry.model = build_task_model(entry.task, encoder_preset, encoder=encoder,
+                                           **overrides, **entry.head_options,
+                                           **entry.task.model_head_options(entry.labels))
+        except ValueError as error:
+            raise UserError(f"{entry.where}: {error}")
+        encoder = entry.model.encoder
+        task_options = entry.task.options_dict()
+        entry.model.attach_metadata(preprocessor=entry.preprocessor, task=entry.task.name,
+                                    labels=entry.labels, task_options=task_options,
+                                    preset=encoder_preset, data_format=entry.data_format,
+                                    task_module=type(entry.task).__module__)
+        monitor, mode = entry.task.monitor(len(entry.labels))
+        entry.checkpoint = BestModelCheckpoint(md.path(entry.model_dir, md.BEST_MODEL),
+                                               monitor, mode)
+        entry.checkpoint.set_model(entry.model)
+        entry.config = dict(
+            common, task=entry.task.name, task_options=task_options,
+            tag_scheme=task_options.get("tag_scheme"),
+            train_data=os.path.abspath(entry.train_data),
+            eval_data=os.path.abspath(entry.eval_data), data_format=entry.data_format,
+            vocab=FLAGS.vocab, labels=entry.labels, monitor=monitor,
+            train_examples=len(entry.train_examples),
+            eval_examples=len(entry.raw_eval_examples), multitask=config["tasks"],
+            trainable_parameters=sum(int(np.prod(v.shape))
+                                     for v in entry.model.trainable_variables),
+            total_parameters=sum(int(np.prod(v.shape)) for v in entry.model.weights))
+        md.write_json(entry.config, md.path(entry.model_dir, md.CONFIG))
+        md.save_vocabulary(entry.model_dir, tokens)
+        md.write_json(entry.labels, md.path(entry.model_dir, md.LABELS))
+    # One optimizer for everything: a copy of the first model's (the zoo's AdamW with its
+    # schedule and head rate), built on every model's variables; each model keeps its own,
+    # unused, so that its saved file holds no optimizer state of the others.
+    optimizer = keras.optimizers.deserialize(
+        keras.optimizers.serialize(entries[0].model.optimizer))
+    variables = {id(v): v for entry in entries for v in entry.model.trainable_variables}
+    optimizer.build(list(variables.values()))
+    for entry in entries:
+        # Keras builds a model's loss and metrics from a first batch; done here, outside
+        # the traced step, which is traced once per padded shape at most.
+        entry.model._symbolic_build(data_batch=next(iter(first_batch(entry))))  # noqa: SLF001
+        entry.loss_mean = keras.metrics.Mean(name="loss")
+        entry.step = tf.function(train_step(entry.model, optimizer, entry.loss_mean),
+                                 reduce_retracing=True, jit_compile=jit_compile)
+    logs = md.path(FLAGS.model_dir, md.LOGS)
+    writers = {(entry.name, part): tf.summary.create_file_writer(
+        os.path.join(logs, entry.name, part)) for entry in entries
+        for part in ("train", "validation")}
+    print(f"multi-task training of {', '.join(e.name for e in entries)} on {encoder_preset} "
+          f"({policy}): {total_steps} steps in {epochs} epochs; batches drawn with "
+          + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
+          + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
+             if FLAGS.target else ""), flush=True)
+    # Each entry's batches: its passes in their fixed orders, one after the other.
+    streams = {entry.name: iter(training_stream(
+        lambda index, entry=entry: pass_of(entry, index), epochs + 1, skip=0))
+        for entry in entries}
+    verbose = fit_verbosity() == 1
+    start = time.monotonic()
+    for epoch, batches in enumerate(plan):
+        for entry in entries:
+            entry.model.reset_metrics()
+            entry.loss_mean.reset_state()
+        for count, index in enumerate(batches, 1):
+            entry = entries[index]
+            entry.step(next(streams[entry.name]))
+            if verbose and (count % 10 == 0 or count == len(batches)):
+                print(f"\repoch {epoch + 1}/{epochs}: step {count}/{len(batches)}", end="",
+                      flush=True)
+        line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
+        for number, entry in enumerate(entries):
+            drawn = int(np.sum(batches == number))
+            train = {}
+            if drawn:
+                train = {f"epoch_{name}": value for name, value in
+                         entry.model.get_metrics_result().items()}
+                train["epoch_loss"] = entry.loss_mean.result()
+            _write_scalars(writers[entry.name, "train"],
+                           {**train, "epoch_batches": drawn}, epoch)
+            metrics = entry.task.evaluate(entry.model, entry.eval_dataset,
+                                          entry.eval_examples, entry.labels)
+            logged = {f"val_{name}": value for name, value in metrics.items()
+                      if isinstance(value, (int, float)) and name != "examples"}
+            _write_scalars(writers[entry.name, "validation"],
+                           {f"epoch_{name[4:]}": value for name, value in logged.items()},
+                           epoch)
+            entry.checkpoint.on_epoch_end(epoch, logged)
+            line.append(f"{entry.name}: {drawn} batches, {entry.checkpoint.monitor} "
+                        f"{logged[entry.checkpoint.monitor]:.4f}")
+        print(("\n" if verbose else "") + "; ".join(line), flush=True)
+
+    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
+                            lowercase, overwrite=True)
+    results = {}
+    for entry in entries:
+        best = keras.saving.load_model(md.path(entry.model_dir, md.BEST_MODEL))
+        results[entry.name] = entry.task.evaluate(best, entry.eval_dataset,
+                                                  entry.eval_examples, entry.labels)
+        md.write_json(results[entry.name], md.path(entry.model_dir, md.METRICS))
+        write_model_card(entry.model_dir, training_card(entry.model_dir, sys.argv))
+    md.write_json(results, md.path(FLAGS.model_dir, md.METRICS))
+    print(json.dumps(results, sort_keys=True))
+    print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
+          "(tools/train.py --init_checkpoint=...)")
+    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(logs)}")
+
+
+def train_step(model, optimizer, loss_mean):
+    """One optimizer step of `model` on a batch, with the shared `optimizer`.
+
+    What Keras's `train_step` does (the model's own loss, metrics and, for
+    `mixed_float16`, loss scaling), but with an optimizer that is not the
+    model's: the shared one updates the encoder and this model's head.
+    """
+    def step(data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            predictions = model(x, training=True)
+            loss = model.compute_loss(x, y, predictions, training=True)
+            scaled = optimizer.scale_loss(loss)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))
+        loss_mean.update_state(loss)
+        model.compute_metrics(x, y, predictions)
+
+    return step
+
+
+def pass_of(entry, index):
+    """Pass `index` over an entry's training data, in its own order fixed by (seed, pass)."""
+    return entry.task.make_dataset(entry.train_examples, entry.preprocessor, entry.labels,
+                                   training=True, batch_size=FLAGS.batch_size,
+                                   seed=(FLAGS.seed, index))
+
+
+def first_batch(entry):
+    return pass_of(entry, 0).take(1)
+
+
+def entry_point():
+    run(main)
+
+
+if __name__ == "__main__":
+    entry_point()
