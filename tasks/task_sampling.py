@@ -9,7 +9,8 @@ T = 1 is proportional sampling (every example is seen about as often as in
 single-task training); a larger T flattens the distribution towards the
 smaller tasks (T → ∞: uniform, up to the weights), as in the temperature
 sampling of multilingual and multi-task training (Arivazhagan et al. 2019;
-Raffel et al. 2020). The draws are a pure function of the seed and the epoch.
+Raffel et al. 2020). An epoch's batches follow these shares exactly (up to rounding), in an order
+that is a pure function of the seed and the epoch.
 """
 
 import numpy as np
@@ -46,16 +47,27 @@ def sampling_probabilities(sizes, weights=None, temperature=1.0):
 
 
 def draw_tasks(probabilities, count, seed, epoch=0):
-    """The task index of each of `count` batches: i.i.d. draws from `probabilities`.
+    """The task index of each of `count` batches, in random order, in the given shares.
+
+    Stratified, not i.i.d.: task i gets `count · p_i` batches rounded by
+    largest remainders (so every share is within 1/count of p_i; i.i.d.
+    draws would stray by ±1.5% at 1,000 batches and p = 2/3), in an order
+    drawn from `(seed, epoch)`.
 
     Examples:
     >>> draws = draw_tasks([0.75, 0.25], 1000, seed=1)
-    >>> len(draws), sorted(set(draws.tolist()))
-    (1000, [0, 1])
+    >>> len(draws), int((draws == 1).sum())
+    (1000, 250)
+    >>> draws[:8].tolist() != sorted(draws[:8].tolist()) or draws[:8].tolist()
+    True
     >>> bool((draw_tasks([0.75, 0.25], 10, seed=1, epoch=2)
     ...       == draw_tasks([0.75, 0.25], 10, seed=1, epoch=2)).all())
     True
     """
     probabilities = np.asarray(probabilities, np.float64)
+    wanted = probabilities / probabilities.sum() * int(count)
+    counts = np.floor(wanted).astype(int)
+    remainders = wanted - counts
+    counts[np.argsort(-remainders, kind="stable")[:int(count) - counts.sum()]] += 1
     rng = np.random.default_rng([int(seed), int(epoch)])
-    return rng.choice(len(probabilities), size=int(count), p=probabilities / probabilities.sum())
+    return rng.permutation(np.repeat(np.arange(len(probabilities)), counts))

@@ -50,6 +50,7 @@ from absl import flags  # noqa: E402
 from layers import transformer_of  # noqa: E402
 from tasks.callbacks import BestModelCheckpoint  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
+from tasks.shared_encoder_training import shared_optimizer, train_step  # noqa: E402
 from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
@@ -359,13 +360,9 @@ def main(argv):
         md.write_json(entry.config, md.path(entry.model_dir, md.CONFIG))
         md.save_vocabulary(entry.model_dir, tokens)
         md.write_json(entry.labels, md.path(entry.model_dir, md.LABELS))
-    # One optimizer for everything: a copy of the first model's (the zoo's AdamW with its
-    # schedule and head rate), built on every model's variables; each model keeps its own,
-    # unused, so that its saved file holds no optimizer state of the others.
-    optimizer = keras.optimizers.deserialize(
-        keras.optimizers.serialize(entries[0].model.optimizer))
-    variables = {id(v): v for entry in entries for v in entry.model.trainable_variables}
-    optimizer.build(list(variables.values()))
+    # One optimizer for everything: the zoo's AdamW of the first model, with its schedule
+    # over all steps and its head rate.
+    optimizer = shared_optimizer([entry.model for entry in entries])
     for entry in entries:
         # Keras builds a model's loss and metrics from a first batch; done here, outside
         # the traced step, which is traced once per padded shape at most.
@@ -434,27 +431,6 @@ def main(argv):
     print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           "(tools/train.py --init_checkpoint=...)")
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(logs)}")
-
-
-def train_step(model, optimizer, loss_mean):
-    """One optimizer step of `model` on a batch, with the shared `optimizer`.
-
-    What Keras's `train_step` does (the model's own loss, metrics and, for
-    `mixed_float16`, loss scaling), but with an optimizer that is not the
-    model's: the shared one updates the encoder and this model's head.
-    """
-    def step(data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            predictions = model(x, training=True)
-            loss = model.compute_loss(x, y, predictions, training=True)
-            scaled = optimizer.scale_loss(loss)
-        variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))
-        loss_mean.update_state(loss)
-        model.compute_metrics(x, y, predictions)
-
-    return step
 
 
 def pass_of(entry, index):
