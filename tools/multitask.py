@@ -50,6 +50,7 @@ from absl import flags  # noqa: E402
 from layers import transformer_of  # noqa: E402
 from tasks.callbacks import BestModelCheckpoint  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
+from tasks.optimization import copy_optimizer  # noqa: E402
 from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from tools import model_directory as md  # noqa: E402
@@ -362,8 +363,7 @@ def main(argv):
     # One optimizer for everything: a copy of the first model's (the zoo's AdamW with its
     # schedule and head rate), built on every model's variables; each model keeps its own,
     # unused, so that its saved file holds no optimizer state of the others.
-    optimizer = keras.optimizers.deserialize(
-        keras.optimizers.serialize(entries[0].model.optimizer))
+    optimizer = copy_optimizer(entries[0].model.optimizer)
     variables = {id(v): v for entry in entries for v in entry.model.trainable_variables}
     optimizer.build(list(variables.values()))
     for entry in entries:
