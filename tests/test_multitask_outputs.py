@@ -77,3 +77,23 @@ def test_the_run_directory_serves_evaluate_and_train(one_epoch_run, tmp_path):
     assert config["init_checkpoint"] == os.path.join(os.path.abspath(model_dir), "encoder")
     with open(os.path.join(model_dir, "encoder", "vocab.txt"), encoding="utf-8") as f:
         assert config["vocabulary_size"] == len(f.read().splitlines())
+
+
+def test_an_entry_name_cannot_point_outside_its_run(tmp_path):
+    """An entry's name is a directory of --model_dir, which the run clears: "..", ".",
+    "config.json" or "encoder" would have it write over (or clear) something else."""
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    (parent / "config.json").write_text("{}")  # another model directory's file
+    line = f"--task=classification --train_data={TREC}/train.label --eval_data={TREC}/dev.label"
+    commands = {}
+    for number, name in enumerate(["..", "config.json", "encoder"]):
+        tasks = tmp_path / f"tasks{number}.txt"
+        tasks.write_text(f"# one entry\n{name} {line}\n")
+        commands[name] = ("multitask.py", f"--tasks={tasks}", f"--model_dir={parent / 'run'}")
+    for name, result in run_tools(commands).items():
+        assert result.returncode != 0, name
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"tasks{list(commands).index(name)}.txt:2: a line starts with the entry's name" \
+            in last, (name, last)
+    assert os.listdir(parent) == ["config.json"]
