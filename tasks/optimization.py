@@ -7,6 +7,9 @@ from tasks.layerwise_optimizer import LayerwiseAdamW
 
 # The names `learning_rate_schedule` and `create_optimizer` take.
 SCHEDULES = ("linear", "cosine", "slanted_triangular", "constant")
+# Variables AdamW leaves out of its weight decay, as BERT does (biases, LayerNorm scales and
+# offsets), matched by name. Keras keeps this out of an optimizer's config.
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -188,8 +191,35 @@ def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_dec
     else:
         optimizer = LayerwiseAdamW(head_multiplier=head_multiplier, layer_decay=layer_lr_decay,
                                    num_layers=num_layers, **options)
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
     return optimizer
+
+
+def copy_optimizer(optimizer):
+    """A new, unbuilt optimizer like `optimizer` (`create_optimizer`'s): class, schedule,
+    per-part rates and the variables left out of weight decay.
+
+    Keras's config round trip (`keras.optimizers.deserialize(serialize(...))`)
+    keeps the first three but not the last: the copy would decay biases and
+    LayerNorm parameters too. This one applies `NO_WEIGHT_DECAY` again when
+    the original excludes them. A `LossScaleOptimizer` is copied with its inner
+    optimizer.
+
+    Examples:
+    >>> original = create_optimizer(1e-4, total_steps=100, head_learning_rate=1e-3)
+    >>> copy = copy_optimizer(original)
+    >>> bias = keras.Variable([0.0], name="bias")
+    >>> type(copy).__name__, copy.multiplier("crf/transitions"), copy._use_weight_decay(bias)
+    ('LayerwiseAdamW', 10.0, False)
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    copy = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    copy_inner = getattr(copy, "inner_optimizer", copy)
+    excluded = [name for name in NO_WEIGHT_DECAY
+                if not inner._use_weight_decay(keras.Variable([0.0], name=name))]
+    if excluded:
+        copy_inner.exclude_from_weight_decay(var_names=excluded)
+    return copy
 
 
 def learning_rate_at(optimizer, step):

@@ -9,18 +9,21 @@ learning-rate schedule runs over all steps of all tasks). A step of one
 task's model moves the encoder and that task's head only.
 """
 
-import keras
 import tensorflow as tf
+
+from tasks.optimization import copy_optimizer
 
 
 def shared_optimizer(models):
     """A copy of the first model's optimizer, built on every model's trainable variables.
 
-    The copy (same class, schedule and per-part rates) leaves each model its
-    own compiled optimizer, unused, so that a model saved alone carries no
+    The copy (`tasks.optimization.copy_optimizer`: same class, schedule,
+    per-part rates and weight-decay exclusions) leaves each model its own
+    compiled optimizer, unused, so that a model saved alone carries no
     optimizer state of the others.
 
     Examples:
+    >>> import keras
     >>> dense = keras.layers.Dense(2)
     >>> models = []
     >>> for width in (3, 4):
@@ -32,7 +35,7 @@ def shared_optimizer(models):
     >>> optimizer is models[0].optimizer, len(optimizer.variables) > 2 * 6
     (False, True)
     """
-    optimizer = keras.optimizers.deserialize(keras.optimizers.serialize(models[0].optimizer))
+    optimizer = copy_optimizer(models[0].optimizer)
     variables = {id(v): v for model in models for v in model.trainable_variables}
     optimizer.build(list(variables.values()))
     return optimizer

@@ -8,7 +8,8 @@ import pytest
 
 from tasks.layerwise_optimizer import LayerwiseAdamW
 from tasks.optimization import (SCHEDULES, SlantedTriangular, WarmupLinearDecay,
-                                create_optimizer, learning_rate_at, learning_rate_schedule)
+                                copy_optimizer, create_optimizer, learning_rate_at,
+                                learning_rate_schedule)
 
 
 def test_schedule_shape():
@@ -33,6 +34,31 @@ def test_no_weight_decay_on_bias_and_layer_norm():
     for variable in dense.weights + norm.weights:
         excluded = optimizer._use_weight_decay(variable) is False
         assert excluded == (variable.name in ("bias", "gamma", "beta")), variable.name
+
+
+
+@pytest.mark.parametrize("head_learning_rate", [None, 1e-1])
+def test_a_copy_steps_exactly_as_the_original(head_learning_rate):
+    """A config round trip alone would decay the bias too; the copy must not (tools/multitask.py
+    trains every task with a copy of the first model's optimizer)."""
+    def one_step(optimizer):
+        kernel = keras.Variable(np.full((2, 2), 0.5, "float32"), name="kernel")
+        bias = keras.Variable(np.full((2,), 0.5, "float32"), name="bias")
+        gradients = [np.full((2, 2), 0.1, "float32"), np.zeros((2,), "float32")]
+        optimizer.apply(gradients, [kernel, bias])
+        return np.array(kernel), np.array(bias)
+
+    original = create_optimizer(1e-2, total_steps=10, weight_decay=0.1,
+                                head_learning_rate=head_learning_rate)
+    kernel, bias = one_step(original)
+    copy_kernel, copy_bias = one_step(copy_optimizer(original))
+    np.testing.assert_allclose(copy_kernel, kernel, rtol=1e-6)
+    np.testing.assert_array_equal(copy_bias, np.full((2,), 0.5))  # no gradient, no decay
+    np.testing.assert_array_equal(bias, copy_bias)
+    assert type(copy_optimizer(original)) is type(original)
+    assert copy_optimizer(original).get_config() == original.get_config()
+    round_trip = keras.optimizers.deserialize(keras.optimizers.serialize(original))
+    assert not np.array_equal(one_step(round_trip)[1], bias)  # what the copy guards against
 
 
 # --- schedules by name ----------------------------------------------------------------------

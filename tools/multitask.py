@@ -35,6 +35,7 @@ again with `--overwrite`.
 import dataclasses
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -105,6 +106,10 @@ define_hardware_flags()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
 
+_ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_RESERVED_NAMES = (md.ENCODER, md.LOGS, md.CHECKPOINTS)
+
+
 @dataclasses.dataclass
 class Entry:
     """One line of --tasks: its task, data and weight, then what training builds."""
@@ -148,9 +153,11 @@ def read_entries(path):
         if not words:
             continue
         name, arguments = words[0], words[1:]
-        if name.startswith("-") or "/" in name or name in (md.ENCODER, md.LOGS):
-            raise UserError(f"{where}: a line starts with the entry's name (a word, not a "
-                            f"flag, not {md.ENCODER!r} or {md.LOGS!r}), got {name!r}")
+        # The name is a directory of --model_dir: no "..", no "/", nothing the run writes.
+        if not _ENTRY_NAME.fullmatch(name) or name in _RESERVED_NAMES:
+            raise UserError(f"{where}: a line starts with the entry's name (letters, digits, "
+                            f"'_' and '-'; not a flag, not {', '.join(_RESERVED_NAMES)}), "
+                            f"got {name!r}")
         if name in {entry.name for entry in entries}:
             raise UserError(f"{where}: entry {name!r} appears twice")
         values = _entry_flags()
