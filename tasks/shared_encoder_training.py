@@ -48,6 +48,10 @@ def train_step(model, optimizer, loss_mean):
     scaling under `mixed_float16`, the model's metrics), with an optimizer
     that is not the model's. The loss goes to `loss_mean` (a
     `keras.metrics.Mean`). Wrap it in `tf.function`.
+
+    Variables the loss does not reach (the encoder's pooler under a tagger's
+    head) are left out of the update, as they would be by Keras, but without
+    its warning at every trace.
     """
     def step(data):
         x, y = data
@@ -56,7 +60,9 @@ def train_step(model, optimizer, loss_mean):
             loss = model.compute_loss(x, y, predictions, training=True)
             scaled = optimizer.scale_loss(loss)
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(scaled, variables), variables))
+        optimizer.apply_gradients([(gradient, variable) for gradient, variable in
+                                   zip(tape.gradient(scaled, variables), variables)
+                                   if gradient is not None])
         loss_mean.update_state(loss)
         model.compute_metrics(x, y, predictions)
 

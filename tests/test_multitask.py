@@ -3,6 +3,7 @@ tools/multitask.py end to end."""
 
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -73,6 +74,28 @@ def test_a_step_moves_the_encoder_and_its_own_head_only():
     # The classifier's own compiled optimizer was never used: it saves no state.
     assert not classifier.optimizer.built and optimizer is not classifier.optimizer
 
+
+
+def test_a_tagger_step_leaves_the_pooler_alone_without_a_warning():
+    """The tagger's loss does not reach the encoder's pooler (the classifier's input): the
+    step skips it, where Keras would warn at every trace, and it stays exactly as it was."""
+    classifier, tagger = _pair_on_one_encoder()
+    optimizer = shared_optimizer([classifier, tagger])
+    ids = np.array([[2, 7, 9, 11, 3], [2, 12, 13, 3, 0]], "int32")
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+         "padding_mask": (ids != 0).astype("int32"),
+         "word_starts": np.array([[1, 2, 3], [1, 2, 0]], "int32"),
+         "word_mask": np.array([[1, 1, 1], [1, 1, 0]], "int32")}
+    y = np.array([[1, 2, 0], [0, 1, -1]], "int32")
+    pooler = [v for v in classifier.encoder.trainable_variables if "pooler" in v.path]
+    assert pooler
+    before = [np.array(v) for v in pooler]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Keras's "Gradients do not exist for variables"
+        tf.function(train_step(tagger, optimizer, keras.metrics.Mean()))((x, y))
+    assert int(optimizer.iterations.numpy()) == 1
+    for value, variable in zip(before, pooler):
+        np.testing.assert_array_equal(value, np.array(variable), err_msg=variable.path)
 
 def _tasks_file(tmp_path, text):
     path = tmp_path / "tasks.txt"

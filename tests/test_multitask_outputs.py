@@ -15,7 +15,9 @@ from tests.conftest import CONLL, TREC, json_line, run_tools
 ENTRIES = (f"trec --task=classification --train_data={TREC}/train.label "
            f"--eval_data={TREC}/dev.label\n"
            f"conll --task=tagging --head=crf --train_data={CONLL}/train.txt "
-           f"--eval_data={CONLL}/dev.txt\n")
+           f"--eval_data={CONLL}/dev.txt\n"
+           f"spans --task=span_ner --max_span_width=3 --flat_method=exact "
+           f"--train_data={CONLL}/train.txt --eval_data={CONLL}/dev.txt\n")
 SMALL = ("--batch_size=16", "--max_seq_length=32", "--learning_rate=1e-3",
          "--mixed_precision=float32", "--noprogress")
 
@@ -27,7 +29,7 @@ def _transformer_weights(encoder):
 
 @pytest.fixture(scope="module")
 def one_epoch_run(tmp_path_factory):
-    """A one-epoch run of two entries on the bundled samples: (its directory, its stdout)."""
+    """A one-epoch run of three entries on the bundled samples: (its directory, its stdout)."""
     folder = tmp_path_factory.mktemp("multitask")
     tasks = folder / "tasks.txt"
     tasks.write_text(ENTRIES)
@@ -54,6 +56,23 @@ def test_both_heads_sit_on_the_same_encoder_weights(one_epoch_run):
         np.testing.assert_array_equal(value, weights[2][path], err_msg=path)
     # The heads are each task's own.
     assert trec.output_shape[-1] == 6 and "crf" in {layer.name for layer in conll.layers}
+
+
+@pytest.mark.slow
+def test_span_ner_decoding_is_tuned_as_train_py_tunes_it(one_epoch_run):
+    """The span entry's threshold is picked on its validation data after training, kept in
+    its best model and config.json, and the printed final metrics are at that threshold."""
+    model_dir, stdout = one_epoch_run
+    entry = os.path.join(model_dir, "spans")
+    config = json.load(open(os.path.join(entry, "config.json")))
+    assert config["calibrated_on"] == os.path.abspath(os.path.join(CONLL, "dev.txt"))
+    threshold = config["task_options"]["threshold"]
+    model = keras.saving.load_model(os.path.join(entry, "best_model.keras"))
+    assert model.task_metadata["task_options"]["threshold"] == threshold
+    assert f'spans: decoding tuned on {CONLL}/dev.txt: {{"threshold": {threshold}}}' in stdout
+    final = json_line(stdout)
+    assert set(final) == {"trec", "conll", "spans"}
+    assert final["spans"] == json.load(open(os.path.join(entry, "metrics.json")))
 
 
 @pytest.mark.slow

@@ -102,6 +102,9 @@ flags.DEFINE_string("target", None, "An entry name: the last --target_epochs epo
 flags.DEFINE_integer("target_epochs", 1, "Epochs of --target alone, at the end.",
                      lower_bound=1)
 flags.DEFINE_integer("seed", 42, "Random seed.")
+flags.DEFINE_boolean("tune_decoding", True, "After training, let each entry's task tune its "
+                     "decoding on its --eval_data (span NER: the F1-best threshold), as "
+                     "tools/train.py does, before the final evaluation.")
 define_hardware_flags()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
@@ -429,6 +432,14 @@ def main(argv):
     results = {}
     for entry in entries:
         best = keras.saving.load_model(md.path(entry.model_dir, md.BEST_MODEL))
+        if FLAGS.tune_decoding:  # as tools/train.py does: span NER picks its threshold
+            changes = entry.task.tune_decoding(best, entry.eval_dataset, entry.eval_examples,
+                                               entry.labels)
+            if changes:
+                entry.task = entry.task.with_options(**changes)
+                md.update_task_options(changes, entry.eval_data, best, entry.model_dir)
+                print(f"{entry.name}: decoding tuned on {entry.eval_data}: "
+                      f"{json.dumps(changes)}", flush=True)
         results[entry.name] = entry.task.evaluate(best, entry.eval_dataset,
                                                   entry.eval_examples, entry.labels)
         md.write_json(results[entry.name], md.path(entry.model_dir, md.METRICS))
