@@ -185,24 +185,46 @@ class TrainingState(keras.callbacks.Callback):
         if self.stop_requested:
             raise TrainingInterrupted(self.last_saved_step)
 
-    @contextlib.contextmanager
     def stop_on_interrupt(self, message=None):
         """Within it, a first `Ctrl-C` asks for a stop at the next step's end; a second stops now.
 
         Args:
             message: printed on the first `Ctrl-C` (to stderr), e.g. how to resume.
         """
-        def ask_to_stop(signum, frame):
-            self.stop_requested = True
-            signal.signal(signal.SIGINT, previous)  # a second Ctrl-C: KeyboardInterrupt
-            if message:
-                print(message, flush=True, file=sys.stderr)
+        return stop_on_interrupt(self, message)
 
-        previous = signal.signal(signal.SIGINT, ask_to_stop)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)
+
+@contextlib.contextmanager
+def stop_on_interrupt(target, message=None):
+    """Within it, a first `Ctrl-C` (SIGINT) sets `target.stop_requested`; a second stops now.
+
+    The loop that runs inside checks `target.stop_requested` where a stop
+    leaves a whole state (after a step) and stops there; the second `Ctrl-C`
+    raises `KeyboardInterrupt` as usual. The previous handler is back on exit.
+
+    Args:
+        target: any object; its `stop_requested` attribute is set to True.
+        message: printed on the first `Ctrl-C` (to stderr), e.g. what is kept.
+
+    Examples:
+    >>> import os, signal, types
+    >>> loop = types.SimpleNamespace(stop_requested=False)
+    >>> with stop_on_interrupt(loop):
+    ...     os.kill(os.getpid(), signal.SIGINT)
+    >>> loop.stop_requested
+    True
+    """
+    def ask_to_stop(signum, frame):
+        target.stop_requested = True
+        signal.signal(signal.SIGINT, previous)  # a second Ctrl-C: KeyboardInterrupt
+        if message:
+            print(message, flush=True, file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, ask_to_stop)
+    try:
+        yield target
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def fit_resumable(model, make_stream, steps_per_epoch, epochs, state, callbacks=(),

@@ -145,12 +145,17 @@ def define_hardware_flags(flag_values=flags.FLAGS):
                       flag_values=flag_values)
 
 
-def define_training_loop_flags(flag_values=flags.FLAGS):
-    """`--checkpoint_every_steps` and `--log_every_steps` of `tools.training_loop`."""
-    flags.DEFINE_integer("checkpoint_every_steps", 500, "Save the training state (weights, "
-                         "optimizer, step, random state) every this many steps, besides every "
-                         "epoch's end; a killed run resumes from the last save (0: epoch ends "
-                         "only).", lower_bound=0, flag_values=flag_values)
+def define_training_loop_flags(flag_values=flags.FLAGS, resumable=True):
+    """`--checkpoint_every_steps` and `--log_every_steps` of `tools.training_loop`.
+
+    A binary whose runs do not resume (`resumable=False`, tools/multitask.py)
+    saves no training state: it gets `--log_every_steps` alone.
+    """
+    if resumable:
+        flags.DEFINE_integer("checkpoint_every_steps", 500, "Save the training state (weights, "
+                             "optimizer, step, random state) every this many steps, besides "
+                             "every epoch's end; a killed run resumes from the last save (0: "
+                             "epoch ends only).", lower_bound=0, flag_values=flag_values)
     flags.DEFINE_integer("log_every_steps", 50, "Write the training loss and learning rate "
                          "to TensorBoard every this many steps (and at each epoch's end).",
                          lower_bound=1, flag_values=flag_values)

@@ -27,9 +27,14 @@ the shared encoder after the last epoch, which `tools/train.py
 --init_checkpoint=<model_dir>` fine-tunes further; `config.json` and
 `metrics.json` (every entry's final validation metrics); TensorBoard logs,
 `logs/<name>/train` (epoch_loss and the task's training metrics, and how many
-batches came from the entry) and `logs/<name>/validation` (its validation
-metrics). A multi-task run does not resume: a run that was interrupted starts
-again with `--overwrite`.
+batches came from the entry, and every `--log_every_steps` steps `loss/step`,
+the mean loss of its batches since the last write), `logs/<name>/validation`
+(its validation metrics) and `logs/train` (`learning_rate/step`).
+
+A multi-task run does not resume (it saves no training state): `Ctrl-C`
+stops after the current step with exit status 130, a failed save stops with
+one line; each entry's best model so far stays, and the same command with
+`--overwrite` starts again.
 """
 
 import dataclasses
@@ -39,6 +44,7 @@ import re
 import shlex
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
@@ -49,15 +55,23 @@ import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
 
 from layers import transformer_of  # noqa: E402
-from tasks.callbacks import BestModelCheckpoint  # noqa: E402
+from tasks.atomic_files import FailedWrite  # noqa: E402
+from tasks.callbacks import BestModelCheckpoint, StepLogger  # noqa: E402
+from tasks.layerwise_optimizer import LayerwiseAdamW  # noqa: E402
+from tasks.optimization import learning_rate_at  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.shared_encoder_training import shared_optimizer, train_step  # noqa: E402
 from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
 from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from tasks.training_state import stop_on_interrupt  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_hardware_flags, define_task_module_flag  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_hardware_flags,
+    define_task_module_flag,
+    define_training_loop_flags,
+)
 from tools.model_card import training_card, write_model_card  # noqa: E402
 from tools.training_loop import training_stream  # noqa: E402
 from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
@@ -105,6 +119,7 @@ flags.DEFINE_integer("seed", 42, "Random seed.")
 flags.DEFINE_boolean("tune_decoding", True, "After training, let each entry's task tune its "
                      "decoding on its --eval_data (span NER: the F1-best threshold), as "
                      "tools/train.py does, before the final evaluation.")
+define_training_loop_flags(resumable=False)
 define_hardware_flags()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
@@ -394,38 +409,36 @@ def main(argv):
         lambda index, entry=entry: pass_of(entry, index), epochs + 1, skip=0))
         for entry in entries}
     verbose = fit_verbosity() == 1
-    start = time.monotonic()
-    for epoch, batches in enumerate(plan):
-        for entry in entries:
-            entry.model.reset_metrics()
-            entry.loss_mean.reset_state()
-        for count, index in enumerate(batches, 1):
-            entry = entries[index]
-            entry.step(next(streams[entry.name]))
-            if verbose and (count % 10 == 0 or count == len(batches)):
-                print(f"\repoch {epoch + 1}/{epochs}: step {count}/{len(batches)}", end="",
-                      flush=True)
-        line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
-        for number, entry in enumerate(entries):
-            drawn = int(np.sum(batches == number))
-            train = {}
-            if drawn:
-                train = {f"epoch_{name}": value for name, value in
-                         entry.model.get_metrics_result().items()}
-                train["epoch_loss"] = entry.loss_mean.result()
-            _write_scalars(writers[entry.name, "train"],
-                           {**train, "epoch_batches": drawn}, epoch)
-            metrics = entry.task.evaluate(entry.model, entry.eval_dataset,
-                                          entry.eval_examples, entry.labels)
-            logged = {f"val_{name}": value for name, value in metrics.items()
-                      if isinstance(value, (int, float)) and name != "examples"}
-            _write_scalars(writers[entry.name, "validation"],
-                           {f"epoch_{name[4:]}": value for name, value in logged.items()},
-                           epoch)
-            entry.checkpoint.on_epoch_end(epoch, logged)
-            line.append(f"{entry.name}: {drawn} batches, {entry.checkpoint.monitor} "
-                        f"{logged[entry.checkpoint.monitor]:.4f}")
-        print(("\n" if verbose else "") + "; ".join(line), flush=True)
+    step_log = StepLog(logs, entries, optimizer, FLAGS.log_every_steps)
+    stop = types.SimpleNamespace(stop_requested=False)
+    start, done = time.monotonic(), 0
+    try:
+        with stop_on_interrupt(stop, "stopping after this step; Ctrl-C again to stop at once"):
+            for epoch, batches in enumerate(plan):
+                for entry in entries:
+                    entry.model.reset_metrics()
+                    entry.loss_mean.reset_state()
+                step_log.epoch_begins()
+                for count, index in enumerate(batches, 1):
+                    entry = entries[index]
+                    entry.step(next(streams[entry.name]))
+                    done += 1
+                    step_log.after_step(done, epoch_ends=count == len(batches))
+                    if stop.stop_requested:
+                        _stopped(done, total_steps)
+                    if verbose and (count % 10 == 0 or count == len(batches)):
+                        print(f"\repoch {epoch + 1}/{epochs}: step {count}/{len(batches)}",
+                              end="", flush=True)
+                line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
+                for number, entry in enumerate(entries):
+                    line.append(_end_epoch(entry, epoch, int(np.sum(batches == number)),
+                                           writers))
+                print(("\n" if verbose else "") + "; ".join(line), flush=True)
+                if stop.stop_requested:
+                    _stopped(done, total_steps)
+    except FailedWrite as error:
+        raise UserError(f"{error}; multi-task training stopped ({_NO_RESUME})")
+    step_log.close()
 
     save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
                             lowercase, overwrite=True)
@@ -449,6 +462,93 @@ def main(argv):
     print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           "(tools/train.py --init_checkpoint=...)")
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(logs)}")
+
+
+_NO_RESUME = ("each entry's best model so far is kept; multi-task runs do not resume: "
+              "--overwrite starts again")
+
+
+def _stopped(step, total_steps):
+    """Exits 130 (the shell's code for Ctrl-C) after a requested stop."""
+    print(f"interrupted at step {step} of {total_steps}: {_NO_RESUME}", file=sys.stderr,
+          flush=True)
+    sys.exit(130)
+
+
+def _end_epoch(entry, epoch, drawn, writers):
+    """Logs an entry's epoch (its `drawn` batches' loss and metrics, then its validation),
+    keeps its best model; the epoch line's part about it."""
+    train = {}
+    if drawn:
+        train = {f"epoch_{name}": value for name, value in
+                 entry.model.get_metrics_result().items()}
+        train["epoch_loss"] = entry.loss_mean.result()
+    _write_scalars(writers[entry.name, "train"], {**train, "epoch_batches": drawn}, epoch)
+    metrics = entry.task.evaluate(entry.model, entry.eval_dataset, entry.eval_examples,
+                                  entry.labels)
+    logged = {f"val_{name}": value for name, value in metrics.items()
+              if isinstance(value, (int, float)) and name != "examples"}
+    _write_scalars(writers[entry.name, "validation"],
+                   {f"epoch_{name[4:]}": value for name, value in logged.items()}, epoch)
+    entry.checkpoint.on_epoch_end(epoch, logged)
+    return (f"{entry.name}: {drawn} batches, {entry.checkpoint.monitor} "
+            f"{logged[entry.checkpoint.monitor]:.4f}")
+
+
+class StepLog:
+    """The per-step TensorBoard series of a multi-task run, every `every_steps` steps.
+
+    At step `s` (1 after the first) with `s` a multiple of `every_steps`, and
+    at each epoch's last step, it writes the learning rate the step applied
+    (`learning_rate/step`, and `learning_rate/head` when the heads have their
+    own rate) to `<logs>/train`, and to `<logs>/<entry>/train` each entry's
+    `loss/step`: the mean loss of that entry's batches since the last write
+    (nothing for an entry not drawn since). Between writes nothing leaves
+    the device: the losses add up in each entry's loss mean.
+
+    Examples:
+    >>> import tempfile
+    >>> log = StepLog(tempfile.mkdtemp(), [], None, every_steps=10)
+    >>> [log.due(s, epoch_ends=False) for s in (9, 10)], log.due(3, epoch_ends=True)
+    ([False, True], True)
+    """
+
+    def __init__(self, logs, entries, optimizer, every_steps):
+        self.entries, self.optimizer, self.every_steps = entries, optimizer, int(every_steps)
+        self.writer = tf.summary.create_file_writer(os.path.join(logs, "train"))
+        self.entry_writers = {entry.name: tf.summary.create_file_writer(
+            os.path.join(logs, entry.name, "train")) for entry in entries}
+        self.bases = {}
+
+    def due(self, step, epoch_ends):
+        return epoch_ends or step % self.every_steps == 0
+
+    def epoch_begins(self):
+        self.bases = {entry.name: (0.0, 0.0) for entry in self.entries}  # means were reset
+
+    def after_step(self, step, epoch_ends):
+        if not self.due(step, epoch_ends):
+            return
+        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        rate = float(learning_rate_at(self.optimizer, step - 1))
+        with self.writer.as_default(step=step):
+            tf.summary.scalar(StepLogger.tag, rate)
+            if isinstance(inner, LayerwiseAdamW) and inner.head_multiplier != 1:
+                tf.summary.scalar(StepLogger.head_tag, rate * inner.head_multiplier)
+        for entry in self.entries:
+            total, count = (float(entry.loss_mean.total.numpy()),
+                            float(entry.loss_mean.count.numpy()))
+            base_total, base_count = self.bases[entry.name]
+            if count > base_count:
+                with self.entry_writers[entry.name].as_default(step=step):
+                    tf.summary.scalar(StepLogger.loss_tag,
+                                      (total - base_total) / (count - base_count))
+            self.bases[entry.name] = (total, count)
+
+    def close(self):
+        for writer in (self.writer, *self.entry_writers.values()):
+            writer.flush()
+            writer.close()
 
 
 def pass_of(entry, index):
