@@ -399,11 +399,6 @@ def main(argv):
     writers = {(entry.name, part): tf.summary.create_file_writer(
         os.path.join(logs, entry.name, part)) for entry in entries
         for part in ("train", "validation")}
-    print(f"multi-task training of {', '.join(e.name for e in entries)} on {encoder_preset} "
-          f"({policy}): {total_steps} steps in {epochs} epochs; batches drawn with "
-          + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
-          + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
-             if FLAGS.target else ""), flush=True)
     # Each entry's batches: its passes in their fixed orders, one after the other.
     streams = {entry.name: iter(training_stream(
         lambda index, entry=entry: pass_of(entry, index), epochs + 1, skip=0))
@@ -414,6 +409,13 @@ def main(argv):
     start, done = time.monotonic(), 0
     try:
         with stop_on_interrupt(stop, "stopping after this step; Ctrl-C again to stop at once"):
+            # Printed once Ctrl-C is handled (a test waits for it).
+            print(f"multi-task training of {', '.join(e.name for e in entries)} on "
+                  f"{encoder_preset} ({policy}): {total_steps} steps in {epochs} epochs; "
+                  "batches drawn with "
+                  + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
+                  + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
+                     if FLAGS.target else ""), flush=True)
             for epoch, batches in enumerate(plan):
                 for entry in entries:
                     entry.model.reset_metrics()
