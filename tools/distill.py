@@ -57,11 +57,7 @@ from tools.flags import (  # noqa: E402
 from tools.model_card import file_facts, training_card, write_model_card  # noqa: E402
 from tools.training_loop import train_resumably  # noqa: E402
 from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from zoo.checkpoints import (  # noqa: E402
-    load_encoder,
-    matching_encoder_preset,
-    read_tokenizer_settings,
-)
+from zoo.checkpoints import read_tokenizer_settings  # noqa: E402
 from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 COMPARISON = "distillation.json"
@@ -135,22 +131,11 @@ def _load_teacher():
 
 
 def _student_encoder():
-    """(encoder or None, encoder preset name) from --init_checkpoint and --preset."""
-    encoder = None
-    if FLAGS.init_checkpoint:
+    """(--init_checkpoint's encoder or None, encoder preset name) from --init_checkpoint and
+    --preset."""
+    if FLAGS.init_checkpoint:  # a run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
-        options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
-        try:
-            encoder = load_encoder(FLAGS.init_checkpoint, **options)
-        except (ValueError, OSError) as error:
-            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    name = FLAGS.preset
-    if name is None:
-        name = matching_encoder_preset(transformer_of(encoder)) if encoder else "bert_tiny"
-    if name not in ENCODER_PRESETS:
-        raise UserError(f"--preset={name} is not an encoder preset; one of "
-                        f"{', '.join(sorted(ENCODER_PRESETS))}")
-    return encoder, name
+    return md.encoder_and_preset(FLAGS.init_checkpoint, FLAGS.preset, FLAGS.dropout)
 
 
 def _vocabulary(task, examples, resuming):

@@ -40,8 +40,10 @@ from tasks.atomic_files import save_model_atomically, write_json_atomically
 from tasks.registry import task_from_metadata
 from tasks.tokenizer import read_vocabulary, write_vocabulary
 from tools.errors import UserError
+from zoo import ENCODER_PRESETS
 from zoo.checkpoints import (
     load_encoder,
+    matching_encoder_preset,
     read_sentence_transformers_max_seq_length,
     read_tokenizer_settings,
 )
@@ -142,6 +144,31 @@ def encoder_checkpoint(path):
     if os.path.isdir(path) and os.path.isdir(os.path.join(path, ENCODER)):
         return os.path.join(path, ENCODER)
     return path
+
+
+def encoder_and_preset(init_checkpoint=None, preset=None, dropout=None):
+    """(the --init_checkpoint encoder or None, encoder preset name) for a training binary.
+
+    `init_checkpoint` is any checkpoint `load_encoder` reads (a run
+    directory with an `encoder/` stands for it); the preset defaults to the
+    one of the checkpoint's shape (else the nearest), or bert_tiny without a
+    checkpoint, and must be an encoder preset. Errors are `UserError`s that
+    name the flag.
+    """
+    encoder = None
+    if init_checkpoint:
+        init_checkpoint = encoder_checkpoint(init_checkpoint)
+        options = {"dropout": dropout} if dropout is not None else {}
+        try:
+            encoder = load_encoder(init_checkpoint, **options)
+        except (ValueError, OSError) as error:
+            raise UserError(f"--init_checkpoint={init_checkpoint}: {error}")
+    if preset is None:
+        preset = matching_encoder_preset(transformer_of(encoder)) if encoder else "bert_tiny"
+    if preset not in ENCODER_PRESETS:
+        raise UserError(f"--preset={preset} is not an encoder preset; one of "
+                        f"{', '.join(sorted(ENCODER_PRESETS))}")
+    return encoder, preset
 
 
 def load_vocabulary(model_dir):

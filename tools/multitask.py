@@ -75,7 +75,7 @@ from tools.flags import (  # noqa: E402
 from tools.model_card import training_card, write_model_card  # noqa: E402
 from tools.training_loop import training_stream  # noqa: E402
 from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from zoo.checkpoints import load_encoder, matching_encoder_preset, read_tokenizer_settings  # noqa: E402
+from zoo.checkpoints import read_tokenizer_settings  # noqa: E402
 from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
@@ -204,21 +204,11 @@ def read_entries(path):
 
 
 def _encoder():
-    """(--init_checkpoint's encoder or None, encoder preset name)."""
-    encoder = None
-    if FLAGS.init_checkpoint:
+    """(--init_checkpoint's encoder or None, encoder preset name) from --init_checkpoint and
+    --preset."""
+    if FLAGS.init_checkpoint:  # a run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
-        options = {"dropout": FLAGS.dropout} if FLAGS.dropout is not None else {}
-        try:
-            encoder = load_encoder(FLAGS.init_checkpoint, **options)
-        except (ValueError, OSError) as error:
-            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    name = FLAGS.preset or (matching_encoder_preset(transformer_of(encoder)) if encoder
-                            else "bert_tiny")
-    if name not in ENCODER_PRESETS:
-        raise UserError(f"--preset={name} is not an encoder preset; one of "
-                        f"{', '.join(sorted(ENCODER_PRESETS))}")
-    return encoder, name
+    return md.encoder_and_preset(FLAGS.init_checkpoint, FLAGS.preset, FLAGS.dropout)
 
 
 def _vocabulary(entries):
