@@ -9,9 +9,13 @@ learning-rate schedule runs over all steps of all tasks). A step of one
 task's model moves the encoder and that task's head only.
 """
 
+import os
+
 import tensorflow as tf
 
-from tasks.optimization import copy_optimizer
+from tasks.callbacks import StepLogger
+from tasks.layerwise_optimizer import LayerwiseAdamW
+from tasks.optimization import copy_optimizer, learning_rate_at
 
 
 def shared_optimizer(models):
@@ -67,3 +71,59 @@ def train_step(model, optimizer, loss_mean):
         model.compute_metrics(x, y, predictions)
 
     return step
+
+
+class StepLog:
+    """The per-step TensorBoard series of a multi-task run, every `every_steps` steps.
+
+    At step `s` (1 after the first) with `s` a multiple of `every_steps`, and
+    at each epoch's last step, it writes the learning rate the step applied
+    (`learning_rate/step`, and `learning_rate/head` when the heads have their
+    own rate) to `<logs>/train`, and to `<logs>/<entry>/train` each entry's
+    `loss/step`: the mean loss of that entry's batches since the last write
+    (nothing for an entry not drawn since). Between writes nothing leaves
+    the device: the losses add up in each entry's loss mean.
+
+    Examples:
+    >>> import tempfile
+    >>> log = StepLog(tempfile.mkdtemp(), [], None, every_steps=10)
+    >>> [log.due(s, epoch_ends=False) for s in (9, 10)], log.due(3, epoch_ends=True)
+    ([False, True], True)
+    """
+
+    def __init__(self, logs, entries, optimizer, every_steps):
+        self.entries, self.optimizer, self.every_steps = entries, optimizer, int(every_steps)
+        self.writer = tf.summary.create_file_writer(os.path.join(logs, "train"))
+        self.entry_writers = {entry.name: tf.summary.create_file_writer(
+            os.path.join(logs, entry.name, "train")) for entry in entries}
+        self.bases = {}
+
+    def due(self, step, epoch_ends):
+        return epoch_ends or step % self.every_steps == 0
+
+    def epoch_begins(self):
+        self.bases = {entry.name: (0.0, 0.0) for entry in self.entries}  # means were reset
+
+    def after_step(self, step, epoch_ends):
+        if not self.due(step, epoch_ends):
+            return
+        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        rate = float(learning_rate_at(self.optimizer, step - 1))
+        with self.writer.as_default(step=step):
+            tf.summary.scalar(StepLogger.tag, rate)
+            if isinstance(inner, LayerwiseAdamW) and inner.head_multiplier != 1:
+                tf.summary.scalar(StepLogger.head_tag, rate * inner.head_multiplier)
+        for entry in self.entries:
+            total, count = (float(entry.loss_mean.total.numpy()),
+                            float(entry.loss_mean.count.numpy()))
+            base_total, base_count = self.bases[entry.name]
+            if count > base_count:
+                with self.entry_writers[entry.name].as_default(step=step):
+                    tf.summary.scalar(StepLogger.loss_tag,
+                                      (total - base_total) / (count - base_count))
+            self.bases[entry.name] = (total, count)
+
+    def close(self):
+        for writer in (self.writer, *self.entry_writers.values()):
+            writer.flush()
+            writer.close()

@@ -2,7 +2,6 @@
 never sampled (the rest: tests/test_multitask.py, tests/test_multitask_outputs.py)."""
 
 import json
-import os
 import signal
 import time
 import types
@@ -12,9 +11,9 @@ import numpy as np
 import pytest
 
 from tasks.optimization import create_optimizer, learning_rate_at
+from tasks.shared_encoder_training import StepLog
 from tests.conftest import CONLL, TREC, finish_processes, run_tools, start_tool
 from tests.test_tensorboard import _events
-from tools.multitask import StepLog
 
 
 def _entry(name):
