@@ -110,6 +110,7 @@ TWO_ENTRIES = (f"# the bundled samples\n"
                f"--eval_data={CONLL}/dev.txt --weight=2  # twice as often\n")
 
 
+@pytest.mark.slow  # whole runs of the binary are in tests/test_multitask_outputs.py too (slow)
 def test_multitask_binary_end_to_end(tmp_path):
     tasks = _tasks_file(tmp_path, TWO_ENTRIES)
     model_dir = str(tmp_path / "run")
