@@ -106,14 +106,19 @@ class TextEmbeddings(keras.layers.Layer):
             self.projection.build(tuple(token_ids_shape) + (self.embedding_dim,))
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
         if segment_ids is None:
             segment_ids = ops.zeros_like(token_ids)
-        length = ops.shape(token_ids)[1]
-        positions = ops.arange(length, dtype="int32")
+        if position_ids is None:
+            length = ops.shape(token_ids)[1]
+            positions = ops.expand_dims(
+                self.position_embedding(ops.arange(length, dtype="int32")), 0
+            )
+        else:  # [B, T], e.g. restarting at every example of a packed row
+            positions = self.position_embedding(position_ids)
         embeddings = (
             self.token_embedding(token_ids)
-            + ops.expand_dims(self.position_embedding(positions), 0)
+            + positions
             + self.segment_embedding(segment_ids)
         )
         embeddings = self.layer_norm(embeddings)

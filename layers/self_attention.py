@@ -17,7 +17,9 @@ _MASKED_SCORE = -1e9
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention over `num_heads` heads.
 
-    Padded keys (where `padding_mask` is 0) get no attention weight. The scores
+    Padded keys (where `padding_mask` is 0) get no attention weight; an
+    `attention_mask` [batch, query, key] (1: may attend), when given, is used
+    instead, e.g. block-diagonal for packed rows. The scores
     and softmax are computed in float32 whatever the dtype policy, so the layer
     is safe under `mixed_float16` and `mixed_bfloat16`. Query, key, value and
     output projections are plain `Dense` layers of width `hidden_dim`, the
@@ -82,7 +84,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             self.dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 
-    def build(self, inputs_shape, padding_mask_shape=None):
+    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_dim,))
@@ -93,14 +95,17 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))  # [B, heads, T, head_dim]
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
         query = self._split_heads(self.query_dense(inputs))
         key = self._split_heads(self.key_dense(inputs))
         value = self._split_heads(self.value_dense(inputs))
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
-        if padding_mask is not None:
+        if attention_mask is not None:
+            allowed = ops.cast(attention_mask, "bool")[:, None, :, :]
+            scores = ops.where(allowed, scores, _MASKED_SCORE)
+        elif padding_mask is not None:
             key_is_real = ops.cast(padding_mask, "bool")[:, None, None, :]
             scores = ops.where(key_is_real, scores, _MASKED_SCORE)
         probabilities = ops.softmax(scores, axis=-1)
@@ -114,7 +119,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         return self.output_dense(context)
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
+                             attention_mask_shape=None):
         return tuple(inputs_shape[:-1]) + (self.hidden_dim,)
 
     def get_config(self):

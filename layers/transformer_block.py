@@ -22,6 +22,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     output, before the residual sum), and with `lora_rank` > 0 the attention's
     query and value projections carry LoRA updates; both start as the
     identity, so the block computes what it did without them.
+    `attention_mask` [batch, query, key], when given, replaces the padding
+    mask in attention (see `MultiHeadSelfAttention`).
 
     Args:
         hidden_dim: width of inputs and outputs.
@@ -121,7 +123,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.attention_adapter = adapter("attention_adapter")
             self.feedforward_adapter = adapter("feedforward_adapter")
 
-    def build(self, inputs_shape, padding_mask_shape=None):
+    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
         self.attention.build(inputs_shape)
         self.attention_norm.build(inputs_shape)
         self.feedforward_norm.build(inputs_shape)
@@ -140,11 +142,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = ops.gelu(x, approximate=self.gelu_approximate)
         return self.output_dense(x)
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
         x = inputs
         if self.norm_first:
             attended = self.attention(
-                self.attention_norm(x), padding_mask=padding_mask, training=training
+                self.attention_norm(x), padding_mask=padding_mask,
+                attention_mask=attention_mask, training=training
             )
             attended = self._adapted(self.attention_adapter,
                                      self.dropout_layer(attended, training=training))
@@ -155,7 +158,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return x + transformed
         # Houlsby et al. place each adapter on the sublayer's output, after its
         # dropout and before the residual sum and layer norm.
-        attended = self.attention(x, padding_mask=padding_mask, training=training)
+        attended = self.attention(x, padding_mask=padding_mask,
+                                  attention_mask=attention_mask, training=training)
         attended = self._adapted(self.attention_adapter,
                                  self.dropout_layer(attended, training=training))
         x = self.attention_norm(x + attended)
@@ -164,7 +168,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
                                     self.dropout_layer(transformed, training=training))
         return self.feedforward_norm(x + transformed)
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
+                             attention_mask_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):
