@@ -74,7 +74,8 @@ class Encoder(keras.Model):
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
         max_sequence_length, num_segments, embedding_dim, dropout,
         attention_dropout, norm_first, gelu_approximate, share_layers,
-        layer_norm_epsilon, initializer_range, adapter_size, lora_rank: see
+        layer_norm_epsilon, initializer_range, adapter_size, lora_rank,
+        pack_length: see
         `TransformerEncoder`.
         layer_mix: what `sequence_output` is: one of `LAYER_MIXES`.
         dtype: the dtype policy (default: the global one).
@@ -118,6 +119,7 @@ class Encoder(keras.Model):
         initializer_range=0.02,
         adapter_size=0,
         lora_rank=0,
+        pack_length=0,
         layer_mix="last",
         dtype=None,
         **kwargs,
@@ -144,6 +146,7 @@ class Encoder(keras.Model):
             initializer_range=initializer_range,
             adapter_size=adapter_size,
             lora_rank=lora_rank,
+            pack_length=pack_length,
             dtype=dtype,
             name=TRANSFORMER_NAME,
         )

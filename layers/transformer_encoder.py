@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from layers.embeddings import TextEmbeddings
+from layers.sequence_packing import PackedBatch
 from layers.serialization import register
 from layers.transformer_block import TransformerEncoderBlock
 
@@ -42,6 +43,8 @@ class TransformerEncoder(keras.layers.Layer):
         layer_norm_epsilon, initializer_range: numerics and initialisation.
         adapter_size: bottleneck width of the adapters (0: none).
         lora_rank: rank of the LoRA updates (0: none).
+        pack_length: pack short examples into rows of this many tokens
+            (0: no packing; see the `pack_length` property).
 
     Examples:
     >>> import numpy as np
@@ -72,6 +75,7 @@ class TransformerEncoder(keras.layers.Layer):
         initializer_range=0.02,
         adapter_size=0,
         lora_rank=0,
+        pack_length=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -97,6 +101,7 @@ class TransformerEncoder(keras.layers.Layer):
         if self.adapter_size < 0 or self.lora_rank < 0:
             raise ValueError(f"adapter_size and lora_rank must be >= 0, got "
                              f"{adapter_size} and {lora_rank}")
+        self.pack_length = pack_length
 
         # === Layers ===
         self.embeddings = TextEmbeddings(
@@ -148,6 +153,27 @@ class TransformerEncoder(keras.layers.Layer):
         )
 
     @property
+    def pack_length(self):
+        """Length of the rows examples are packed into (0: no packing).
+
+        With packing on, each call packs its right-padded examples, in order,
+        into rows of `max(pack_length, T)` tokens (`layers.sequence_packing`),
+        with positions restarting per example and attention kept inside each
+        example, and returns outputs in the batch's own [B, T, ...] layout
+        (zeros at padding): the same values as without packing, computed with
+        far less padding when examples are short. The number of rows depends
+        on the data, so packing needs eager or `tf.function` execution, not
+        XLA. Settable on a built encoder; saved in its config.
+        """
+        return self._pack_length
+
+    @pack_length.setter
+    def pack_length(self, value):
+        if isinstance(value, bool) or int(value) != value or value < 0:
+            raise ValueError(f"pack_length must be an int >= 0 (0: no packing), got {value!r}")
+        self._pack_length = int(value)
+
+    @property
     def token_embedding(self):
         """The token embedding table layer (for tied output decoders)."""
         return self.embeddings.token_embedding
@@ -192,15 +218,27 @@ class TransformerEncoder(keras.layers.Layer):
     def call(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         if padding_mask is None:
             padding_mask = ops.ones_like(token_ids)
-        x = self.embeddings(token_ids, segment_ids, training=training)
+        packed = None
+        position_ids = attention_mask = None
+        if self.pack_length:
+            packed = PackedBatch(token_ids, segment_ids, padding_mask, self.pack_length)
+            token_ids, segment_ids = packed.token_ids, packed.segment_ids
+            position_ids, attention_mask = packed.position_ids, packed.attention_mask
+            padding_mask = packed.example_ids
+        x = self.embeddings(token_ids, segment_ids, position_ids=position_ids,
+                            training=training)
         hidden_states = [x]
         for index in range(self.num_layers):
             block = self.blocks[0 if self.share_layers else index]
-            x = block(x, padding_mask=padding_mask, training=training)
+            x = block(x, padding_mask=padding_mask, attention_mask=attention_mask,
+                      training=training)
             hidden_states.append(x)
         if self.final_norm is not None:
             x = self.final_norm(x)
             hidden_states[-1] = x
+        if packed is not None:
+            hidden_states = [packed.unpack(state) for state in hidden_states]
+            x = hidden_states[-1]
         pooled = self.pooler(x[:, 0, :])
         return {
             "sequence_output": x,
@@ -238,6 +276,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "max_sequence_length": self.max_sequence_length,
                 "num_segments": self.num_segments,
                 "embedding_dim": self.embedding_dim,
+                "pack_length": self.pack_length,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
                 "norm_first": self.norm_first,

@@ -7,8 +7,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from layers import Encoder
+from layers import Encoder, transformer_of
 from tasks.auxiliary_mlm import AuxiliaryMaskedLM  # noqa: F401  (registered for from_config)
+from tasks.padding_fraction import PaddingFraction
 from tasks.preprocessor import TextPreprocessor
 
 
@@ -39,6 +40,20 @@ class EncoderTaskModel(keras.Model):
     preprocessor = None
     task_metadata = None
     auxiliary_mlm = None
+    padding_fraction = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(self.input, dict) and "padding_mask" in self.input:
+            # Logged with the compiled metrics: how much of the computed input is padding.
+            self.padding_fraction = PaddingFraction()
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if self.padding_fraction is not None and isinstance(x, dict) and "padding_mask" in x:
+            encoder = getattr(self, "encoder", None)
+            pack_length = transformer_of(encoder).pack_length if encoder is not None else 0
+            self.padding_fraction.update_state(x["padding_mask"], pack_length)
+        return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def attach_metadata(self, *, task, labels, preprocessor=None, vocabulary=None,
                         lowercase=True, max_seq_length=128, task_options=None, **extra):

@@ -113,6 +113,11 @@ flags.DEFINE_integer("adapter_size", 0, "Houlsby bottleneck adapters of this wid
 flags.DEFINE_integer("lora_rank", 0, "LoRA updates of this rank on every block's query and "
                      "value projections (Keras's own LoRA); only they and the head train "
                      "(0: none).", lower_bound=0)
+flags.DEFINE_integer("pack_length", 0, "Pack short examples into rows of this many tokens "
+                     "(block-diagonal attention, positions restarting per example): the same "
+                     "model and outputs with less padding to compute. Needs --jit_compile "
+                     "off (the default on CPU). 0: no packing, batches padded to length "
+                     "buckets.", lower_bound=0)
 flags.DEFINE_boolean("gradual_unfreezing", False, "ULMFiT's gradual unfreezing: the head "
                      "trains alone, then one more block from the top every "
                      "--unfreeze_every_steps, the embeddings last.")
@@ -283,6 +288,10 @@ def main(argv):
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
     distribution.check_jit_compile(strategy, jit_compile)
+    if FLAGS.pack_length and jit_compile:
+        raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
+                        "number of packed rows depends on the data, and XLA compiles static "
+                        "shapes only")
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
@@ -372,7 +381,8 @@ def main(argv):
                      jit_compile=jit_compile, layer_lr_decay=FLAGS.layer_lr_decay,
                      schedule=FLAGS.schedule, freeze_encoder=FLAGS.freeze_encoder,
                      layer_mix=FLAGS.layer_mix, adapter_size=FLAGS.adapter_size,
-                     lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp)
+                     lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp,
+                     pack_length=FLAGS.pack_length)
     if head_learning_rate is not None:
         overrides["head_learning_rate"] = head_learning_rate
     if FLAGS.dropout is not None:

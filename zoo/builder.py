@@ -20,6 +20,8 @@ _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_deca
                     "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule")
 # How the pretrained encoder is adapted (tools/train.py flags of the same names).
 _ADAPTATION_FIELDS = ("freeze_encoder", "layer_mix", "adapter_size", "lora_rank", "l2sp")
+# How the encoder runs, not what it computes (`TransformerEncoder.pack_length`).
+_EXECUTION_FIELDS = ("pack_length",)
 
 
 def _closest_first(name, valid):
@@ -176,7 +178,10 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             `lora_rank` for Houlsby adapters and LoRA, which train only
             themselves, the LayerNorms (adapters) and the head; `l2sp=α` for
             a penalty α‖θ − θ₀‖² pulling the encoder's weights towards the
-            ones it starts from). Gradual unfreezing changes what trains
+            ones it starts from), and `pack_length` > 0 to pack short
+            examples into rows of that many tokens (same outputs, less
+            padding; needs `jit_compile` off: see
+            `layers.TransformerEncoder.pack_length`). Gradual unfreezing changes what trains
             during `fit`: it is a callback,
             `tasks.gradual_unfreezing.GradualUnfreezing`. Unknown names or
             bad values raise `ValueError`.
@@ -226,7 +231,8 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         task = get_task(task)
     if encoder_preset not in ENCODER_PRESETS:
         raise _unknown("encoder preset", encoder_preset, ENCODER_PRESETS)
-    valid = _ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS + _ADAPTATION_FIELDS
+    valid = (_ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS
+             + _ADAPTATION_FIELDS + _EXECUTION_FIELDS)
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
@@ -244,6 +250,14 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         encoder_overrides = {k: v for k, v in overrides.items() if k in _ENCODER_FIELDS}
         encoder = build_encoder(encoder_preset, **encoder_overrides)
     encoder = _adapted_encoder(encoder, adaptation)
+    jit_compile = resolve_jit_compile(overrides.get("jit_compile", "auto"))
+    if "pack_length" in overrides:
+        _check_number("pack_length", overrides["pack_length"], int, low=0)
+        if overrides["pack_length"] and compile and jit_compile:
+            raise ValueError(
+                "pack_length needs jit_compile off: the number of packed rows depends on "
+                "the data, and XLA compiles static shapes only")
+        transformer_of(encoder).pack_length = overrides["pack_length"]
     model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
     if compile:
         total_steps = overrides.get("total_steps")
@@ -276,6 +290,6 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
             ),
             loss=task.loss(),
             metrics=task.metrics(model),
-            jit_compile=resolve_jit_compile(overrides.get("jit_compile", "auto")),
+            jit_compile=jit_compile,
         )
     return model

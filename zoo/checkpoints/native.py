@@ -53,7 +53,7 @@ TRANSFORMER_LAYER = "transformer"
 # (Adapters and LoRA are fine-tuning additions, not part of a pretrained encoder:
 # `save_encoder_checkpoint` refuses them.)
 _NOT_ENCODER_FIELDS = ("name", "trainable", "dtype", "initializer_range", "adapter_size",
-                       "lora_rank")
+                       "lora_rank", "pack_length")
 
 
 def is_native_checkpoint(path):
