@@ -233,3 +233,28 @@ def test_padding_fraction_accumulates_over_batches():
     metric.update_state(np.array([[1, 1, 0, 0]]))          # 2 real of 4
     metric.update_state(np.array([[1, 1, 1, 1, 1, 0]]))    # 5 real of 6
     assert float(metric.result()) == pytest.approx(1 - 7 / 10)
+
+
+def test_packed_saved_model_serves_what_unpacked_serves(trained_tagger_dir, tmp_path):
+    import tensorflow as tf
+
+    from tasks.serving import SIGNATURE, export_saved_model, serving_function
+    from tools import model_directory as md
+
+    trained = md.load_models(trained_tagger_dir)
+    sentences = tf.constant(["EU rejects German call to boycott British lamb .",
+                             "Peter Blackburn", "BRUSSELS 1996-08-22",
+                             "The European Commission said on Thursday it disagreed with "
+                             "German advice to consumers to shun British lamb until "
+                             "scientists determine whether mad cow disease can be "
+                             "transmitted to sheep ."])
+    serve, _ = serving_function(trained.task, trained.model, trained.preprocessor,
+                                trained.labels)
+    plain = {name: value.numpy() for name, value in serve(sentences).items()}
+    transformer_of(trained.model.encoder).pack_length = 64
+    path = str(tmp_path / "saved")
+    export_saved_model(trained.task, trained.model, trained.preprocessor, trained.labels, path)
+    served = tf.saved_model.load(path).signatures[SIGNATURE](text=sentences)
+    assert set(served) == set(plain)
+    for name, value in plain.items():
+        np.testing.assert_array_equal(served[name].numpy(), value, err_msg=name)
