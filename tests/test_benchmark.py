@@ -129,27 +129,26 @@ def _json_line(result):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
-def test_encoder_speed_record():
-    record = _json_line(run_tool(
-        "benchmark.py", "--preset=bert_tiny", "--sequence_length=16", "--batch_size=4",
-        "--windows=2", "--steps=1", "--matmul_size=128", "--mixed_precision=float32",
-        "--jit_compile=false"))
+def _check_encoder_speed_record(record, modes, policy):
     assert {"benchmark", "cpu", "policy", "jit_compile", "preset", "batch_size",
             "sequence_length", "tokens_per_second", "train_ratio", "predict_ratio",
             "matmul_peak_gflops", "mfu", "flops_per_token"} <= set(record)
     assert (record["benchmark"], record["preset"], record["policy"], record["jit_compile"],
             record["batch_size"], record["sequence_length"]) == (
-        "encoder_speed", "bert_tiny", "float32", False, 4, 16)
-    shape = ENCODER_PRESETS["bert_tiny"]
-    non_embedding = flops.encoder_parameters(2, 128, 512, shape.vocabulary_size,
-                                             512)["non_embedding"]
-    assert record["flops_per_token"] == {"train": 6 * non_embedding + 12 * 2 * 16 * 128,
-                                         "predict": 2 * non_embedding + 4 * 2 * 16 * 128}
+        "encoder_speed", "bert_tiny", policy, False, 4, 16)
+    assert set(record["tokens_per_second"]) == set(record["mfu"]) == set(modes)
+    non_embedding = flops.encoder_parameters(2, 128, 512, 30522, 512)["non_embedding"]
+    assert record["non_embedding_parameters"] == non_embedding
+    expected_flops = {"train": 6 * non_embedding + 12 * 2 * 16 * 128,
+                      "predict": 2 * non_embedding + 4 * 2 * 16 * 128}
+    assert record["flops_per_token"] == {mode: expected_flops[mode] for mode in modes}
     for mode in ("train", "predict"):
+        if mode not in modes:
+            assert record[f"{mode}_ratio"] is None
+            continue
         figures = record["tokens_per_second"][mode]
         for name in ("ours", "kerashub"):
-            assert figures[name]["min"] <= figures[name]["median"] <= figures[name]["max"]
+            assert 0 < figures[name]["min"] <= figures[name]["median"] <= figures[name]["max"]
             achieved = figures[name]["median"] * record["flops_per_token"][mode]
             assert record["mfu"][mode][name] == pytest.approx(
                 achieved / (record["matmul_peak_gflops"] * 1e9), rel=2e-3, abs=1e-5)
@@ -157,12 +156,21 @@ def test_encoder_speed_record():
             figures["ours"]["median"] / figures["kerashub"]["median"], rel=1e-3)
 
 
-@pytest.mark.slow
-def test_encoder_speed_predict_only():
+def test_encoder_speed_predict_record():
     record = _json_line(run_tool(
-        "benchmark.py", "--preset=bert_tiny", "--sequence_length=16", "--batch_size=2",
-        "--windows=1", "--steps=1", "--mode=predict", "--matmul_size=64"))
-    assert set(record["tokens_per_second"]) == {"predict"} and record["train_ratio"] is None
+        "benchmark.py", "--preset=bert_tiny", "--sequence_length=16", "--batch_size=4",
+        "--windows=3", "--steps=1", "--mode=predict", "--matmul_size=64",
+        "--mixed_precision=float32", "--jit_compile=false"))
+    _check_encoder_speed_record(record, ["predict"], "float32")
+
+
+@pytest.mark.slow
+def test_encoder_speed_record():
+    record = _json_line(run_tool(
+        "benchmark.py", "--preset=bert_tiny", "--sequence_length=16", "--batch_size=4",
+        "--windows=2", "--steps=1", "--matmul_size=128", "--mixed_precision=mixed_bfloat16",
+        "--jit_compile=false"))
+    _check_encoder_speed_record(record, ["train", "predict"], "mixed_bfloat16")
 
 
 @pytest.mark.slow

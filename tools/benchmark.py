@@ -133,8 +133,9 @@ def _print_table(title, header, rows):
         print("  " + "  ".join(str(cell).rjust(width) for cell, width in zip(row, widths)))
 
 
-def _round(value, digits=1):
-    return None if value is None else round(value, digits)
+def _significant(value, digits=6):
+    """`value` to `digits` significant digits (a small matmul peak keeps its precision)."""
+    return float(f"{value:.{digits}g}")
 
 
 # === encoder_speed ===
@@ -303,8 +304,8 @@ def encoder_speed_result(figures, shape, peak_gflops, policy, jit_compile):
                      for name, values in by_model.items()}
         tokens_per_second[mode] = summaries
         ratios[mode] = round(summaries["ours"]["median"] / summaries["kerashub"]["median"], 4)
-        mfu[mode] = {name: round(flops.model_flops_utilization(
-            summary["median"], per_token[mode], peak_gflops), 5)
+        mfu[mode] = {name: _significant(flops.model_flops_utilization(
+            summary["median"], per_token[mode], peak_gflops))
             for name, summary in summaries.items()}
     return {
         "benchmark": "encoder_speed", "cpu": cpu_model(), "accelerator": _accelerator(),
@@ -316,7 +317,7 @@ def encoder_speed_result(figures, shape, peak_gflops, policy, jit_compile):
         "train_ratio": ratios.get("train"), "predict_ratio": ratios.get("predict"),
         "non_embedding_parameters": parameters["non_embedding"],
         "flops_per_token": {mode: per_token[mode] for mode in figures},
-        "matmul_size": FLAGS.matmul_size, "matmul_peak_gflops": round(peak_gflops, 2),
+        "matmul_size": FLAGS.matmul_size, "matmul_peak_gflops": _significant(peak_gflops),
         "mfu": mfu,
     }
 
@@ -581,12 +582,12 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
 
 
 def finetune():
-    from tasks.registry import get_task
     train_path = _conll_file("train_data", FLAGS.train_data, "eng.train")
     predict_path = _conll_file("predict_data", FLAGS.predict_data, "eng.testb")
     checkpoint = _checkpoint()
     policy, jit_compile = _hardware_settings()
     _pack_options(jit_compile)  # refused under XLA before anything is loaded
+    from tasks.registry import get_task
     task = get_task("tagging")
     train = task.read(train_path)[:FLAGS.train_sentences]
     task = task.adapt(train)
