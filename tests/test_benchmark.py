@@ -93,7 +93,8 @@ def test_length_sorted_batches():
         for row, i in enumerate(rows):
             n = lengths[i]
             assert x["token_ids"][row, :n].tolist() == token_ids[i]
-            assert x["padding_mask"][row].tolist() == [1] * n + [0] * (x["padding_mask"].shape[1] - n)
+            padding = x["padding_mask"].shape[1] - n
+            assert x["padding_mask"][row].tolist() == [1] * n + [0] * padding
             assert np.flatnonzero(weight[row]).tolist() == starts[i]
             assert y[row, starts[i]].tolist() == tags[i][:len(starts[i])]
             assert y[row][weight[row] == 0].sum() == 0

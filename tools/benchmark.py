@@ -529,7 +529,7 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
     start = time.perf_counter()
     token_ids, starts = _encode(preprocessor, train)
     batches = length_sorted_batches(token_ids, starts, encode_tags(train, labels),
-                               FLAGS.batch_size, multiple, max_length)
+                                    FLAGS.batch_size, multiple, max_length)
     tokenize_seconds = time.perf_counter() - start
     order = np.random.default_rng(0).permutation(len(batches))
     spec = ({name: tf.TensorSpec([None, None], tf.int32) for name in batches[0][0]},
@@ -631,15 +631,16 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
 
 
 def _print_finetune(result):
-    rows = [[name, f"{t['warmup_seconds']:.1f}", f"{t['epoch_seconds']:.1f}", f"{t['real_tokens_per_second']:,.0f}",
-             f"{100 * t['padding_fraction']:.1f}%", t["distinct_shapes"],
+    rows = [[name, f"{t['warmup_seconds']:.1f}", f"{t['epoch_seconds']:.1f}",
+             f"{t['real_tokens_per_second']:,.0f}", f"{100 * t['padding_fraction']:.1f}%", t["distinct_shapes"],
              f"{result['inference'][name]['sentences_per_second']:,.1f}"]
             for name, t in result["train"].items()]
     _print_table(
         f"finetune: {result['train_sentences']} sentences, batch {result['batch_size']}, "
         f"{result['policy']}, jit_compile={result['jit_compile']}, {result['cpu']}"
         + (f", {result['accelerator']}" if result["accelerator"] else ""),
-        ["model", "warm-up s", "epoch s", "real tok/s", "padding", "shapes", "predict sent/s"], rows)
+        ["model", "warm-up s", "epoch s", "real tok/s", "padding", "shapes",
+         "predict sent/s"], rows)
     print(f"  ours softmax / KerasHub: training {result['finetune_ratio']}, inference "
           f"{result['inference_ratio']}; CRF overhead {100 * result['crf_overhead']:.1f}%; "
           f"KerasHub's train step traced {result['train']['kerashub']['warmup_traces']} "
