@@ -95,10 +95,35 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))  # [B, heads, T, head_dim]
 
+    def _project_qkv(self, inputs):
+        """Query, key and value, each [B, heads, T, head_dim].
+
+        Without LoRA the three projections are one [B·T, H] × [H, 3H] matmul on
+        the three kernels concatenated at call time (a copy of 3·H² numbers,
+        small next to the matmul), so the weights keep their names and shapes
+        and each kernel gets its own gradient through the concatenation.
+        """
+        if self.lora_rank:
+            return tuple(self._split_heads(dense(inputs)) for dense in
+                         (self.query_dense, self.key_dense, self.value_dense))
+        projections = (self.query_dense, self.key_dense, self.value_dense)
+        # Under a mixed policy Keras's autocast scope (entered by __call__)
+        # reads each float32 variable as the compute dtype, exactly as Dense
+        # sees it: each kernel is cast once and concatenated in bfloat16/float16,
+        # so the matmul never runs in float32. Keras 3 ignores autocast=False on
+        # a top-level layer, so casting after the concatenation instead could
+        # not be relied on.
+        kernel = ops.concatenate([p.kernel for p in projections], axis=-1)
+        bias = ops.concatenate([p.bias for p in projections], axis=-1)
+        qkv = ops.add(ops.matmul(inputs, kernel), bias)  # [B, T, 3H]
+        batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # one transpose for all three
+        # unstack (not qkv[i]): its gradient is one stack, not three padded slices.
+        return tuple(ops.unstack(qkv, 3, axis=0))
+
     def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
-        query = self._split_heads(self.query_dense(inputs))
-        key = self._split_heads(self.key_dense(inputs))
-        value = self._split_heads(self.value_dense(inputs))
+        query, key, value = self._project_qkv(inputs)
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
