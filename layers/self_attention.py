@@ -19,11 +19,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Padded keys (where `padding_mask` is 0) get no attention weight; an
     `attention_mask` [batch, query, key] (1: may attend), when given, is used
-    instead, e.g. block-diagonal for packed rows. The scores
-    and softmax are computed in float32 whatever the dtype policy, so the layer
-    is safe under `mixed_float16` and `mixed_bfloat16`. Query, key, value and
-    output projections are plain `Dense` layers of width `hidden_dim`, the
-    layout of BERT checkpoints. With `lora_rank` > 0 the query and value
+    instead, e.g. block-diagonal for packed rows. The scores, softmax and
+    dropout on the attention probabilities are computed in float32 whatever
+    the dtype policy, so the layer is safe under `mixed_float16` and
+    `mixed_bfloat16`. Query, key, value and output projections are plain
+    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints;
+    without LoRA the first three run as one matmul on their concatenated
+    kernels (same weights, same gradients). With `lora_rank` > 0 the query and value
     projections carry Keras's LoRA (`LoraDense`): a frozen kernel plus a
     trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
     those two projections the best use of a fixed budget.
@@ -80,8 +82,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.key_dense = dense("key")
         self.value_dense = dense("value", self.lora_rank)
         self.output_dense = dense("output")
+        # float32 whatever the policy: it drops softmax outputs before their one
+        # cast to the compute dtype (TF's bfloat16 elementwise ops are slow on
+        # CPU; see docs/encoder_step_profile.md). It has no weights.
         self.dropout_layer = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
+            self.dropout, dtype="float32", name="attention_dropout"
         )
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
@@ -134,9 +139,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             key_is_real = ops.cast(padding_mask, "bool")[:, None, None, :]
             scores = ops.where(key_is_real, scores, _MASKED_SCORE)
         probabilities = ops.softmax(scores, axis=-1)
-        probabilities = self.dropout_layer(
-            ops.cast(probabilities, self.compute_dtype), training=training
-        )
+        probabilities = ops.cast(self.dropout_layer(probabilities, training=training),
+                                 self.compute_dtype)
 
         context = ops.matmul(probabilities, value)  # [B, heads, T, head_dim]
         context = ops.transpose(context, (0, 2, 1, 3))

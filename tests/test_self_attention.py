@@ -183,3 +183,34 @@ def test_mixed_bfloat16_softmax_in_float32_and_one_kernel_cast():
     reference = _numpy_attention(layer, x, mask)
     np.testing.assert_allclose(np.asarray(out, "float32"), reference,
                                atol=0.05 * np.abs(reference).max())
+
+
+def test_mixed_bfloat16_attention_dropout_in_float32():
+    """Probabilities are dropped in float32, then cast once for the context matmul."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    mask = np.ones((2, 5), "int32")
+    layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2, dropout=0.5,
+                                   dtype="mixed_bfloat16")
+
+    @tf.function
+    def call(x, mask):
+        return layer(x, padding_mask=mask, training=True)
+
+    graph = call.get_concrete_function(x, mask).graph
+    dropout_ops = [op for op in graph.get_operations() if "attention_dropout" in op.name
+                   and op.outputs and op.outputs[0].dtype.is_floating]
+    assert dropout_ops
+    assert {op.outputs[0].dtype.name for op in dropout_ops} == {"float32"}
+    context = [op for op in graph.get_operations() if op.type == "BatchMatMulV2"
+               and op.outputs[0].shape[-1] == layer.head_dim]
+    assert [op.inputs[0].op.type for op in context] == ["Cast"]
+    assert "attention_dropout" in context[0].inputs[0].op.inputs[0].op.name
+
+    # Training mode really drops: about half the probability mass survives per
+    # row before rescaling, so outputs differ from inference.
+    out_train = np.asarray(call(x, mask), "float32")
+    out_infer = np.asarray(layer(x, padding_mask=mask), "float32")
+    assert np.abs(out_train - out_infer).max() > 1e-3
