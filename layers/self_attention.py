@@ -23,9 +23,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     dropout on the attention probabilities are computed in float32 whatever
     the dtype policy, so the layer is safe under `mixed_float16` and
     `mixed_bfloat16`. Query, key, value and output projections are plain
-    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints;
-    without LoRA the first three run as one matmul on their concatenated
-    kernels (same weights, same gradients). With `lora_rank` > 0 the query and value
+    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints. With `lora_rank` > 0 the query and value
     projections carry Keras's LoRA (`LoraDense`): a frozen kernel plus a
     trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
     those two projections the best use of a fixed budget.
@@ -38,6 +36,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         lora_rank: rank of the LoRA updates of the query and value
             projections (0: none).
 
+    `MultiHeadSelfAttention.fuse_qkv = True` (a class attribute, read when a
+    call is traced) makes every instance without LoRA compute query, key and
+    value with one matmul on the three kernels concatenated at call time. It
+    is off by default: on a 2-core AMD EPYC the fused forward and backward
+    pass cost about 1.1x (float32) to 1.2x (bfloat16) the three separate
+    ones, because TensorFlow copies the [B, T, 3H] activations and their
+    gradients once more to split and assemble them
+    (docs/encoder_step_profile.md).
+
     Examples:
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2)
@@ -46,6 +53,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> tuple(layer(x, padding_mask=mask).shape)
     (2, 5, 8)
     """
+
+    # One [H, 3H] matmul for query, key and value when LoRA is off. Off: on
+    # CPU it measured slower (see the class docstring); on for GPUs to try.
+    fuse_qkv = False
 
     def __init__(
         self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, lora_rank=0,
@@ -108,7 +119,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         small next to the matmul), so the weights keep their names and shapes
         and each kernel gets its own gradient through the concatenation.
         """
-        if self.lora_rank:
+        if self.lora_rank or not self.fuse_qkv:
             return tuple(self._split_heads(dense(inputs)) for dense in
                          (self.query_dense, self.key_dense, self.value_dense))
         projections = (self.query_dense, self.key_dense, self.value_dense)

@@ -84,8 +84,14 @@ def _randomize(layer, rng):
         weight.assign(rng.normal(scale=0.5, size=weight.shape).astype("float32"))
 
 
+@pytest.fixture
+def fused(monkeypatch):
+    """The fused query/key/value projection, off by default, switched on."""
+    monkeypatch.setattr(MultiHeadSelfAttention, "fuse_qkv", True)
+
+
 @pytest.mark.parametrize("packed", [False, True])
-def test_fused_qkv_matches_unfused_outputs_and_gradients(packed):
+def test_fused_qkv_matches_unfused_outputs_and_gradients(packed, fused):
     """One [H, 3H] matmul gives the three projections' outputs and each kernel's gradient."""
     import tensorflow as tf
 
@@ -104,13 +110,13 @@ def test_fused_qkv_matches_unfused_outputs_and_gradients(packed):
     assert len(weights) == 8  # four kernels, four biases, nothing new
 
     with tf.GradientTape(persistent=True) as tape:
-        fused = layer(x, **masks)
+        fused_out = layer(x, **masks)
         reference = _unfused_attention(layer, x, **masks)
-        fused_loss = tf.reduce_sum(tf.sin(fused))
+        fused_loss = tf.reduce_sum(tf.sin(fused_out))
         reference_loss = tf.reduce_sum(tf.sin(reference))
-    np.testing.assert_allclose(np.asarray(fused), np.asarray(reference), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(fused_out), np.asarray(reference), atol=1e-5)
     if not packed:
-        np.testing.assert_allclose(np.asarray(fused),
+        np.testing.assert_allclose(np.asarray(fused_out),
                                    _numpy_attention(layer, x.numpy(), padding_mask), atol=1e-5)
     fused_grads = tape.gradient(fused_loss, weights)
     reference_grads = tape.gradient(reference_loss, weights)
@@ -122,6 +128,26 @@ def test_fused_qkv_matches_unfused_outputs_and_gradients(packed):
         assert np.abs(np.asarray(want)).max() > 1e-3, weight.path  # a gradient that can differ
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5,
                                    err_msg=weight.path)
+
+
+def test_fuse_qkv_switch(monkeypatch, fused):
+    """With the class switch off, q/k/v are three Dense calls: same outputs."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1] * 5], "int32")
+    layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2, dropout=0.0)
+    layer.build(x.shape)
+    _randomize(layer, rng)
+    fused_out = np.asarray(layer(x, padding_mask=mask))
+    monkeypatch.setattr(MultiHeadSelfAttention, "fuse_qkv", False)
+    graph = tf.function(lambda x, m: layer(x, padding_mask=m)).get_concrete_function(
+        tf.TensorSpec(x.shape), tf.TensorSpec(mask.shape, tf.int32)).graph
+    widths = sorted(op.outputs[0].shape[-1] for op in graph.get_operations()
+                    if op.type in ("MatMul", "BatchMatMulV2") and op.outputs[0].shape.rank == 2)
+    assert widths == [8, 8, 8, 8]  # q, k, v and output: no fused [., 24] matmul
+    np.testing.assert_allclose(np.asarray(layer(x, padding_mask=mask)), fused_out, atol=1e-5)
 
 
 def test_lora_path_unchanged_by_fusion():
@@ -149,7 +175,7 @@ def _graph_ops(layer, x, mask):
     ).graph.get_operations()
 
 
-def test_mixed_bfloat16_softmax_in_float32_and_one_kernel_cast():
+def test_mixed_bfloat16_softmax_in_float32_and_one_kernel_cast(fused):
     rng = np.random.default_rng(6)
     x = rng.normal(size=(2, 5, 12)).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1] * 5], "int32")
@@ -173,9 +199,9 @@ def test_mixed_bfloat16_softmax_in_float32_and_one_kernel_cast():
     # Each kernel is cast once (q, k, v and output), never the [12, 36] copy again.
     assert sorted(kernel_casts) == [(12, 12)] * 4
     # One matmul, in bfloat16, makes query, key and value.
-    fused = [op for op in ops_ if op.type in ("MatMul", "BatchMatMulV2")
-             and op.outputs[0].shape[-1] == 36]
-    assert len(fused) == 1 and fused[0].outputs[0].dtype.name == "bfloat16"
+    fused_matmuls = [op for op in ops_ if op.type in ("MatMul", "BatchMatMulV2")
+                     and op.outputs[0].shape[-1] == 36]
+    assert len(fused_matmuls) == 1 and fused_matmuls[0].outputs[0].dtype.name == "bfloat16"
     projections = [op for op in ops_ if op.type in ("MatMul", "BatchMatMulV2")
                    and op.outputs[0].shape[-1] == 12]
     assert len(projections) == 1  # the output projection only
@@ -186,7 +212,8 @@ def test_mixed_bfloat16_softmax_in_float32_and_one_kernel_cast():
 
 
 def test_mixed_bfloat16_attention_dropout_in_float32():
-    """Probabilities are dropped in float32, then cast once for the context matmul."""
+    """Softmax and dropout in float32, then one cast for the context matmul
+    (default, unfused projections)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(7)
@@ -200,6 +227,8 @@ def test_mixed_bfloat16_attention_dropout_in_float32():
         return layer(x, padding_mask=mask, training=True)
 
     graph = call.get_concrete_function(x, mask).graph
+    softmaxes = [op for op in graph.get_operations() if op.type == "Softmax"]
+    assert [op.outputs[0].dtype.name for op in softmaxes] == ["float32"]
     dropout_ops = [op for op in graph.get_operations() if "attention_dropout" in op.name
                    and op.outputs and op.outputs[0].dtype.is_floating]
     assert dropout_ops
