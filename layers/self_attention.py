@@ -23,9 +23,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     dropout on the attention probabilities are computed in float32 whatever
     the dtype policy, so the layer is safe under `mixed_float16` and
     `mixed_bfloat16`. Query, key, value and output projections are plain
-    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints. With `lora_rank` > 0 the query and value
-    projections carry Keras's LoRA (`LoraDense`): a frozen kernel plus a
-    trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
+    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints.
+    With `lora_rank` > 0 the query and value projections carry Keras's LoRA
+    (`LoraDense`): a frozen kernel plus a trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
     those two projections the best use of a fixed budget.
 
     Args:
@@ -114,7 +114,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def _project_qkv(self, inputs):
         """Query, key and value, each [B, heads, T, head_dim].
 
-        Without LoRA the three projections are one [B·T, H] × [H, 3H] matmul on
+        With `fuse_qkv` on and no LoRA, the three projections are one
+        [B·T, H] × [H, 3H] matmul on
         the three kernels concatenated at call time (a copy of 3·H² numbers,
         small next to the matmul), so the weights keep their names and shapes
         and each kernel gets its own gradient through the concatenation.
