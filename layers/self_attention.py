@@ -25,8 +25,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     `mixed_bfloat16`. Query, key, value and output projections are plain
     `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints.
     With `lora_rank` > 0 the query and value projections carry Keras's LoRA
-    (`LoraDense`): a frozen kernel plus a trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
-    those two projections the best use of a fixed budget.
+    (`LoraDense`): a frozen kernel plus a trainable rank-`lora_rank` update,
+    as in Hu et al. (2021), who found those two projections the best use of a
+    fixed budget.
 
     Args:
         hidden_dim: width of inputs and outputs; divisible by `num_heads`.
@@ -115,10 +116,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         """Query, key and value, each [B, heads, T, head_dim].
 
         With `fuse_qkv` on and no LoRA, the three projections are one
-        [B·T, H] × [H, 3H] matmul on
-        the three kernels concatenated at call time (a copy of 3·H² numbers,
-        small next to the matmul), so the weights keep their names and shapes
-        and each kernel gets its own gradient through the concatenation.
+        [B·T, H] × [H, 3H] matmul on the three kernels concatenated at call
+        time (a copy of 3·H² numbers, small next to the matmul), so the
+        weights keep their names and shapes and each kernel gets its own
+        gradient through the concatenation.
         """
         if self.lora_rank or not self.fuse_qkv:
             return tuple(self._split_heads(dense(inputs)) for dense in
