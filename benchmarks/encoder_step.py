@@ -8,8 +8,8 @@ attention layer) with each, and times windows of steps, alternating the two.
 `--scope attention` one `MultiHeadSelfAttention` forward and backward pass
 ([batch, length, 512], 8 heads, dropout on). A third contender,
 `current_unfused`, is the current code with `MultiHeadSelfAttention.fuse_qkv`
-off. It prints the median of the per-window ratios to the baseline. Compare only ratios from one run:
-absolute times on a shared machine mean nothing.
+off. It prints the median of the per-window ratios to the baseline. Compare
+only ratios from one run: absolute times on a shared machine mean nothing.
 
     python benchmarks/encoder_step.py --policy mixed_bfloat16 --windows 7
     python benchmarks/encoder_step.py --scope attention --windows 21
