@@ -19,14 +19,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Padded keys (where `padding_mask` is 0) get no attention weight; an
     `attention_mask` [batch, query, key] (1: may attend), when given, is used
-    instead, e.g. block-diagonal for packed rows. The scores
-    and softmax are computed in float32 whatever the dtype policy, so the layer
-    is safe under `mixed_float16` and `mixed_bfloat16`. Query, key, value and
-    output projections are plain `Dense` layers of width `hidden_dim`, the
-    layout of BERT checkpoints. With `lora_rank` > 0 the query and value
-    projections carry Keras's LoRA (`LoraDense`): a frozen kernel plus a
-    trainable rank-`lora_rank` update, as in Hu et al. (2021), who found
-    those two projections the best use of a fixed budget.
+    instead, e.g. block-diagonal for packed rows. The scores, softmax and
+    dropout on the attention probabilities are computed in float32 whatever
+    the dtype policy, so the layer is safe under `mixed_float16` and
+    `mixed_bfloat16`. Query, key, value and output projections are plain
+    `Dense` layers of width `hidden_dim`, the layout of BERT checkpoints.
+    With `lora_rank` > 0 the query and value projections carry Keras's LoRA
+    (`LoraDense`): a frozen kernel plus a trainable rank-`lora_rank` update,
+    as in Hu et al. (2021), who found those two projections the best use of a
+    fixed budget.
 
     Args:
         hidden_dim: width of inputs and outputs; divisible by `num_heads`.
@@ -36,6 +37,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         lora_rank: rank of the LoRA updates of the query and value
             projections (0: none).
 
+    `MultiHeadSelfAttention.fuse_qkv = True` (a class attribute, read when a
+    call is traced) makes every instance without LoRA compute query, key and
+    value with one matmul on the three kernels concatenated at call time. It
+    is off by default: on a 2-core AMD EPYC the fused forward and backward
+    pass cost about 1.1x (float32) to 1.2x (bfloat16) the three separate
+    ones, because TensorFlow copies the [B, T, 3H] activations and their
+    gradients once more to split and assemble them
+    (docs/encoder_step_profile.md).
+
     Examples:
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2)
@@ -44,6 +54,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> tuple(layer(x, padding_mask=mask).shape)
     (2, 5, 8)
     """
+
+    # One [H, 3H] matmul for query, key and value when LoRA is off. Off: on
+    # CPU it measured slower (see the class docstring); on for GPUs to try.
+    fuse_qkv = False
 
     def __init__(
         self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, lora_rank=0,
@@ -80,8 +94,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.key_dense = dense("key")
         self.value_dense = dense("value", self.lora_rank)
         self.output_dense = dense("output")
+        # float32 whatever the policy: it drops softmax outputs before their one
+        # cast to the compute dtype (TF's bfloat16 elementwise ops are slow on
+        # CPU; see docs/encoder_step_profile.md). It has no weights.
         self.dropout_layer = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
+            self.dropout, dtype="float32", name="attention_dropout"
         )
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
@@ -95,10 +112,36 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))  # [B, heads, T, head_dim]
 
+    def _project_qkv(self, inputs):
+        """Query, key and value, each [B, heads, T, head_dim].
+
+        With `fuse_qkv` on and no LoRA, the three projections are one
+        [B·T, H] × [H, 3H] matmul on the three kernels concatenated at call
+        time (a copy of 3·H² numbers, small next to the matmul), so the
+        weights keep their names and shapes and each kernel gets its own
+        gradient through the concatenation.
+        """
+        if self.lora_rank or not self.fuse_qkv:
+            return tuple(self._split_heads(dense(inputs)) for dense in
+                         (self.query_dense, self.key_dense, self.value_dense))
+        projections = (self.query_dense, self.key_dense, self.value_dense)
+        # Under a mixed policy Keras's autocast scope (entered by __call__)
+        # reads each float32 variable as the compute dtype, exactly as Dense
+        # sees it: each kernel is cast once and concatenated in bfloat16/float16,
+        # so the matmul never runs in float32. Keras 3 ignores autocast=False on
+        # a top-level layer, so casting after the concatenation instead could
+        # not be relied on.
+        kernel = ops.concatenate([p.kernel for p in projections], axis=-1)
+        bias = ops.concatenate([p.bias for p in projections], axis=-1)
+        qkv = ops.add(ops.matmul(inputs, kernel), bias)  # [B, T, 3H]
+        batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # one transpose for all three
+        # unstack (not qkv[i]): its gradient is one stack, not three padded slices.
+        return tuple(ops.unstack(qkv, 3, axis=0))
+
     def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
-        query = self._split_heads(self.query_dense(inputs))
-        key = self._split_heads(self.key_dense(inputs))
-        value = self._split_heads(self.value_dense(inputs))
+        query, key, value = self._project_qkv(inputs)
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
@@ -109,9 +152,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             key_is_real = ops.cast(padding_mask, "bool")[:, None, None, :]
             scores = ops.where(key_is_real, scores, _MASKED_SCORE)
         probabilities = ops.softmax(scores, axis=-1)
-        probabilities = self.dropout_layer(
-            ops.cast(probabilities, self.compute_dtype), training=training
-        )
+        probabilities = ops.cast(self.dropout_layer(probabilities, training=training),
+                                 self.compute_dtype)
 
         context = ops.matmul(probabilities, value)  # [B, heads, T, head_dim]
         context = ops.transpose(context, (0, 2, 1, 3))
