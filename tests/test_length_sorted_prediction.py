@@ -30,7 +30,6 @@ from tasks.preprocessor import TextPreprocessor
 from tasks.span_ner.evaluation import (
     decode_all,
     span_probabilities,
-    span_probabilities_in_length_order,
 )
 from tasks.span_ner.task import SpanNERTask
 from tasks.tagging.evaluation import predict_tags
@@ -44,8 +43,16 @@ MAX_SEQ_LENGTH = 24  # buckets 16 and 24: the 45-word line is cut into windows
 TAGS = ["O", "B-PER", "I-PER"]
 SPAN_LABELS = ["NONE", "PER"]
 CLASSES = ["a", "b", "c"]
-# (input, batch size): 11 lines in batches of 3 or 4 (not dividing), all in one batch, one line.
-CASES = [("mixed", 3), ("mixed", 4), ("mixed", 64), ("one", 3)]
+# (input, batch size): 8 lines (14 windows) in batches of 5 (not dividing the count), one line.
+CASES = [("mixed", 5), ("one", 5)]
+# More batch sizes, all in one batch too (slow: each batch shape traces the model anew).
+SLOW_CASES = [("mixed", 3), ("mixed", 64)]
+
+
+def _cases(*model):
+    """`CASES` and the slow `SLOW_CASES` for one model (its parameters first)."""
+    return [(*model, *case) for case in CASES] + [
+        pytest.param(*model, *case, marks=pytest.mark.slow) for case in SLOW_CASES]
 
 
 def _line(rng, num_words):
@@ -61,8 +68,8 @@ def _lines(case):
     rng = np.random.default_rng(7)
     if case == "one":
         return [_line(rng, 9)]
-    lines = [_line(rng, n) for n in (1, 2, 3, 5, 8, 13, 30, 45)]
-    lines += [lines[1], lines[6], lines[1]]  # duplicates, one of them long
+    lines = [_line(rng, n) for n in (1, 3, 6, 12, 33)]
+    lines += [lines[1], lines[4], lines[1]]  # duplicates, one of them long
     return [lines[i] for i in rng.permutation(len(lines))]
 
 
@@ -173,7 +180,7 @@ def _packed_lengths(dataset):
 
 @pytest.mark.parametrize("context_sentences", [0, 1])
 def test_word_token_counts_are_the_pipeline_lengths(context_sentences, tmp_path):
-    lines = _lines("mixed")  # the 30- and 45-word lines are cut by max_seq_length
+    lines = _lines("mixed")  # the 33-word lines are cut by max_seq_length
     task = TaggingTask(context_sentences=context_sentences)
     sentences = task.read_prediction_input(_write_lines(tmp_path, lines), "text")
     counts = word_token_counts(WORDS, sentences)
@@ -204,8 +211,8 @@ def test_text_token_counts_are_the_pipeline_lengths(paired):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case, batch_size", CASES)
-@pytest.mark.parametrize("head", ["crf", "softmax"])
+@pytest.mark.parametrize("head, case, batch_size",
+                         _cases("crf") + [pytest.param("softmax", "mixed", 5, marks=pytest.mark.slow)])
 def test_tagging_predictions_are_those_of_input_order(models, head, case, batch_size, tmp_path):
     lines = _lines(case)
     task = TaggingTask(tag_scheme="IOB2")
@@ -224,37 +231,41 @@ def test_tagging_predictions_are_those_of_input_order(models, head, case, batch_
     assert [r["tags"] for r in records] == expected
     assert all(len(r["tags"]) == len(r["words"]) for r in records)
     if case == "mixed":
-        assert len(windows) > len(sentences)  # the 45-word line is windowed
+        assert len(windows) > len(sentences)  # the 33-word lines are windowed
         assert any(r["entities"] for r in records)  # an untrained model still finds some
         if batch_size < len(windows):
             assert model.padded_tokens() < in_order.padded_tokens()
 
 
-@pytest.mark.parametrize("case, batch_size", CASES)
-def test_span_ner_predictions_are_those_of_input_order(models, case, batch_size, tmp_path):
+@pytest.mark.parametrize("case, batch_size", _cases())
+def test_span_ner_predictions_are_those_of_input_order(models, case, batch_size, tmp_path,
+                                                       monkeypatch):
     lines = _lines(case)
     task = SpanNERTask(max_span_width=2)
     model = _Recording(models["span_ner"])
     sentences = task.read_prediction_input(_write_lines(tmp_path, lines), "text")
+    decoded = []  # what write_predictions decodes: the merged span probabilities
+
+    def decode(probabilities, *args):
+        decoded.append(probabilities)
+        return decode_all(probabilities, *args)
+
+    monkeypatch.setattr("tasks.span_ner.task.decode_all", decode)
     output = str(tmp_path / "output.jsonl")
     task.write_predictions(model, WORDS, sentences, SPAN_LABELS, output, batch_size=batch_size)
     windows = task.prediction_examples(sentences, WORDS)
     model.check_sorted_and_dense(batch_size, len(windows))
 
-    def make_dataset(examples):
-        return task.make_dataset(examples, WORDS, SPAN_LABELS, batch_size=batch_size)
-
-    expected = span_probabilities(models["span_ner"], make_dataset(windows), windows, 2)
-    sorted_ = span_probabilities_in_length_order(models["span_ner"], WORDS, windows, 2,
-                                                 make_dataset)
-    assert len(sorted_) == len(expected) == len(lines)
-    for (p, s, e), (p0, s0, e0) in zip(sorted_, expected):
+    dataset = task.make_dataset(windows, WORDS, SPAN_LABELS, batch_size=batch_size)
+    expected = span_probabilities(models["span_ner"], dataset, windows, 2)
+    [predicted] = decoded
+    assert len(predicted) == len(expected) == len(lines)
+    for (p, s, e), (p0, s0, e0) in zip(predicted, expected):
         assert s.tolist() == s0.tolist() and e.tolist() == e0.tolist()
         np.testing.assert_allclose(p, p0, atol=1e-6)
-    decoded = decode_all(expected, SPAN_LABELS, task.threshold)
     records = _records(output)
     assert [r["text"] for r in records] == lines
-    for record, entities in zip(records, decoded):
+    for record, entities in zip(records, decode_all(expected, SPAN_LABELS, task.threshold)):
         assert [(x["start"], x["end"], x["label"]) for x in record["entities"]] == \
             [(start, end, label) for start, end, label, _ in entities]
         np.testing.assert_allclose([x["score"] for x in record["entities"]],
@@ -263,8 +274,8 @@ def test_span_ner_predictions_are_those_of_input_order(models, case, batch_size,
         assert sum(len(r["entities"]) for r in records) > 0
 
 
-@pytest.mark.parametrize("case, batch_size", CASES)
-@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize("paired, case, batch_size",
+                         _cases(False) + [(True, "mixed", 5)])
 def test_classification_predictions_are_those_of_input_order(models, paired, case, batch_size,
                                                              tmp_path):
     lines = _lines(case)
