@@ -8,6 +8,7 @@ windows), duplicates, batch sizes that do not divide the count, one example.
 A recording wrapper checks that the batches really were sorted and dense.
 """
 
+import itertools
 import json
 
 import keras
@@ -20,7 +21,9 @@ from tasks.classification.predictions import softmax_probabilities
 from tasks.classification.readers import ClassificationExample
 from tasks.classification.task import ClassificationTask
 from tasks.length_sorting import (
-    length_order,
+    batch_order,
+    padded_lengths,
+    padded_size,
     predict_in_length_order,
     restore_order,
     text_token_counts,
@@ -96,11 +99,11 @@ class _Recording:
         return self.model.predict_on_batch(features)
 
     def check_sorted_and_dense(self, batch_size, count):
-        """Longest first, full batches but the last, each padded to its longest's bucket."""
-        longest = [max(tokens) for _, _, tokens in self.batches]
-        assert longest == sorted(longest, reverse=True)
+        """Full batches but the last, longest first, each padded to its longest's bucket."""
         rows = [rows for rows, _, _ in self.batches]
         assert sum(rows) == count and all(r == batch_size for r in rows[:-1])
+        full = [max(tokens) for rows, _, tokens in self.batches if rows == batch_size]
+        assert full == sorted(full, reverse=True)
         for _, width, tokens in self.batches:
             assert width == int(bucket_length(max(tokens), MAX_SEQ_LENGTH))
 
@@ -135,11 +138,52 @@ TEXTS = TextPreprocessor(VOCABULARY, max_seq_length=MAX_SEQ_LENGTH)
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_length_order_is_a_stable_sort_longest_first(seed):
-    lengths = np.random.default_rng(seed).integers(1, 6, 40).tolist()  # many ties
-    expected = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    assert length_order(lengths).tolist() == expected
+def test_padded_lengths_are_the_pipeline_buckets():
+    for max_length in (16, 24, 100, 128):
+        lengths = np.arange(1, max_length + 1)
+        assert padded_lengths(lengths, max_length).tolist() == \
+            [int(bucket_length(int(n), max_length)) for n in lengths]
+    assert padded_lengths([5, 17]).tolist() == [5, 17]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batch_order_pads_least_of_all_orders(seed):
+    """Against every permutation: no way of batching the examples pads less."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 33, int(rng.integers(1, 7))).tolist()
+    lengths += lengths[:int(rng.integers(0, 2))]  # sometimes a tie
+    batch_size = int(rng.integers(1, 5))
+    max_length = [None, 32][seed % 2]  # real lengths, or buckets 16 and 32
+    order = batch_order(lengths, batch_size, max_length)
+    assert sorted(order.tolist()) == list(range(len(lengths)))
+    best = min(padded_size([lengths[i] for i in permutation], batch_size, max_length)
+               for permutation in itertools.permutations(range(len(lengths))))
+    assert padded_size([lengths[i] for i in order], batch_size, max_length) == best
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 64, 500])
+def test_batch_order_is_full_batches_longest_first_then_the_short_one(batch_size):
+    rng = np.random.default_rng(batch_size)
+    lengths = np.minimum(rng.geometric(0.05, 300), 128)  # mostly short, a long tail
+    ordered = lengths[batch_order(lengths, batch_size, 128)]
+    batches = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+    assert all(len(batch) == batch_size for batch in batches[:-1])
+    full = [batch for batch in batches if len(batch) == batch_size]
+    assert [b.max() for b in full] == sorted((b.max() for b in full), reverse=True)
+    for batch in full:  # consecutive lengths: no batch overlaps another's range
+        assert sum((lengths > batch.min()) & (lengths < batch.max())) <= max(batch_size - 2, 0)
+    assert padded_size(ordered, batch_size, 128) <= padded_size(lengths, batch_size, 128)
+
+
+def test_the_short_batch_goes_where_it_saves_most():
+    # 100 in batches of 64, one long one: sorted longest first it would pad 64 rows to 128.
+    lengths = [10] * 99 + [100]
+    order = batch_order(lengths, 64, 128)
+    assert 99 in order[64:].tolist()
+    assert padded_size([lengths[i] for i in order], 64, 128) == 64 * 16 + 36 * 128
+    # Two long ones and a batch of 2: both long ones share the short batch.
+    lengths = [100, 3, 3, 3, 3, 100]
+    assert sorted(batch_order(lengths, 4).tolist()[-2:]) == [0, 5]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -156,17 +200,19 @@ def test_bad_orders_and_counts_are_refused():
     with pytest.raises(ValueError, match="3 outputs for 2 examples"):
         restore_order(["a", "b", "c"], [1, 0])
     with pytest.raises(ValueError, match="one length per example"):
-        length_order([[1, 2]])
+        batch_order([[1, 2]], 2)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        batch_order([1, 2], 0)
 
     def make_dataset(examples):
         return [(examples, None)]
 
     with pytest.raises(ValueError, match="2 lengths for 3 examples"):
-        predict_in_length_order(["a", "b", "c"], [1, 2], make_dataset, list, progress=False)
+        predict_in_length_order(["a", "b", "c"], [1, 2], make_dataset, list, 3, progress=False)
     with pytest.raises(ValueError, match="gave 2 outputs for 3 examples"):
         predict_in_length_order(["a", "b", "c"], [1, 2, 3], make_dataset,
-                                lambda batch: batch[:2], progress=False)
-    assert predict_in_length_order([], [], make_dataset, list, progress=False) == []
+                                lambda batch: batch[:2], 3, progress=False)
+    assert predict_in_length_order([], [], make_dataset, list, 3, progress=False) == []
 
 
 # ---------------------------------------------------------------------------------------------

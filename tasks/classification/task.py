@@ -151,11 +151,11 @@ class ClassificationTask(Task):
         unlabeled = [readers.ClassificationExample(e.text, labels[0], e.text_pair, e.source,
                                                    e.line) for e in examples]
         preprocessor = self.preprocessor_of(preprocessor)
-        # Batched by length, longest first (tasks.length_sorting): the same rows, fewer pads.
+        # Batched by length (tasks.length_sorting): the same rows, less padding.
         probabilities = class_probabilities(
             model, preprocessor, unlabeled,
             lambda examples: self.make_dataset(examples, preprocessor, labels,
-                                               batch_size=batch_size))
+                                               batch_size=batch_size), batch_size)
         lines = []
         for example, row in zip(examples, probabilities):
             record = {"text": example.text, **label_fields(row, labels)}

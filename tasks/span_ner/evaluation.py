@@ -42,7 +42,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
 
 
 def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_width,
-                                       make_dataset):
+                                       make_dataset, batch_size):
     """`span_probabilities`, batched by length (`tasks.length_sorting`): the same scores.
 
     Args:
@@ -50,11 +50,14 @@ def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_
         preprocessor: its `WordPreprocessor`.
         sentences: the sentences (or windows) to score, in order.
         max_span_width: L, the widest span of the model's grid.
-        make_dataset: `make_dataset(sentences)` → their order-preserving dataset.
+        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
+            in batches of `batch_size`.
+        batch_size: sentences per batch.
     """
     results = predict_in_length_order(
         sentences, word_token_counts(preprocessor, sentences), make_dataset,
-        lambda features: span_rows(model, features, max_span_width))
+        lambda features: span_rows(model, features, max_span_width), batch_size,
+        preprocessor.max_seq_length)
     return merge_span_scores(sentences, results)
 
 

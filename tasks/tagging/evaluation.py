@@ -41,7 +41,8 @@ def predict_tags(model, dataset, sentences, labels):
     return sentence_tags(sentences, rows)
 
 
-def predict_tags_in_length_order(model, preprocessor, sentences, labels, make_dataset):
+def predict_tags_in_length_order(model, preprocessor, sentences, labels, make_dataset,
+                                 batch_size):
     """`predict_tags`, batched by length (`tasks.length_sorting`): the same tags.
 
     Args:
@@ -49,11 +50,14 @@ def predict_tags_in_length_order(model, preprocessor, sentences, labels, make_da
         preprocessor: its `WordPreprocessor`.
         sentences: the sentences (or windows) to tag, in order.
         labels: tag names in id order.
-        make_dataset: `make_dataset(sentences)` → their order-preserving dataset.
+        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
+            in batches of `batch_size`.
+        batch_size: sentences per batch.
     """
-    rows = predict_in_length_order(sentences, word_token_counts(preprocessor, sentences),
-                                   make_dataset, lambda features: tag_rows(model, features,
-                                                                           labels))
+    rows = predict_in_length_order(
+        sentences, word_token_counts(preprocessor, sentences), make_dataset,
+        lambda features: tag_rows(model, features, labels), batch_size,
+        preprocessor.max_seq_length)
     return sentence_tags(sentences, rows)
 
 
