@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from tasks.length_sorting import predict_in_length_order, text_token_counts
+
 
 def softmax_probabilities(logits):
     """Class probabilities [N, C] (float64) from logits [N, C].
@@ -26,3 +28,44 @@ def label_fields(probabilities, labels):
     return {"label": labels[int(np.argmax(probabilities))],
             "probabilities": {label: round(float(p), 6)
                               for label, p in zip(labels, probabilities)}}
+
+
+def class_probabilities(model, preprocessor, examples, make_dataset, batch_size):
+    """Class probabilities [N, C] (float64) of `examples`, in order, batched by length.
+
+    The examples are predicted in dense batches of similar lengths
+    (`tasks.length_sorting`); the rows come back in the order of `examples`.
+
+    Args:
+        model: the classifier (or an ensemble): logits [batch, C].
+        preprocessor: its `TextPreprocessor`.
+        examples: `ClassificationExample`s (all with or all without `text_pair`).
+        make_dataset: `make_dataset(examples)` → their order-preserving dataset
+            in batches of `batch_size`.
+        batch_size: examples per batch.
+
+    Examples:
+    >>> import keras
+    >>> from tasks.classification.pipeline import make_dataset
+    >>> from tasks.classification.readers import ClassificationExample
+    >>> from tasks.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    >>> class Length(keras.Model):  # logits [0, real tokens]: the batch's padding is masked
+    ...     def call(self, features):
+    ...         tokens = keras.ops.sum(keras.ops.cast(features["padding_mask"], "float32"), 1)
+    ...         return keras.ops.stack([keras.ops.zeros_like(tokens), tokens], axis=1)
+    >>> examples = [ClassificationExample(text, "x") for text in ("a", "a a a a", "a a")]
+    >>> probabilities = class_probabilities(Length(), preprocessor, examples,
+    ...     lambda e: make_dataset(e, preprocessor, ["x"], batch_size=2), batch_size=2)
+    >>> np.log(probabilities[:, 1] / probabilities[:, 0]).round(3).tolist()
+    [3.0, 6.0, 4.0]
+    """
+    examples = list(examples)
+    pairs = None
+    if examples and examples[0].text_pair is not None:
+        pairs = [example.text_pair for example in examples]
+    lengths = text_token_counts(preprocessor, [example.text for example in examples], pairs)
+    rows = predict_in_length_order(examples, lengths, make_dataset,
+                                   lambda features: np.asarray(model.predict_on_batch(features)),
+                                   batch_size, preprocessor.max_seq_length)
+    return softmax_probabilities(np.stack(rows)) if rows else np.zeros((0, 0))

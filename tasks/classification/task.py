@@ -14,13 +14,12 @@ from tasks.classification.model import (
     define_pooling_flag,
 )
 from tasks.classification.pipeline import make_dataset
-from tasks.classification.predictions import label_fields, softmax_probabilities
+from tasks.classification.predictions import class_probabilities, label_fields
 from tasks.classification.serving import classification_outputs
 from tasks.ensemble import Ensemble, mean_log_probabilities
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
 from tasks.prediction_io import read_text_lines, write_output
-from tasks.progress import ProgressCallback
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -146,14 +145,17 @@ class ClassificationTask(Task):
 
     def write_predictions(self, model, preprocessor, examples, labels, output,
                           output_format="auto", batch_size=64):
-        """JSONL: the text (and text pair), the label and every class's probability."""
+        """JSONL: the text (and text pair), the label and every class's probability.
+        Examples are batched by length (`tasks.length_sorting`) and written in input order."""
         # Labels of the input (if any) are not used: tag every example with a known one.
         unlabeled = [readers.ClassificationExample(e.text, labels[0], e.text_pair, e.source,
                                                    e.line) for e in examples]
-        dataset = self.make_dataset(unlabeled, self.preprocessor_of(preprocessor), labels,
-                                    batch_size=batch_size)
-        probabilities = softmax_probabilities(model.predict(
-            dataset, verbose=0, callbacks=[ProgressCallback("predicting")]))
+        preprocessor = self.preprocessor_of(preprocessor)
+        # Batched by length (tasks.length_sorting): the same rows, less padding.
+        probabilities = class_probabilities(
+            model, preprocessor, unlabeled,
+            lambda examples: self.make_dataset(examples, preprocessor, labels,
+                                               batch_size=batch_size), batch_size)
         lines = []
         for example, row in zip(examples, probabilities):
             record = {"text": example.text, **label_fields(row, labels)}

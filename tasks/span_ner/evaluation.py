@@ -2,32 +2,62 @@
 
 import numpy as np
 
+from tasks.length_sorting import predict_in_length_order, word_token_counts
 from tasks.progress import track
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
 from tasks.word_windows import merge_span_scores, parents
 
 
+def span_rows(model, features, max_span_width):
+    """Per row of one batch: (probabilities [S, C], starts [S], ends [S]) of its valid spans.
+
+    Spans are those of the model's [words, L] grid that lie inside the row's
+    kept words.
+    """
+    probabilities = np.asarray(model.predict_on_batch(features), np.float32)
+    kept = np.asarray(features["word_mask"]).sum(axis=1)
+    words = probabilities.shape[1] // max_span_width
+    starts = np.repeat(np.arange(words), max_span_width)
+    ends = starts + np.tile(np.arange(max_span_width), words)
+    rows = []
+    for row, count in zip(probabilities, kept):
+        valid = ends < count
+        rows.append((row[valid], starts[valid], ends[valid]))
+    return rows
+
+
 def span_probabilities(model, dataset, sentences, max_span_width):
     """Per sentence: (probabilities [S, C], starts [S], ends [S]) of its valid spans.
 
-    `dataset` is the order-preserving dataset of `sentences`; spans are those
-    of the model's [words, L] grid that lie inside the kept words. When
-    `sentences` holds windows of longer sentences (`tasks.word_windows`),
+    `dataset` is the order-preserving dataset of `sentences` (see `span_rows`).
+    When `sentences` holds windows of longer sentences (`tasks.word_windows`),
     their spans are merged: one triple per original sentence.
     """
-    results = []
-    for features, _ in track(dataset, "predicting"):
-        probabilities = np.asarray(model.predict_on_batch(features), np.float32)
-        kept = np.asarray(features["word_mask"]).sum(axis=1)
-        words = probabilities.shape[1] // max_span_width
-        starts = np.repeat(np.arange(words), max_span_width)
-        ends = starts + np.tile(np.arange(max_span_width), words)
-        for row, count in zip(probabilities, kept):
-            valid = ends < count
-            results.append((row[valid], starts[valid], ends[valid]))
+    results = [row for features, _ in track(dataset, "predicting")
+               for row in span_rows(model, features, max_span_width)]
     if len(results) != len(sentences):
         raise ValueError(f"the dataset has {len(results)} sentences, expected {len(sentences)}")
+    return merge_span_scores(sentences, results)
+
+
+def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_width,
+                                       make_dataset, batch_size):
+    """`span_probabilities`, batched by length (`tasks.length_sorting`): the same scores.
+
+    Args:
+        model: the span model (or an ensemble).
+        preprocessor: its `WordPreprocessor`.
+        sentences: the sentences (or windows) to score, in order.
+        max_span_width: L, the widest span of the model's grid.
+        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
+            in batches of `batch_size`.
+        batch_size: sentences per batch.
+    """
+    results = predict_in_length_order(
+        sentences, word_token_counts(preprocessor, sentences), make_dataset,
+        lambda features: span_rows(model, features, max_span_width), batch_size,
+        preprocessor.max_seq_length)
     return merge_span_scores(sentences, results)
 
 

@@ -29,6 +29,7 @@ from tasks.span_ner.evaluation import (
     decode_all,
     evaluate_span_model,
     span_probabilities,
+    span_probabilities_in_length_order,
 )
 from tasks.span_ner.model import SpanNER
 from tasks.span_ner.pipeline import make_dataset
@@ -247,15 +248,19 @@ class SpanNERTask(Task):
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
-        """JSONL entities with scores, or CoNLL tags (flat decoding only)."""
+        """JSONL entities with scores, or CoNLL tags (flat decoding only). Sentences are
+        batched by length (`tasks.length_sorting`) and written in input order."""
         as_jsonl = wants_jsonl(output, output_format)
         if not as_jsonl and self.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "
                                   "use a .jsonl output")
+        preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
-        dataset = self.make_dataset(windows, self.preprocessor_of(preprocessor), labels,
-                                    batch_size=batch_size)
-        probabilities = span_probabilities(model, dataset, windows, self.max_span_width)
+        # Batched by length (tasks.length_sorting): the same scores, less padding.
+        probabilities = span_probabilities_in_length_order(
+            model, preprocessor, windows, self.max_span_width,
+            lambda examples: self.make_dataset(examples, preprocessor, labels,
+                                               batch_size=batch_size), batch_size)
         entities = decode_all(probabilities, labels, self.threshold, self.decoding,
                               self.flat_method)
         lines = []

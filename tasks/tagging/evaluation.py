@@ -2,9 +2,30 @@
 
 import numpy as np
 
+from tasks.length_sorting import predict_in_length_order, word_token_counts
 from tasks.progress import track
 from tasks.tagging.metrics import entity_scores
 from tasks.word_windows import merge_word_values, parents
+
+
+def tag_rows(model, features, labels):
+    """The decoded tag names of each row of one batch, for its kept words."""
+    tag_ids = np.asarray(model.predict_on_batch(features))
+    kept = np.asarray(features["word_mask"]).sum(axis=1)
+    return [[labels[i] for i in row[:count]] for row, count in zip(tag_ids, kept)]
+
+
+def sentence_tags(sentences, rows):
+    """One tag per word of every original sentence, from `tag_rows` of `sentences`.
+
+    `rows` has one tag list per sentence of `sentences` (windows of longer
+    sentences merged here, `tasks.word_windows`). Words cut off by
+    `max_seq_length` get "O", so that their gold entities still count as missed.
+    """
+    if len(rows) != len(sentences):
+        raise ValueError(f"the dataset has {len(rows)} sentences, expected {len(sentences)}")
+    return merge_word_values(sentences, [tags + ["O"] * (len(sentence.words) - len(tags))
+                                         for tags, sentence in zip(rows, sentences)])
 
 
 def predict_tags(model, dataset, sentences, labels):
@@ -13,19 +34,31 @@ def predict_tags(model, dataset, sentences, labels):
     `dataset` must be the order-preserving (non-training) dataset of
     `sentences`. When `sentences` holds windows of longer sentences
     (`tasks.word_windows`), their tags are merged: one list per original
-    sentence. Words cut off by `max_seq_length` get "O", so that their gold
-    entities still count as missed.
+    sentence (see `sentence_tags`).
     """
-    predictions = []
-    for features, _ in track(dataset, "predicting"):
-        tag_ids = np.asarray(model.predict_on_batch(features))
-        kept = np.asarray(features["word_mask"]).sum(axis=1)
-        for row, count in zip(tag_ids, kept):
-            predictions.append([labels[i] for i in row[:count]])
-    if len(predictions) != len(sentences):
-        raise ValueError(f"the dataset has {len(predictions)} sentences, expected {len(sentences)}")
-    return merge_word_values(sentences, [tags + ["O"] * (len(sentence.words) - len(tags))
-                                         for tags, sentence in zip(predictions, sentences)])
+    rows = [row for features, _ in track(dataset, "predicting")
+            for row in tag_rows(model, features, labels)]
+    return sentence_tags(sentences, rows)
+
+
+def predict_tags_in_length_order(model, preprocessor, sentences, labels, make_dataset,
+                                 batch_size):
+    """`predict_tags`, batched by length (`tasks.length_sorting`): the same tags.
+
+    Args:
+        model: the tagger (or an ensemble).
+        preprocessor: its `WordPreprocessor`.
+        sentences: the sentences (or windows) to tag, in order.
+        labels: tag names in id order.
+        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
+            in batches of `batch_size`.
+        batch_size: sentences per batch.
+    """
+    rows = predict_in_length_order(
+        sentences, word_token_counts(preprocessor, sentences), make_dataset,
+        lambda features: tag_rows(model, features, labels), batch_size,
+        preprocessor.max_seq_length)
+    return sentence_tags(sentences, rows)
 
 
 def evaluate_tagger(model, dataset, sentences, labels):

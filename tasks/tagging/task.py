@@ -24,7 +24,7 @@ from tasks.registry import register_task
 from tasks import tags
 from tasks.tagging import readers
 from tasks.tagging.ensemble import TaggerEnsemble
-from tasks.tagging.evaluation import evaluate_tagger, predict_tags
+from tasks.tagging.evaluation import evaluate_tagger, predict_tags_in_length_order
 from tasks.tagging.model import HEADS, SequenceTagger
 from tasks.tagging.pipeline import make_dataset
 from tasks.tagging.serving import tagging_outputs
@@ -220,11 +220,15 @@ class TaggingTask(Task):
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
         """CoNLL (`word tag` lines) or JSONL with the words, tags and entities (word
-        offsets, and character offsets for plain-text input)."""
+        offsets, and character offsets for plain-text input). Sentences are batched
+        by length (`tasks.length_sorting`) and written in input order."""
+        preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
-        dataset = self.make_dataset(windows, self.preprocessor_of(preprocessor), labels,
-                                    batch_size=batch_size)
-        predictions = predict_tags(model, dataset, windows, labels)
+        # Batched by length (tasks.length_sorting): the same tags, less padding.
+        predictions = predict_tags_in_length_order(
+            model, preprocessor, windows, labels,
+            lambda examples: self.make_dataset(examples, preprocessor, labels,
+                                               batch_size=batch_size), batch_size)
         as_jsonl = wants_jsonl(output, output_format)
         write_output(output, _tagging_lines(sentences, predictions, as_jsonl))
         return f"{len(sentences)} sentences"

@@ -1,0 +1,261 @@
+"""Prediction over examples sorted by length: dense batches, outputs back in input order.
+
+In input order, each batch is padded to the bucket of its longest example
+(`tasks.batching`), so one long sentence makes its whole batch pay for its
+length. `predict_in_length_order` batches examples of similar token counts
+(after preprocessing) together instead (`batch_order`), with the task's own
+order-preserving dataset (each batch padded to the bucket of its longest, as
+before), and gives the outputs back in input order. Padding is masked, so an
+example's output does not depend on its batch neighbours: the predictions are
+those of an input-order run, up to float rounding.
+
+The order: full batches of consecutive lengths, longest first (a batch too
+large for the accelerator's memory fails early), then the one short batch
+(when the batch size does not divide the count), made of whichever run of
+consecutive lengths costs least there. A plain sort would put it at the short
+end, and could then pad more than input order does: 100 texts in batches of
+64 (max_seq_length 128), one of 100 tokens in the second batch and the others
+under 32 tokens, pad to 64·32 + 36·128 = 6,656 positions in input order but to
+64·128 + 36·32 = 9,344 sorted longest first. `batch_order` gives the least
+padding (`padded_size`) of every way to cut the examples into batches of those
+sizes, input order among them (here 6,656 again).
+
+The whole input is ordered at once: prediction input is read whole into memory
+(`tasks.prediction_io`) and predictions are written after the last batch, so
+nothing streams and ordering within chunks would only make batches less dense.
+
+`text_token_counts` and `word_token_counts` give the lengths: they run the
+preprocessor's own `encode`, the transform the datasets use, so the order
+follows what the model really sees (truncation and document context included).
+
+Examples:
+>>> examples = ["a", "a b c d e", "b", "b c d e f"]
+>>> lengths = [len(text.split()) for text in examples]
+>>> def make_dataset(texts):  # batches of 2, each padded to its longest
+...     return [(texts[i:i + 2], None) for i in range(0, len(texts), 2)]
+>>> def predict_rows(batch):
+...     width = max(len(text.split()) for text in batch)
+...     return [f"{text} (padded to {width})" for text in batch]
+>>> predict_in_length_order(examples, lengths, make_dataset, predict_rows, batch_size=2,
+...                         progress=False)
+['a (padded to 1)', 'a b c d e (padded to 5)', 'b (padded to 1)', 'b c d e f (padded to 5)']
+
+(In input order both batches would be padded to 5.)
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tasks.batching import bucket_lengths
+from tasks.document_context import context_lists
+from tasks.progress import track
+
+# Examples tokenized at a time to count their tokens (the pipelines' order of magnitude).
+_COUNT_BATCH = 1024
+
+
+def padded_lengths(lengths, max_length=None):
+    """The length each example is padded to when it is the longest of its batch: its
+    bucket (`tasks.batching.bucket_lengths(max_length)`), or itself when `max_length` is None.
+
+    Examples:
+    >>> padded_lengths([3, 17, 100], max_length=100).tolist()
+    [16, 32, 100]
+    """
+    lengths = np.asarray(lengths, np.int64)
+    if max_length is None:
+        return lengths
+    buckets = np.asarray(bucket_lengths(max_length), np.int64)
+    return buckets[np.minimum(np.searchsorted(buckets, lengths), len(buckets) - 1)]
+
+
+def padded_size(lengths, batch_size, max_length=None):
+    """Token positions (real and padding) of the batches of `lengths`, in the order given:
+    consecutive batches of `batch_size`, each padded to its longest's `padded_lengths`.
+
+    Examples:
+    >>> padded_size([1, 5, 1, 5], batch_size=2), padded_size([5, 5, 1, 1], batch_size=2)
+    (20, 12)
+    """
+    lengths = np.asarray(lengths, np.int64)
+    _check_batch_size(batch_size)
+    return int(sum(len(lengths[i:i + batch_size]) *
+                   padded_lengths([lengths[i:i + batch_size].max()], max_length)[0]
+                   for i in range(0, len(lengths), batch_size)))
+
+
+def batch_order(lengths, batch_size, max_length=None):
+    """The positions of the examples in the order to batch them in: the least padding.
+
+    Full batches of consecutive lengths, longest batch first, then the one
+    short batch (`len(lengths) % batch_size` examples, if any): the run of
+    consecutive lengths where it saves most. No other way of cutting the
+    examples into batches of these sizes pads less (`padded_size`): the
+    batch holding the longest example pays for it with every row, so it
+    holds the next longest too, and so on down; the only choice left is where
+    the short batch goes, and every place is tried.
+
+    Args:
+        lengths: the token count of each example.
+        batch_size: examples per batch.
+        max_length: the bucket lengths' maximum (`tasks.batching`); None:
+            batches are padded to their longest exactly.
+
+    Examples:
+    >>> batch_order([1, 9, 1, 9], batch_size=2).tolist()  # the 9s together
+    [3, 1, 2, 0]
+    >>> batch_order([1, 1, 1, 1, 9], batch_size=2).tolist()  # the 9 alone in the short batch
+    [3, 2, 1, 0, 4]
+    """
+    lengths = np.asarray(lengths, np.int64)
+    if lengths.ndim != 1:
+        raise ValueError(f"expected one length per example (a flat list), got shape "
+                         f"{lengths.shape}")
+    _check_batch_size(batch_size)
+    ascending = np.argsort(lengths, kind="stable")
+    full, rest = divmod(len(lengths), batch_size)
+    if rest == 0:
+        return ascending[::-1]
+    padded = padded_lengths(lengths[ascending], max_length)
+    # With the short batch at ascending[j*B : j*B + rest], full batch m ends at position
+    # (m + 1)*B - 1 below it (m < j) and at (m + 1)*B + rest - 1 above it (m >= j).
+    ends = np.arange(1, full + 1) * batch_size - 1
+    below = np.concatenate([[0], np.cumsum(padded[ends])])  # m < j, for j = 0 .. full
+    above = np.concatenate([np.cumsum(padded[ends + rest][::-1])[::-1], [0]])  # m >= j
+    cost = batch_size * (below + above) + rest * padded[np.arange(full + 1) * batch_size +
+                                                        rest - 1]
+    j = full - int(np.argmin(cost[::-1]))  # ties: the short batch nearest the long end
+    short = ascending[j * batch_size:j * batch_size + rest]
+    others = np.concatenate([ascending[:j * batch_size], ascending[j * batch_size + rest:]])
+    return np.concatenate([others[::-1], short[::-1]])
+
+
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or \
+            batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def restore_order(values, order):
+    """`values` in input order, from `values[k]` being the output of example `order[k]`.
+
+    Examples:
+    >>> restore_order(["b", "d", "a", "c"], [1, 3, 0, 2])
+    ['a', 'b', 'c', 'd']
+    """
+    values = list(values)
+    order = np.asarray(order)
+    if len(values) != len(order):
+        raise ValueError(f"{len(values)} outputs for {len(order)} examples")
+    if sorted(order.tolist()) != list(range(len(order))):
+        raise ValueError("order must be a permutation of 0 .. n-1")
+    restored = [None] * len(values)
+    for value, position in zip(values, order.tolist()):
+        restored[position] = value
+    return restored
+
+
+def predict_in_length_order(examples, lengths, make_dataset, predict_rows, batch_size,
+                            max_length=None, what="predicting", progress=True):
+    """Runs `predict_rows` over `examples` in dense batches; one output per example, in order.
+
+    Args:
+        examples: what the model predicts on (for word tasks: the windows of
+            `Task.prediction_examples`), in input order.
+        lengths: the token count of each example after preprocessing
+            (`text_token_counts`, `word_token_counts`); only the batching
+            order depends on it (`batch_order`).
+        make_dataset: `make_dataset(examples)` → the order-preserving batched
+            `(features, labels)` of those examples in batches of `batch_size`
+            (a task's `make_dataset` with `training=False`).
+        predict_rows: `predict_rows(features)` → one output per row of the batch.
+        batch_size: the batch size of `make_dataset`.
+        max_length: its bucket lengths' maximum (the preprocessor's
+            `max_seq_length`); None: the order counts real lengths.
+        what: the progress line's label.
+        progress: report progress (`tasks.progress.track`).
+
+    Returns:
+        A list with the output of every example, in the order of `examples`.
+
+    Raises:
+        ValueError: `lengths` or the outputs do not match the examples.
+    """
+    examples = list(examples)
+    if len(lengths) != len(examples):
+        raise ValueError(f"{len(lengths)} lengths for {len(examples)} examples")
+    if not examples:
+        return []
+    order = batch_order(lengths, batch_size, max_length)
+    batches = make_dataset([examples[i] for i in order])
+    outputs = []
+    for features, _ in track(batches, what, enabled=progress):
+        outputs.extend(predict_rows(features))
+    if len(outputs) != len(examples):
+        raise ValueError(f"the batches gave {len(outputs)} outputs for {len(examples)} examples")
+    return restore_order(outputs, order)
+
+
+def text_token_counts(preprocessor, texts, text_pairs=None):
+    """The tokens of each text (or text pair), `[CLS]` and `[SEP]` included, as
+    `preprocessor.encode` packs them (truncated to `max_seq_length`).
+
+    Examples:
+    >>> from tasks.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open"],
+    ...                                 max_seq_length=6)
+    >>> text_token_counts(preprocessor, ["open", "open open open open open"])
+    [3, 6]
+    >>> text_token_counts(preprocessor, ["open"], ["open open"])
+    [6]
+    """
+    texts = list(texts)
+    if text_pairs is not None and len(text_pairs) != len(texts):
+        raise ValueError(f"{len(text_pairs)} second texts for {len(texts)} texts")
+    counts = []
+    for start in range(0, len(texts), _COUNT_BATCH):
+        batch = {"text": tf.constant(texts[start:start + _COUNT_BATCH], tf.string)}
+        if text_pairs is not None:
+            batch["text_pair"] = tf.constant(list(text_pairs[start:start + _COUNT_BATCH]),
+                                             tf.string)
+        counts.extend(_row_lengths(preprocessor.encode(**batch)))
+    return counts
+
+
+def word_token_counts(preprocessor, sentences):
+    """The tokens of each word sentence, `[CLS]`, `[SEP]` and document context included,
+    as `WordPreprocessor.encode_words` packs them.
+
+    Args:
+        preprocessor: a `WordPreprocessor`.
+        sentences: objects with `words` (and `left_context`, `right_context`).
+
+    Examples:
+    >>> from tasks.tagging.readers import TaggedSentence
+    >>> from tasks.word_preprocessor import WordPreprocessor
+    >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"])
+    >>> word_token_counts(preprocessor, [TaggedSentence(("opens", "open"), ("O", "O")),
+    ...                                  TaggedSentence(("open",), ("O",))])
+    [5, 3]
+    """
+    sentences = list(sentences)
+    left, right = context_lists(sentences)
+    counts = []
+    for start in range(0, len(sentences), _COUNT_BATCH):
+        end = start + _COUNT_BATCH
+        context = {} if left is None else {"left_context": _ragged_words(left[start:end]),
+                                           "right_context": _ragged_words(right[start:end])}
+        words = _ragged_words([s.words for s in sentences[start:end]])
+        counts.extend(_row_lengths(preprocessor.encode(words, **context)))
+    return counts
+
+
+def _row_lengths(features):
+    return features["token_ids"].row_lengths().numpy().tolist()
+
+
+def _ragged_words(word_lists):
+    """String RaggedTensor [sentences, (words)] from flat values (typed even when all empty)."""
+    flat = [word for words in word_lists for word in words]
+    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
+                                            [len(words) for words in word_lists])
