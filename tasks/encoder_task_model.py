@@ -52,7 +52,10 @@ class EncoderTaskModel(keras.Model):
         if self.padding_fraction is not None and isinstance(x, dict) and "padding_mask" in x:
             encoder = getattr(self, "encoder", None)
             pack_length = transformer_of(encoder).pack_length if encoder is not None else 0
-            self.padding_fraction.update_state(x["padding_mask"], pack_length)
+            # Two-tower models run the encoder on text and text pair (`pair_` inputs).
+            for name in ("padding_mask", "pair_padding_mask"):
+                if name in x:
+                    self.padding_fraction.update_state(x[name], pack_length)
         return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def attach_metadata(self, *, task, labels, preprocessor=None, vocabulary=None,

@@ -108,6 +108,7 @@ def test_length_sorted_batches_errors():
         length_sorted_batches([[2, 3]], [[]], [[]], 2, 0, 512)
 
 
+@pytest.mark.slow  # four subprocesses, each importing TensorFlow
 def test_bad_flags_are_one_line_errors():
     results = run_tools({
         "albert": ("benchmark.py", "--preset=albert_base"),

@@ -46,10 +46,11 @@ MAX_SEQ_LENGTH = 24  # buckets 16 and 24: the 45-word line is cut into windows
 TAGS = ["O", "B-PER", "I-PER"]
 SPAN_LABELS = ["NONE", "PER"]
 CLASSES = ["a", "b", "c"]
-# (input, batch size): 8 lines (14 windows) in batches of 5 (not dividing the count), one line.
-CASES = [("mixed", 5), ("one", 5)]
-# More batch sizes, all in one batch too (slow: each batch shape traces the model anew).
-SLOW_CASES = [("mixed", 3), ("mixed", 64)]
+# (input, batch size): 8 lines (14 windows) in batches of 5 (not dividing the count).
+CASES = [("mixed", 5)]
+# One line, more batch sizes, all in one batch too (slow: each batch shape traces the model
+# anew; the suite runs past its 20 minutes with them).
+SLOW_CASES = [("one", 5), ("mixed", 3), ("mixed", 64)]
 
 
 def _cases(*model):

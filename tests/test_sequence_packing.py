@@ -235,6 +235,7 @@ def test_padding_fraction_accumulates_over_batches():
     assert float(metric.result()) == pytest.approx(1 - 7 / 10)
 
 
+@pytest.mark.slow  # an export and a SavedModel load: half a minute
 def test_packed_saved_model_serves_what_unpacked_serves(trained_tagger_dir, tmp_path):
     import tensorflow as tf
 
