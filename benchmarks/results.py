@@ -34,6 +34,8 @@ ROWS = {
                         "F1 ≈ 0.91 (BERT-base)"),
     "conll03_crf": ("CoNLL-2003", "CRF tagger", "entity_f1", "F1 0.851 (dense head)",
                     "F1 ≈ 0.91 (BERT-base)"),
+    "conll03_crf_context": ("CoNLL-2003", "CRF tagger, document context", "entity_f1",
+                            "F1 0.851 (dense head)", "F1 ≈ 0.924 (BERT-base, document context)"),
     "conll03_span": ("CoNLL-2003", "span NER, flat, calibrated", "span_f1",
                      "F1 0.851 (dense head)", "F1 ≈ 0.91 (BERT-base)"),
     "trec6": ("TREC-6", "classifier", "accuracy", "error 3.6%", "error 3.6% (ULMFiT)"),

@@ -90,8 +90,6 @@ class PackedBatch:
             self._is_real, (rows * length + offsets)[:, None] + columns, size
         )
         self._destination = destination
-        self._num_rows, self._length = num_rows, length
-        self._size = size
 
         def scatter(values):
             flat = ops.scatter(
@@ -108,12 +106,6 @@ class PackedBatch:
         self.example_ids = scatter(ops.broadcast_to(example_numbers, ops.shape(token_ids)))
         same_example = ops.equal(self.example_ids[:, :, None], self.example_ids[:, None, :])
         self.attention_mask = ops.logical_and(same_example, self.example_ids[:, None, :] > 0)
-
-    @property
-    def real_fraction(self):
-        """Real tokens / packed token slots (1 - the padding fraction)."""
-        real = ops.sum(ops.cast(self._is_real, "float32"))
-        return real / ops.cast(self._size, "float32")
 
     def unpack(self, packed):
         """[R, L, ...] → [N, T, ...] in the batch's layout, zeros at padding."""

@@ -70,13 +70,16 @@ def test_adaptation_flags_end_to_end(tmp_path):
 
 
 def test_incompatible_flags_are_refused_before_anything_is_written(tmp_path):
-    model_dir = tmp_path / "run"
-    for flags in (("--gradual_unfreezing", "--adapter_size=4"),
-                  ("--freeze_encoder", "--lora_rank=2")):
-        result = run_tool("train.py", "--train_data", os.path.join(TREC, "train.label"),
-                          "--eval_data", os.path.join(TREC, "dev.label"),
-                          "--model_dir", str(model_dir), *flags, *_COMMON)
+    cases = {"adapters": ("--gradual_unfreezing", "--adapter_size=4"),
+             "lora": ("--freeze_encoder", "--lora_rank=2")}
+    results = run_tools({  # at once: each is mostly a process start
+        name: ("train.py", "--train_data", os.path.join(TREC, "train.label"),
+               "--eval_data", os.path.join(TREC, "dev.label"),
+               "--model_dir", str(tmp_path / name), *flags, *_COMMON)
+        for name, flags in cases.items()})
+    for name, result in results.items():
         assert result.returncode != 0
         [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
         assert "--adapter_size" in line or "lora_rank" in line, line
+        model_dir = tmp_path / name
         assert not model_dir.exists() or not any(model_dir.iterdir())

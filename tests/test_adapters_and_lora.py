@@ -67,7 +67,8 @@ def _batch(seed=0):
     return features, rng.integers(0, 3, (8,)).astype("int32")
 
 
-@pytest.mark.parametrize("changes", [{"adapter_size": 4}, {"lora_rank": 2}])
+@pytest.mark.parametrize("changes", [pytest.param({"adapter_size": 4}, marks=pytest.mark.slow),
+                                     {"lora_rank": 2}])
 def test_exactly_the_adaptation_weights_and_the_head_change(changes, tmp_path):
     model = build_model("bert_tiny_classifier", num_classes=3, **SMALL, dropout=0.0,
                         attention_dropout=0.0, learning_rate=1e-2, jit_compile=True,

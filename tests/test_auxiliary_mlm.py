@@ -197,6 +197,8 @@ def test_a_tagger_trains_with_it_and_a_saved_model_restores_it(tmp_path):
             pytest.approx(value, rel=1e-5), name
 
 
+# slow: the flag's wiring; the in-process tagger test above checks the loss and its reload
+@pytest.mark.slow
 def test_train_binary_adds_the_auxiliary_loss(tmp_path):
     model_dir = str(tmp_path / "run")
     common = ["--task=classification", "--preset=bert_tiny", "--epochs=1", "--batch_size=32",

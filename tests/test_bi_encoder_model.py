@@ -141,7 +141,7 @@ def _synthetic_pairs(count, seed=0):
     return words, examples
 
 
-@pytest.mark.parametrize("objective", ["softmax", "cosine"])
+@pytest.mark.parametrize("objective", ["softmax", pytest.param("cosine", marks=pytest.mark.slow)])
 def test_loss_falls_on_a_small_sample(objective):
     words, examples = _synthetic_pairs(32)
     tokenizer = WordPieceTokenizer(list(RESERVED_TOKENS) + words)
@@ -157,7 +157,8 @@ def test_loss_falls_on_a_small_sample(objective):
     assert losses[-1] < 0.5 * losses[0], losses
 
 
-@pytest.mark.parametrize("objective, shape", [("softmax", (4, 2)), ("cosine", (4,))])
+@pytest.mark.parametrize("objective, shape", [
+    ("softmax", (4, 2)), pytest.param("cosine", (4,), marks=pytest.mark.slow)])
 def test_task_model_contract(objective, shape):
     """XLA training, .keras round trip, two steps under mixed_bfloat16 (float32 outputs)."""
     labels = np.array([0, 1, 1, 0]) if objective == "softmax" else np.array(

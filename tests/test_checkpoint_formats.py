@@ -395,10 +395,12 @@ def small_trec(tmp_path_factory):
     return str(directory / "train.label"), str(directory / "test.label")
 
 
-# The KerasHub run is `slow` (pytest -m slow): it adds a minute to `make test`, and the
-# loader it reaches is the one the in-process KerasHub tests check; `native` stays.
+# Both runs are `slow` (pytest -m slow): each adds half a minute to a minute to `make test`;
+# the loaders they reach are the ones the in-process tests above check, and the default run
+# still fine-tunes through tools/train.py from a Hugging Face directory
+# (test_init_checkpoint.py) and from a pretraining run (test_pretraining_model.py).
 @pytest.mark.parametrize("source", [pytest.param("keras_hub", marks=pytest.mark.slow),
-                                    "native"])
+                                    pytest.param("native", marks=pytest.mark.slow)])
 def test_train_binary_fine_tunes_from(source, request, tmp_path, vocabulary, small_trec):
     checkpoint = request.getfixturevalue(f"{source}_dir")
     model_dir = str(tmp_path / "model")

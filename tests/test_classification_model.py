@@ -30,6 +30,8 @@ def test_binary_f1_matches_hand_count():
     assert abs(float(metric.result()) - 2 * tp / (2 * tp + fp + fn)) < 1e-6
 
 
+# slow: the task-contract tests check that classifiers learn
+@pytest.mark.slow
 def test_loss_falls_on_real_sample():
     examples = read_examples(os.path.join(SAMPLES, "train.label"))
     labels = sorted({e.label for e in examples})

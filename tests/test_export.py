@@ -466,7 +466,8 @@ def test_tagging_graph_matches_python_tags_and_entities():
     _check_empty_batches(serve)
 
 
-@pytest.mark.parametrize("decoding,method", [("flat", "greedy"), ("flat", "exact"),
+@pytest.mark.parametrize("decoding,method", [pytest.param("flat", "greedy", marks=pytest.mark.slow),
+                                             ("flat", "exact"),
                                              ("nested", "greedy")])
 def test_span_graph_matches_python_decoding(decoding, method):
     tokenizer = WordPieceTokenizer(_FAKE_TOKENIZER_VOCABULARY)

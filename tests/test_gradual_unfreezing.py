@@ -63,7 +63,7 @@ def _part(path):
     return next(prefix for prefix in THAW_STEP if path.startswith(prefix))
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_blocks_thaw_top_down_at_their_steps_and_not_before(jit_compile, caplog):
     model = _model(jit_compile=jit_compile)
     all_paths = sorted(v.path for v in model.trainable_variables)

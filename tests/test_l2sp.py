@@ -123,7 +123,7 @@ def free_distance():
     return _distance_after_fit(None, jit_compile=False)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_training_with_a_large_alpha_stays_near_the_start(free_distance, jit_compile):
     anchored = _distance_after_fit(100.0, jit_compile)
     assert free_distance > 0 and anchored > 0

@@ -99,14 +99,18 @@ class _Recording:
         self.batches.append((mask.shape[0], mask.shape[1], mask.sum(axis=1).tolist()))
         return self.model.predict_on_batch(features)
 
-    def check_sorted_and_dense(self, batch_size, count):
-        """Full batches but the last, longest first, each padded to its longest's bucket."""
+    def check_sorted_and_dense(self, batch_size, count, multiple=None):
+        """Full batches but the last, longest first, each padded to its longest's bucket
+        (or, with `multiple`, to its longest rounded up to a multiple of it)."""
         rows = [rows for rows, _, _ in self.batches]
         assert sum(rows) == count and all(r == batch_size for r in rows[:-1])
         full = [max(tokens) for rows, _, tokens in self.batches if rows == batch_size]
         assert full == sorted(full, reverse=True)
         for _, width, tokens in self.batches:
-            assert width == int(bucket_length(max(tokens), MAX_SEQ_LENGTH))
+            if multiple:
+                assert width == min(-(-max(tokens) // multiple) * multiple, MAX_SEQ_LENGTH)
+            else:
+                assert width == int(bucket_length(max(tokens), MAX_SEQ_LENGTH))
 
     def padded_tokens(self):
         return sum(rows * width for rows, width, _ in self.batches)
@@ -269,7 +273,7 @@ def test_tagging_predictions_are_those_of_input_order(models, head, case, batch_
     task.write_predictions(model, WORDS, sentences, TAGS, output, batch_size=batch_size)
 
     windows = task.prediction_examples(sentences, WORDS)
-    model.check_sorted_and_dense(batch_size, len(windows))
+    model.check_sorted_and_dense(batch_size, len(windows), multiple=8)
     in_order = _Recording(models[head])
     expected = predict_tags(in_order, task.make_dataset(windows, WORDS, TAGS,
                                                         batch_size=batch_size), windows, TAGS)

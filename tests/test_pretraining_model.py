@@ -19,7 +19,7 @@ from tasks.pretraining.packing import (
 from tasks.pretraining.pipeline import make_pretraining_dataset
 from tasks.optimization import create_optimizer
 from tasks.tokenizer import WordPieceTokenizer, build_vocabulary
-from tests.conftest import shared_data_path
+from tests.conftest import run_tools, shared_data_path
 from tests.test_train_binary import ROOT, _run, _scalars
 from zoo import build_encoder, load_encoder, load_pretrained
 
@@ -182,14 +182,19 @@ def test_pretrain_binary_writes_logs_metrics_and_an_encoder_checkpoint(pretraine
 def test_pretrain_binary_rejects_bad_flags(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("one doc only .\n", encoding="utf-8")
-    result = _run("pretrain.py", "--objective=mlm_nsp", f"--corpus={corpus}",
-                  f"--model_dir={tmp_path / 'model'}", "--max_steps=2")
+    results = run_tools({  # at once: each is mostly a process start
+        "one document": ("pretrain.py", "--objective=mlm_nsp", f"--corpus={corpus}",
+                         f"--model_dir={tmp_path / 'model'}", "--max_steps=2"),
+        "missing corpus": ("pretrain.py", f"--corpus={tmp_path / 'missing.txt'}",
+                           f"--model_dir={tmp_path / 'model2'}", "--max_steps=2"),
+        "no max_steps": ("pretrain.py", f"--corpus={corpus}",
+                         f"--model_dir={tmp_path / 'model3'}")})
+    result = results["one document"]
     assert result.returncode == 1
     assert "error:" in result.stderr and "two documents" in result.stderr
-    result = _run("pretrain.py", f"--corpus={tmp_path / 'missing.txt'}",
-                  f"--model_dir={tmp_path / 'model2'}", "--max_steps=2")
+    result = results["missing corpus"]
     assert result.returncode == 1 and "missing.txt" in result.stderr
-    result = _run("pretrain.py", f"--corpus={corpus}", f"--model_dir={tmp_path / 'model3'}")
+    result = results["no max_steps"]
     assert result.returncode == 1 and "--max_steps" in result.stderr
 
 

@@ -7,6 +7,8 @@ tools/train.py; these tests only read its model directory.
 import json
 import os
 
+import pytest
+
 from seqeval.metrics import f1_score
 
 from tasks.tagging import read_column_file, tags_to_spans
@@ -51,6 +53,8 @@ def test_predict_conll_and_jsonl_agree_with_evaluate(trained_tagger_dir, tmp_pat
     assert abs(metrics["entity_f1"] - expected) < 1e-12
 
 
+# slow: test_export's fixture predicts plain text with the shared tagger too
+@pytest.mark.slow
 def test_predict_plain_text(trained_tagger_dir, tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("EU rejects German call to boycott British lamb .\n\nPeter Blackburn\n")

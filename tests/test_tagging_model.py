@@ -61,7 +61,7 @@ def test_crf_loss_is_negative_log_likelihood_per_word():
     assert abs(float(tagger.compute_loss(x, y, tagger(x))) - expected) < 1e-4
 
 
-@pytest.mark.parametrize("head", ["softmax", "crf"])
+@pytest.mark.parametrize("head", [pytest.param("softmax", marks=pytest.mark.slow), "crf"])
 def test_tagger_task_contract_learns_and_decodes(head):
     """XLA training (30 steps), .keras round trip and mixed_bfloat16, then decoding."""
     preset = "bert_tiny_crf_tagger" if head == "crf" else "bert_tiny_tagger"

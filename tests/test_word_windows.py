@@ -302,6 +302,8 @@ def test_exported_tagger_equals_predict_on_long_texts(tmp_path, stride=3):
         assert len(entities) >= text.count("Peter")
 
 
+# slow: the exported tagger's windows are checked above; span NER shares serving_windows
+@pytest.mark.slow
 def test_exported_span_model_equals_predict_on_long_texts(tmp_path):
     texts = _texts(np.random.default_rng(5))
     labels = ["NONE", "PER"]

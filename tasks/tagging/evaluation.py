@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tasks.length_sorting import predict_in_length_order, word_token_counts
+from tasks.length_sorting import encode_word_sentences, predict_encoded_in_length_order
 from tasks.progress import track
 from tasks.tagging.metrics import entity_scores
 from tasks.word_windows import merge_word_values, parents
@@ -41,23 +41,22 @@ def predict_tags(model, dataset, sentences, labels):
     return sentence_tags(sentences, rows)
 
 
-def predict_tags_in_length_order(model, preprocessor, sentences, labels, make_dataset,
-                                 batch_size):
-    """`predict_tags`, batched by length (`tasks.length_sorting`): the same tags.
+def predict_tags_in_length_order(model, preprocessor, sentences, labels, batch_size):
+    """`predict_tags` in batches of similar lengths, each padded little
+    (`tasks.length_sorting.predict_encoded_in_length_order`): the same tags.
 
     Args:
         model: the tagger (or an ensemble).
         preprocessor: its `WordPreprocessor`.
         sentences: the sentences (or windows) to tag, in order.
         labels: tag names in id order.
-        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
-            in batches of `batch_size`.
         batch_size: sentences per batch.
     """
-    rows = predict_in_length_order(
-        sentences, word_token_counts(preprocessor, sentences), make_dataset,
+    rows = predict_encoded_in_length_order(
+        encode_word_sentences(preprocessor, sentences),
         lambda features: tag_rows(model, features, labels), batch_size,
-        preprocessor.max_seq_length)
+        preprocessor.padding_values, preprocessor.max_seq_length,
+        pad_to_buckets=getattr(model, "jit_compile", False) is True)
     return sentence_tags(sentences, rows)
 
 

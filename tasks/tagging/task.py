@@ -225,10 +225,8 @@ class TaggingTask(Task):
         preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
         # Batched by length (tasks.length_sorting): the same tags, less padding.
-        predictions = predict_tags_in_length_order(
-            model, preprocessor, windows, labels,
-            lambda examples: self.make_dataset(examples, preprocessor, labels,
-                                               batch_size=batch_size), batch_size)
+        predictions = predict_tags_in_length_order(model, preprocessor, windows, labels,
+                                                   batch_size)
         as_jsonl = wants_jsonl(output, output_format)
         write_output(output, _tagging_lines(sentences, predictions, as_jsonl))
         return f"{len(sentences)} sentences"
