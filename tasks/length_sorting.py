@@ -28,8 +28,9 @@ nothing streams and ordering within chunks would only make batches less dense.
 preprocessor's own `encode`, the transform the datasets use, so the order
 follows what the model really sees (truncation and document context included).
 
-`predict_encoded_in_length_order` goes further for word tasks whose features
-are the preprocessor's (tagging): it encodes once (`encode_word_sentences`),
+`predict_encoded_in_length_order` goes further for tasks whose features are
+the preprocessor's (tagging, classification): it encodes once
+(`encode_word_sentences`, `encode_texts`),
 builds the batches in NumPy instead of a `tf.data` pipeline that would tokenize
 again, and pads each batch to its longest rounded up to a multiple of 8 rather
 than to a bucket. On 3,453 CoNLL-2003 test sentences (MiniLM tagger, AMD EPYC,
@@ -217,17 +218,32 @@ def text_token_counts(preprocessor, texts, text_pairs=None):
     >>> text_token_counts(preprocessor, ["open"], ["open open"])
     [6]
     """
+    return [len(row) for row in encode_texts(preprocessor, texts, text_pairs)["token_ids"]]
+
+
+def encode_texts(preprocessor, texts, text_pairs=None):
+    """The model features of texts (or text pairs), one NumPy int32 array per text and
+    feature, as `preprocessor.encode` makes them: the features a text task's
+    prediction dataset holds, before padding.
+
+    Examples:
+    >>> from tasks.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open"])
+    >>> encode_texts(preprocessor, ["open"], ["open open"])["segment_ids"][0].tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
     texts = list(texts)
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"{len(text_pairs)} second texts for {len(texts)} texts")
-    counts = []
+    encoded = {}
     for start in range(0, len(texts), _COUNT_BATCH):
         batch = {"text": tf.constant(texts[start:start + _COUNT_BATCH], tf.string)}
         if text_pairs is not None:
             batch["text_pair"] = tf.constant(list(text_pairs[start:start + _COUNT_BATCH]),
                                              tf.string)
-        counts.extend(_row_lengths(preprocessor.encode(**batch)))
-    return counts
+        for name, ragged in preprocessor.encode(**batch).items():
+            encoded.setdefault(name, []).extend(_numpy_rows(ragged))
+    return encoded
 
 
 def word_token_counts(preprocessor, sentences):
@@ -350,10 +366,6 @@ def predict_encoded_in_length_order(features, predict_rows, batch_size, padding_
     if len(outputs) != len(order):
         raise ValueError(f"the batches gave {len(outputs)} outputs for {len(order)} examples")
     return restore_order(outputs, order)
-
-
-def _row_lengths(features):
-    return features["token_ids"].row_lengths().numpy().tolist()
 
 
 def _numpy_rows(ragged):

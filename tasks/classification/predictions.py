@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tasks.length_sorting import predict_in_length_order, text_token_counts
+from tasks.length_sorting import encode_texts, predict_encoded_in_length_order
 
 
 def softmax_probabilities(logits):
@@ -30,23 +30,21 @@ def label_fields(probabilities, labels):
                               for label, p in zip(labels, probabilities)}}
 
 
-def class_probabilities(model, preprocessor, examples, make_dataset, batch_size):
+def class_probabilities(model, preprocessor, examples, batch_size):
     """Class probabilities [N, C] (float64) of `examples`, in order, batched by length.
 
-    The examples are predicted in dense batches of similar lengths
-    (`tasks.length_sorting`); the rows come back in the order of `examples`.
+    The examples are encoded once and predicted in dense batches of similar
+    lengths (`tasks.length_sorting.predict_encoded_in_length_order`); the rows
+    come back in the order of `examples`.
 
     Args:
         model: the classifier (or an ensemble): logits [batch, C].
         preprocessor: its `TextPreprocessor`.
         examples: `ClassificationExample`s (all with or all without `text_pair`).
-        make_dataset: `make_dataset(examples)` → their order-preserving dataset
-            in batches of `batch_size`.
         batch_size: examples per batch.
 
     Examples:
     >>> import keras
-    >>> from tasks.classification.pipeline import make_dataset
     >>> from tasks.classification.readers import ClassificationExample
     >>> from tasks.preprocessor import TextPreprocessor
     >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
@@ -55,8 +53,7 @@ def class_probabilities(model, preprocessor, examples, make_dataset, batch_size)
     ...         tokens = keras.ops.sum(keras.ops.cast(features["padding_mask"], "float32"), 1)
     ...         return keras.ops.stack([keras.ops.zeros_like(tokens), tokens], axis=1)
     >>> examples = [ClassificationExample(text, "x") for text in ("a", "a a a a", "a a")]
-    >>> probabilities = class_probabilities(Length(), preprocessor, examples,
-    ...     lambda e: make_dataset(e, preprocessor, ["x"], batch_size=2), batch_size=2)
+    >>> probabilities = class_probabilities(Length(), preprocessor, examples, batch_size=2)
     >>> np.log(probabilities[:, 1] / probabilities[:, 0]).round(3).tolist()
     [3.0, 6.0, 4.0]
     """
@@ -64,8 +61,12 @@ def class_probabilities(model, preprocessor, examples, make_dataset, batch_size)
     pairs = None
     if examples and examples[0].text_pair is not None:
         pairs = [example.text_pair for example in examples]
-    lengths = text_token_counts(preprocessor, [example.text for example in examples], pairs)
-    rows = predict_in_length_order(examples, lengths, make_dataset,
-                                   lambda features: np.asarray(model.predict_on_batch(features)),
-                                   batch_size, preprocessor.max_seq_length)
+    mixed = [e for e in examples if (e.text_pair is None) != (pairs is None)]
+    if mixed:
+        raise ValueError(f"{mixed[0].source}:{mixed[0].line}: mixes single texts and text pairs")
+    rows = predict_encoded_in_length_order(
+        encode_texts(preprocessor, [example.text for example in examples], pairs),
+        lambda features: np.asarray(model.predict_on_batch(features)), batch_size,
+        preprocessor.padding_values, preprocessor.max_seq_length,
+        pad_to_buckets=getattr(model, "jit_compile", False) is True)
     return softmax_probabilities(np.stack(rows)) if rows else np.zeros((0, 0))

@@ -147,15 +147,10 @@ class ClassificationTask(Task):
                           output_format="auto", batch_size=64):
         """JSONL: the text (and text pair), the label and every class's probability.
         Examples are batched by length (`tasks.length_sorting`) and written in input order."""
-        # Labels of the input (if any) are not used: tag every example with a known one.
-        unlabeled = [readers.ClassificationExample(e.text, labels[0], e.text_pair, e.source,
-                                                   e.line) for e in examples]
         preprocessor = self.preprocessor_of(preprocessor)
-        # Batched by length (tasks.length_sorting): the same rows, less padding.
-        probabilities = class_probabilities(
-            model, preprocessor, unlabeled,
-            lambda examples: self.make_dataset(examples, preprocessor, labels,
-                                               batch_size=batch_size), batch_size)
+        # Batched by length (tasks.length_sorting): the same rows, less padding. The
+        # input's labels (if any) are not read.
+        probabilities = class_probabilities(model, preprocessor, examples, batch_size)
         lines = []
         for example, row in zip(examples, probabilities):
             record = {"text": example.text, **label_fields(row, labels)}
