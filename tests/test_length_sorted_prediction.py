@@ -24,6 +24,7 @@ from tasks.length_sorting import (
     batch_order,
     padded_lengths,
     padded_size,
+    predict_encoded_in_length_order,
     predict_in_length_order,
     restore_order,
     text_token_counts,
@@ -218,6 +219,41 @@ def test_bad_orders_and_counts_are_refused():
         predict_in_length_order(["a", "b", "c"], [1, 2, 3], make_dataset,
                                 lambda batch: batch[:2], 3, progress=False)
     assert predict_in_length_order([], [], make_dataset, list, 3, progress=False) == []
+
+
+def test_encoded_batches_pad_to_multiples_or_buckets_with_each_features_padding():
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(3, MAX_SEQ_LENGTH + 1, size=23)
+    features = {"token_ids": [np.arange(1, n + 1, dtype=np.int32) for n in lengths],
+                "word_starts": [np.arange(1, n - 1, dtype=np.int32) for n in lengths]}
+    for pad_to_buckets in (False, True):
+        seen = []
+
+        def rows(batch):
+            seen.append(batch)
+            return [(ids[ids > 0].tolist(), starts.tolist())
+                    for ids, starts in zip(batch["token_ids"], batch["word_starts"])]
+
+        outputs = predict_encoded_in_length_order(
+            features, rows, 5, {"word_starts": -1}, MAX_SEQ_LENGTH,
+            pad_to_buckets=pad_to_buckets, progress=False)
+        # Input order, every example whole, each feature padded with its own value.
+        for (ids, starts), n in zip(outputs, lengths):
+            assert ids == list(range(1, n + 1))
+            assert starts[:n - 2] == list(range(1, n - 1)) and set(starts[n - 2:]) <= {-1}
+        for batch in seen:
+            longest = int((batch["token_ids"] > 0).sum(axis=1).max())
+            width = batch["token_ids"].shape[1]
+            assert batch["word_starts"].shape[1] == width
+            if pad_to_buckets:
+                assert width == int(bucket_length(longest, MAX_SEQ_LENGTH))
+            else:
+                assert width == min(-(-longest // 8) * 8, MAX_SEQ_LENGTH)
+        assert sum(len(batch["token_ids"]) for batch in seen) == len(lengths)
+    assert predict_encoded_in_length_order({}, rows, 5, {}, MAX_SEQ_LENGTH) == []
+    with pytest.raises(ValueError, match="one row per example"):
+        predict_encoded_in_length_order({"token_ids": [np.ones(3)], "word_starts": []}, rows, 5,
+                                        {}, MAX_SEQ_LENGTH)
 
 
 # ---------------------------------------------------------------------------------------------
