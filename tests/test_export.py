@@ -467,8 +467,7 @@ def test_tagging_graph_matches_python_tags_and_entities():
 
 
 @pytest.mark.parametrize("decoding,method", [pytest.param("flat", "greedy", marks=pytest.mark.slow),
-                                             ("flat", "exact"),
-                                             ("nested", "greedy")])
+                                             ("flat", "exact"), ("nested", "greedy")])
 def test_span_graph_matches_python_decoding(decoding, method):
     tokenizer = WordPieceTokenizer(_FAKE_TOKENIZER_VOCABULARY)
     labels = ["NONE", "PER", "LOC"]

@@ -60,9 +60,11 @@ def sample_tokenizer():
 
 
 # XLA for span_sbo only: it holds the MLM and SBO heads (the NSP head, one dense
-# layer, is compiled by tests/test_pretraining_heads.py); XLA compiles take long here.
+# layer, is compiled by tests/test_pretraining_heads.py); XLA compiles take long here,
+# so that case is `slow` (span_sbo without XLA: test_pretrain_logs.py).
 @pytest.mark.parametrize("objective, jit_compile",
-                         [("mlm", False), ("mlm_nsp", False), ("span_sbo", True)])
+                         [("mlm", False), ("mlm_nsp", False),
+                          pytest.param("span_sbo", True, marks=pytest.mark.slow)])
 def test_train_step_metrics_and_round_trip(objective, jit_compile, sample_tokenizer, tmp_path):
     tokenizer, documents = sample_tokenizer
     encoder = build_encoder("bert_tiny", vocabulary_size=tokenizer.vocabulary_size,

@@ -39,6 +39,8 @@ def _scalars(log_dir, tag):
                          for event in accumulator.Tensors(tag)}
 
 
+# slow: test_preset_probes_a_random_encoder_only runs the binary end to end too
+@pytest.mark.slow
 def test_pretrained_and_control_end_to_end(checkpoint, tmp_path):
     output = str(tmp_path / "probe")
     result = run_tool("probe.py", "--init_checkpoint", checkpoint, *_DATA, "--column=2",

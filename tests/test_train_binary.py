@@ -65,6 +65,8 @@ def test_tensorboard_logs_hold_loss_and_learning_rate(trained):
     assert train["epoch_loss"][-1] < train["epoch_loss"][0]
 
 
+# slow: evaluate.py's JSON line is read by test_compare_binary, test_progress and test_export
+@pytest.mark.slow
 def test_evaluate_prints_one_json_line(trained):
     model_dir, _ = trained
     result = run_tool("evaluate.py", "--model_dir", model_dir,
