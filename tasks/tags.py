@@ -231,6 +231,50 @@ def iob1_to_iob2(tags):
     return converted
 
 
+
+def close_cut_entities(tags, scheme, cut_before, cut_after):
+    """The tags of a piece cut out of a sentence, as a sequence valid on its own under `scheme`.
+
+    A window of a long sentence may start or end inside an entity. Its tags
+    are then not a valid sentence (an IOB2 sentence cannot start with `I-x`,
+    a BIOES one cannot end with `B-x`), and a CRF scores them as impossible.
+    This rewrites only the tags at a cut edge so that the piece reads as the
+    part of each entity that lies inside it: a leading `I-x` becomes `B-x`
+    (BIOES: `E-x` becomes `S-x`; IOB1: a leading `B-x` becomes `I-x`), and
+    under BIOES a trailing `B-x` becomes `S-x` and `I-x` becomes `E-x`.
+
+    Args:
+        tags: the piece's tags.
+        scheme: "IOB2", "BIO", "IOB1" or "BIOES".
+        cut_before: whether the sentence goes on before the piece.
+        cut_after: whether the sentence goes on after it.
+
+    Returns:
+        A list of tags, the same entities as `tags` within the piece.
+
+    Examples:
+    >>> close_cut_entities(["I-PER", "O"], "IOB2", cut_before=True, cut_after=False)
+    ['B-PER', 'O']
+    >>> close_cut_entities(["O", "B-LOC", "I-LOC"], "BIOES", cut_before=False, cut_after=True)
+    ['O', 'B-LOC', 'E-LOC']
+    >>> close_cut_entities(["I-ORG"], "BIOES", cut_before=True, cut_after=True)
+    ['S-ORG']
+    """
+    scheme = canonical_scheme(scheme)
+    closed = list(tags)
+    if not closed:
+        return closed
+    if cut_before:
+        prefix, entity_type = split_tag(closed[0], scheme_prefixes(scheme))
+        first = {"IOB2": {"I": "B"}, "IOB1": {"B": "I"}, "BIOES": {"I": "B", "E": "S"}}
+        if prefix in first[scheme]:
+            closed[0] = f"{first[scheme][prefix]}-{entity_type}"
+    if cut_after and scheme == "BIOES":
+        prefix, entity_type = split_tag(closed[-1], scheme_prefixes(scheme))
+        if prefix in "BI":
+            closed[-1] = f"{'S' if prefix == 'B' else 'E'}-{entity_type}"
+    return closed
+
 # ---------------------------------------------------------------------------------------------
 # Which scheme, and which transitions it allows
 # ---------------------------------------------------------------------------------------------

@@ -199,20 +199,42 @@ def windowed_examples(sentences, preprocessor, stride, make_window):
                             preprocessor.max_seq_length, stride, make_window)
 
 
-def log_truncated(sentences, preprocessor, what="training"):
-    """Logs how many sentences lose words to the window (training truncates them).
+def kept_word_counts(sentences, preprocessor, what="training"):
+    """How many leading words of each sentence fit the window (training cuts the rest).
 
-    Returns the count.
+    A sentence keeps its words while their subwords fit in `max_seq_length - 2`
+    (`WordPreprocessor`). Logs how many sentences lose words.
+
+    Returns:
+        One int per sentence.
+
+    Examples:
+    >>> from tasks.tagging.readers import TaggedSentence
+    >>> from tasks.word_preprocessor import WordPreprocessor
+    >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"],
+    ...                                 max_seq_length=5)
+    >>> kept_word_counts([TaggedSentence(("a",) * 5, ("O",) * 5)], preprocessor)
+    [3]
     """
     budget = preprocessor.max_seq_length - 2
     counts = preprocessor.subword_counts([s.words for s in sentences])
-    cut = sum(sum(c) > budget for c in counts)
+    kept = [int(np.searchsorted(np.cumsum(c), budget, side="right")) for c in counts]
+    cut = sum(k < len(c) for k, c in zip(kept, counts))
     if cut:
         logging.warning(
             "%d of %d %s sentences are longer than max_seq_length=%d subwords: their words "
             "past the window are not trained on (predict and evaluate use windows)",
             cut, len(sentences), what, preprocessor.max_seq_length)
-    return cut
+    return kept
+
+
+def log_truncated(sentences, preprocessor, what="training"):
+    """Logs how many sentences lose words to the window (training truncates them).
+
+    Returns the count.
+    """
+    kept = kept_word_counts(sentences, preprocessor, what)
+    return sum(k < len(s.words) for k, s in zip(kept, sentences))
 
 
 def parents(sentences):

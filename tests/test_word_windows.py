@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tasks import tags
 from tasks.span_ner.readers import SpanSentence
 from tasks.span_ner.task import SpanNERTask
 from tasks.tagging.readers import TaggedSentence
@@ -21,6 +22,7 @@ from tasks.word_windows import (
     plan_windows,
     resolve_stride,
 )
+from zoo import build_model
 
 FILLER = [f"w{i}" for i in range(20)]
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "blackburn", "##s"] + FILLER
@@ -329,3 +331,40 @@ def test_exported_span_model_equals_predict_on_long_texts(tmp_path):
         assert entities == [(e["start"], e["end"], e["start_char"], e["end_char"],
                              round(e["score"], 5)) for e in record["entities"]]
         assert len(entities) == text.count("Peter")
+
+
+# BIOES cuts both edges (IOB2 only the start; its relabelling has a doctest in tasks.tags).
+@pytest.mark.parametrize("scheme", [pytest.param("IOB2", marks=pytest.mark.slow), "BIOES"])
+def test_crf_loss_is_finite_where_a_window_or_the_training_cut_splits_an_entity(scheme):
+    # A 30-word entity in a 60-word sentence: windows of 22 subwords start and end inside it.
+    words = tuple(FILLER[i % len(FILLER)] for i in range(60))
+    inside = "E" if scheme == "BIOES" else "I"
+    gold = ("O",) * 10 + ("B-PER",) + ("I-PER",) * 28 + (f"{inside}-PER",) + ("O",) * 20
+    labels = ["O", "B-PER", "I-PER"] + (["E-PER", "S-PER"] if scheme == "BIOES" else [])
+    task = TaggingTask(tag_scheme=scheme)
+    model = build_model("bert_tiny_crf_tagger", labels=labels, tag_scheme=scheme,
+                        vocabulary_size=len(VOCABULARY), num_layers=1, dropout=0.0)
+    small = WordPreprocessor(VOCABULARY, max_seq_length=24)
+    sentences = [TaggedSentence(words, gold)]
+
+    windows = task.prediction_examples(sentences, small)
+    assert any(10 < w.window.start <= 39 for w in windows)  # a window starts inside it
+    for window in windows:  # each window's tags read as a sentence of the scheme
+        start, end = window.window.start, window.window.end
+        assert tags.transition_error(scheme, None, window.tags[0]) is None
+        assert tags.transition_error(scheme, window.tags[-1], None) is None
+        first, last = max(10, start), min(39, end - 1)  # the entity's part in the window
+        assert tags.tags_to_spans(window.tags) == (
+            [(first - start, last - start, "PER")] if first <= last else [])
+
+    def loss(dataset):  # eager: no tracing per shape
+        return np.mean([float(model.compute_loss(x, y, model(x))) for x, y in dataset])
+
+    windowed = loss(task.make_dataset(windows, small, labels, batch_size=8))
+    whole = loss(task.make_dataset(sentences, WordPreprocessor(VOCABULARY, max_seq_length=128),
+                                   labels))
+    # Per word: a window's loss is like the whole sentence's (an impossible path costs 1e6).
+    assert abs(windowed - whole) < 0.5 * whole, (windowed, whole)
+
+    training = task.make_dataset(sentences, small, labels, batch_size=1, training=True)
+    assert abs(loss(training) - whole) < 0.5 * whole

@@ -1,6 +1,7 @@
 """BIO word tagging (softmax or CRF head) as a `Task`."""
 
 import dataclasses
+import functools
 import json
 
 import numpy as np
@@ -34,7 +35,7 @@ from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
-    log_truncated,
+    kept_word_counts,
     resolve_stride,
     windowed_examples,
 )
@@ -145,16 +146,32 @@ class TaggingTask(Task):
             yield " ".join(sentence.words)
 
     def prediction_examples(self, sentences, preprocessor):
+        sentences = list(sentences)
+        scheme = self.tag_scheme or tags.detect_scheme(sentences)
         return windowed_examples(sentences, self.preprocessor_of(preprocessor), self.stride,
-                                 _tagged_window)
+                                 functools.partial(_tagged_window, scheme=scheme))
 
     def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
         if training:
-            log_truncated(sentences, self.preprocessor_of(preprocessor))
+            sentences = self._close_truncated_entities(sentences, preprocessor)
         return make_dataset(sentences, preprocessor, labels, batch_size=batch_size,
                             training=training, seed=seed,
                             label_all_subwords=self.label_all_subwords)
+
+    def _close_truncated_entities(self, sentences, preprocessor):
+        """Training cuts a long sentence at the window: an entity cut there is closed at the
+        cut (`tags.close_cut_entities`), so that a BIOES CRF does not score it impossible."""
+        sentences = list(sentences)
+        kept = kept_word_counts(sentences, self.preprocessor_of(preprocessor))
+        scheme = self.tag_scheme or tags.detect_scheme(sentences)
+        for index, (sentence, count) in enumerate(zip(sentences, kept)):
+            if 0 < count < len(sentence.words):
+                closed = tags.close_cut_entities(sentence.tags[:count], scheme,
+                                                 cut_before=False, cut_after=True)
+                sentences[index] = dataclasses.replace(
+                    sentence, tags=tuple(closed) + tuple(sentence.tags[count:]))
+        return sentences
 
     # === Model ===
 
@@ -243,9 +260,15 @@ class TaggingTask(Task):
                                stride=resolve_stride(self.stride, preprocessor.max_seq_length))
 
 
-def _tagged_window(sentence, window, left, right):
+def _tagged_window(sentence, window, left, right, scheme):
+    # The window's own tags read as a valid sentence (an entity cut by its edge
+    # is closed there), so that a CRF's loss on it is finite; entity scores
+    # are still computed on the whole sentences.
+    window_tags = tags.close_cut_entities(sentence.tags[window.start:window.end], scheme,
+                                          cut_before=window.start > 0,
+                                          cut_after=window.end < len(sentence.words))
     return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
-                               tags=sentence.tags[window.start:window.end],
+                               tags=tuple(window_tags),
                                word_lines=sentence.word_lines[window.start:window.end],
                                left_context=left, right_context=right, window=window)
 
