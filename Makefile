@@ -45,11 +45,17 @@ demo: $(STAMP)
 	    --model=$(DEMO_DIR)/pretrained/best_model.keras --input=$(DEMO_DIR)/questions.txt
 	@echo "Open TensorBoard (both runs) with: $(VENV)/bin/tensorboard --logdir $(abspath $(DEMO_DIR))"
 
+# Two pytest-xdist workers, each test file whole in one of them (its module fixtures are
+# built once); the trained-model fixtures of tests/conftest.py are trained once for both.
+# On the 2-core machine: 16 min instead of 19.7 serially. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q
+	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
 test-slow: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -m slow tests
+	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m slow tests
 
 clean:
 	rm -rf $(VENV) demo_runs *.egg-info

@@ -13,9 +13,10 @@ from keras import ops
 def packing_plan(padding_mask, row_length):
     """Where each example of a right-padded batch goes in packed rows.
 
-    Examples are placed in order, next-fit: an example starts a new row when
-    it does not fit in what is left of the current one. Rows are
-    `max(row_length, T)` tokens long, so every example fits in one row.
+    First-fit decreasing: the examples, longest first (ties in batch order),
+    each go to the first row with room left for them, so short examples fill
+    the gaps that long ones leave. Rows are `max(row_length, T)` tokens long,
+    so every example fits in one row.
 
     Args:
         padding_mask: [N, T] int or bool, nonzero at the real tokens, which
@@ -31,25 +32,34 @@ def packing_plan(padding_mask, row_length):
     >>> mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
     >>> rows, offsets, lengths, num_rows, length = packing_plan(mask, 6)
     >>> ops.convert_to_numpy(rows).tolist(), ops.convert_to_numpy(offsets).tolist()
-    ([0, 0, 1, 1], [0, 3, 0, 4])
+    ([1, 0, 0, 1], [0, 4, 0, 3])
     >>> int(num_rows), int(length)
     (2, 6)
     """
     real = ops.cast(ops.not_equal(padding_mask, 0), "int32")
     lengths = ops.sum(real, axis=1)
     length = ops.maximum(ops.convert_to_tensor(row_length, "int32"), ops.shape(real)[1])
+    batch = ops.shape(lengths)[0]
+    indices = ops.arange(batch, dtype="int32")
+    # Longest first; the index breaks ties, so that the plan does not depend on the sort.
+    order = ops.cast(ops.argsort(indices - lengths * batch), "int32")
 
-    def place(state, example_length):
-        # state = [row, tokens used in it]; the output is [row, offset] of this example.
-        row, used = state[0], state[1]
-        starts_row = ops.logical_and(used > 0, used + example_length > length)
-        row = ops.where(starts_row, row + 1, row)
-        offset = ops.where(starts_row, 0, used)
-        new_state = ops.stack([row, offset + example_length])
-        return new_state, ops.stack([row, offset])
+    sorted_lengths = ops.take(lengths, order)
 
-    _, placed = ops.scan(place, ops.zeros((2,), "int32"), lengths)
-    rows, offsets = placed[:, 0], placed[:, 1]
+    def place(i, state):
+        # used[r]: tokens already in row r (there are at most N rows). An empty row
+        # always has room, so the first row with room exists.
+        used, rows, offsets = state
+        example, example_length = ops.take(order, i), ops.take(sorted_lengths, i)
+        row = ops.cast(ops.argmax(ops.cast(used + example_length <= length, "int32")), "int32")
+        is_example = ops.equal(indices, example)
+        rows = ops.where(is_example, row, rows)
+        offsets = ops.where(is_example, ops.take(used, row), offsets)
+        used = used + ops.where(ops.equal(indices, row), example_length, 0)
+        return used, rows, offsets
+
+    zeros = ops.zeros_like(lengths)
+    _, rows, offsets = ops.fori_loop(0, batch, place, (zeros, zeros, zeros))
     num_rows = ops.max(rows) + 1
     return rows, offsets, lengths, num_rows, length
 

@@ -156,7 +156,7 @@ class TransformerEncoder(keras.layers.Layer):
     def pack_length(self):
         """Length of the rows examples are packed into (0: no packing).
 
-        With packing on, each call packs its right-padded examples, in order,
+        With packing on, each call packs its right-padded examples (first-fit decreasing)
         into rows of `max(pack_length, T)` tokens (`layers.sequence_packing`),
         with positions restarting per example and attention kept inside each
         example, and returns outputs in the batch's own [B, T, ...] layout

@@ -297,6 +297,21 @@ def encode_word_sentences(preprocessor, sentences):
     return encoded
 
 
+def compiles_each_shape(model):
+    """Whether `model` predicts through XLA, which compiles every input shape anew: then
+    `predict_encoded_in_length_order` should pad to the few bucket lengths.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.layers.Dense(1)])
+    >>> model.compile(jit_compile=True)
+    >>> compiles_each_shape(model), compiles_each_shape(object())
+    (True, False)
+    """
+    # Keras's compile() resolves "auto" to a bool; objects without it are not compiled.
+    return getattr(model, "jit_compile", False) is True
+
+
 def predict_encoded_in_length_order(features, predict_rows, batch_size, padding_values,
                                     max_length, pad_to_buckets=False, multiple=8,
                                     what="predicting", progress=True):

@@ -10,6 +10,8 @@ import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
@@ -155,30 +157,40 @@ class TrainedModels:
     not change a shared directory: one that writes to it works on
     `copy(task, destination)`. A change fails the test that made it (at its
     teardown, see `_shared_model_dirs_stay_unchanged`).
+
+    With pytest-xdist (`shared=True`), every worker gets the same `base`: the
+    first worker to start a training claims it (an atomic `mkdir`), runs it and
+    publishes its result in `base`; the others wait for that result. So each
+    training runs once per test run, not once per worker.
     """
 
-    def __init__(self, base):
+    def __init__(self, base, shared=False):
         self._base = base
+        self._shared = shared
         self._running = {}
         self._results = {}
         self._fingerprints = {}
+        self._publishers = {}  # shared: task -> the thread that finishes and publishes it
 
     def start(self, *tasks):
         for task in tasks:
-            if task not in self._running and task not in self._results:
-                self._running[task] = start_tool(
-                    "train.py", *TRAINING_FLAGS[task], "--model_dir", self._directory(task))
+            if task in self._running or task in self._results or not self._claim(task):
+                continue
+            self._running[task] = start_tool(
+                "train.py", *TRAINING_FLAGS[task], "--model_dir", self._directory(task))
+            if self._shared:  # published when it ends, whether this worker needs it or not
+                self._publishers[task] = threading.Thread(target=self._finish, args=(task,))
+                self._publishers[task].start()
 
     def result(self, task):
         """The finished training's `CompletedProcess`; fails the test if it failed."""
         self.start(task)
+        if task in self._publishers:
+            self._publishers.pop(task).join()
         if task in self._running:
-            process = self._running.pop(task)
-            try:
-                self._results.update(finish_processes({task: process}))
-            except subprocess.TimeoutExpired:
-                self._results[task] = subprocess.CompletedProcess(
-                    process.args, -9, "", f"timed out after {TOOL_TIMEOUT_S} s")
+            self._finish(task)
+        elif task not in self._results:  # another worker's training
+            self._results[task] = self._published(task)
             if self._results[task].returncode == 0:
                 self._fingerprints[task] = _fingerprint(self._directory(task))
         result = self._results[task]
@@ -205,18 +217,63 @@ class TrainedModels:
                     f"{self._directory(task)}; use trained_models.copy() to write to one")
 
     def close(self):
-        """Stops trainings left running (an interrupted session) and removes every file."""
+        """Stops trainings left running and removes every file; a worker of a shared
+        run finishes its trainings instead (other workers may wait for them) and
+        leaves the files to the controller."""
+        if self._shared:
+            for publisher in self._publishers.values():
+                publisher.join()
+            return
         for process in self._running.values():
             process.kill()
         finish_processes(self._running)
         self._running.clear()
         shutil.rmtree(self._base, ignore_errors=True)
 
+    def _claim(self, task):
+        if not self._shared:
+            return True
+        try:
+            os.mkdir(self._directory(task) + ".claimed")
+            return True
+        except FileExistsError:
+            return False
+
+    def _finish(self, task):
+        process = self._running[task]
+        try:
+            self._results.update(finish_processes({task: process}))
+        except subprocess.TimeoutExpired:
+            self._results[task] = subprocess.CompletedProcess(
+                process.args, -9, "", f"timed out after {TOOL_TIMEOUT_S} s")
+        del self._running[task]
+        result = self._results[task]
+        if result.returncode == 0:
+            self._fingerprints[task] = _fingerprint(self._directory(task))
+        if self._shared:
+            published = self._directory(task) + ".result.json"
+            with open(published + ".partial", "w", encoding="utf-8") as f:
+                json.dump([result.args, result.returncode, result.stdout, result.stderr], f)
+            os.replace(published + ".partial", published)
+
+    def _published(self, task):
+        """The result another worker published for `task`, once it is there."""
+        published = self._directory(task) + ".result.json"
+        deadline = time.monotonic() + TOOL_TIMEOUT_S + 60
+        while not os.path.exists(published):
+            if time.monotonic() > deadline:
+                return subprocess.CompletedProcess(
+                    [], -9, "", f"no other worker published the {task} training in time")
+            time.sleep(0.2)
+        with open(published, encoding="utf-8") as f:
+            return subprocess.CompletedProcess(*json.load(f))
+
     def _directory(self, task):
         return os.path.join(self._base, task)
 
 
 _TRAINED_MODELS = pytest.StashKey()
+_SHARED_BASE = pytest.StashKey()
 
 # Fixtures that hand out one shared trained model directory each, by task. Trainings
 # start in the background as soon as the collected tests are known to need them, so
@@ -231,8 +288,22 @@ TRAINED_MODEL_DIR_FIXTURES = {
 
 def _trained_models(config):
     if _TRAINED_MODELS not in config.stash:
-        config.stash[_TRAINED_MODELS] = TrainedModels(tempfile.mkdtemp(prefix="trained_models_"))
+        worker_input = getattr(config, "workerinput", None)  # set in pytest-xdist workers
+        if worker_input and "trained_models_base" in worker_input:
+            models = TrainedModels(worker_input["trained_models_base"], shared=True)
+        else:
+            models = TrainedModels(tempfile.mkdtemp(prefix="trained_models_"))
+        config.stash[_TRAINED_MODELS] = models
     return config.stash[_TRAINED_MODELS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller: every worker shares one folder of trained models."""
+    config = node.config
+    if _SHARED_BASE not in config.stash:
+        config.stash[_SHARED_BASE] = tempfile.mkdtemp(prefix="trained_models_")
+    node.workerinput["trained_models_base"] = config.stash[_SHARED_BASE]
 
 
 def pytest_collection_finish(session):
@@ -246,6 +317,8 @@ def pytest_collection_finish(session):
 def pytest_unconfigure(config):
     if _TRAINED_MODELS in config.stash:
         config.stash[_TRAINED_MODELS].close()
+    if _SHARED_BASE in config.stash:  # the controller, after every worker has finished
+        shutil.rmtree(config.stash[_SHARED_BASE], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Sequence packing: the plan against a brute-force next-fit, the packed layout, and
+"""Sequence packing: the plan against a brute-force first-fit decreasing, the packed layout, and
 packed models computing exactly what unpacked ones do (outputs, decoding, loss, gradients)."""
 
 import os
@@ -16,18 +16,20 @@ from zoo import build_model
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _next_fit(lengths, row_length, time=None):
-    """Brute force: rows and offsets of next-fit packing, in order, into rows of
-    max(row_length, time) tokens (time: the padded length, by default the longest)."""
+def _first_fit_decreasing(lengths, row_length, time=None):
+    """Brute force: rows and offsets of first-fit-decreasing packing (longest first, ties
+    in batch order, each into the first row with room) into rows of max(row_length, time)
+    tokens (time: the padded length, by default the longest)."""
     length = max(row_length, time or max(lengths))
-    rows, offsets, row, used = [], [], 0, 0
-    for n in lengths:
-        if used and used + n > length:
-            row, used = row + 1, 0
-        rows.append(row)
-        offsets.append(used)
-        used += n
-    return rows, offsets, row + 1, length
+    rows, offsets, used = [None] * len(lengths), [None] * len(lengths), []
+    for n in sorted(range(len(lengths)), key=lambda n: (-lengths[n], n)):
+        row = next((r for r, tokens in enumerate(used) if tokens + lengths[n] <= length),
+                   len(used))
+        if row == len(used):
+            used.append(0)
+        rows[n], offsets[n] = row, used[row]
+        used[row] += lengths[n]
+    return rows, offsets, len(used), length
 
 
 def _padded_batch(lengths, time, vocabulary_size=100, seed=0, segments=False):
@@ -48,14 +50,14 @@ def _numpy(x):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_plan_is_next_fit(seed):
+def test_plan_is_first_fit_decreasing(seed):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, 30, rng.integers(1, 12)).tolist()
     time = max(lengths) + int(rng.integers(0, 4))
     _, _, mask = _padded_batch(lengths, time)
     row_length = int(rng.choice([8, 16, 32, 64]))
     rows, offsets, got_lengths, num_rows, length = packing_plan(mask, row_length)
-    want_rows, want_offsets, want_num_rows, _ = _next_fit(lengths, row_length, time)
+    want_rows, want_offsets, want_num_rows, _ = _first_fit_decreasing(lengths, row_length, time)
     assert _numpy(rows).tolist() == want_rows
     assert _numpy(offsets).tolist() == want_offsets
     assert _numpy(got_lengths).tolist() == lengths
@@ -67,7 +69,7 @@ def test_packed_layout_and_round_trip():
     lengths = [5, 2, 7, 1, 3, 6]
     ids, segment_ids, mask = _padded_batch(lengths, 8, segments=True)
     packed = PackedBatch(ids, segment_ids, mask, row_length=10)
-    rows, offsets, num_rows, length = _next_fit(lengths, 10)
+    rows, offsets, num_rows, length = _first_fit_decreasing(lengths, 10)
     token_ids, example_ids = _numpy(packed.token_ids), _numpy(packed.example_ids)
     positions, segments = _numpy(packed.position_ids), _numpy(packed.segment_ids)
     assert token_ids.shape == (num_rows, length)
@@ -171,7 +173,7 @@ def test_packed_tagger_decodes_trains_and_evaluates_like_unpacked(head):
     # Padding: 7 examples of at most 12 tokens (84 slots) against rows of 16.
     real = int(x["padding_mask"].sum())
     assert before["padding_fraction"] == pytest.approx(1 - real / x["padding_mask"].size)
-    _, _, rows, length = _next_fit([12, 3, 7, 5, 9, 4, 11], 16)
+    _, _, rows, length = _first_fit_decreasing([12, 3, 7, 5, 9, 4, 11], 16)
     assert after["padding_fraction"] == pytest.approx(1 - real / (rows * length))
     assert after["padding_fraction"] < before["padding_fraction"]
     # One SGD step from the same weights moves them the same way: the gradients

@@ -17,6 +17,27 @@ def encode_labels(examples, labels):
                       np.int32)
 
 
+def text_columns(examples):
+    """`(texts, text_pairs)` of `examples`; `text_pairs` is None for single texts.
+
+    Raises:
+        ValueError: some examples have a `text_pair` and others not (names the
+            first that differs from the first example: its file and line).
+
+    Examples:
+    >>> from tasks.classification.readers import ClassificationExample
+    >>> text_columns([ClassificationExample("a", "x", text_pair="b")])
+    (['a'], ['b'])
+    """
+    examples = list(examples)
+    paired = [example.text_pair is not None for example in examples]
+    if any(paired) and not all(paired):
+        first = examples[paired.index(not paired[0])]
+        raise ValueError(f"{first.source}:{first.line}: mixes single texts and text pairs")
+    texts = [example.text for example in examples]
+    return texts, ([example.text_pair for example in examples] if any(paired) else None)
+
+
 def make_dataset(
     examples,
     preprocessor,
@@ -45,15 +66,10 @@ def make_dataset(
         seed: shuffle seed.
     """
     preprocessor = as_preprocessor(preprocessor, max_seq_length)
-    paired = [example.text_pair is not None for example in examples]
-    if any(paired) and not all(paired):
-        first = examples[paired.index(not paired[0])]
-        raise ValueError(
-            f"{first.source}:{first.line}: mixes single texts and text pairs"
-        )
-    columns = {"text": tf.constant([e.text for e in examples])}
-    if paired[0]:
-        columns["text_pair"] = tf.constant([e.text_pair for e in examples])
+    texts, pairs = text_columns(examples)
+    columns = {"text": tf.constant(texts)}
+    if pairs is not None:
+        columns["text_pair"] = tf.constant(pairs)
     label_ids = encode_labels(examples, labels)
 
     dataset = (

@@ -2,7 +2,12 @@
 
 import numpy as np
 
-from tasks.length_sorting import encode_texts, predict_encoded_in_length_order
+from tasks.classification.pipeline import text_columns
+from tasks.length_sorting import (
+    compiles_each_shape,
+    encode_texts,
+    predict_encoded_in_length_order,
+)
 
 
 def softmax_probabilities(logits):
@@ -57,16 +62,10 @@ def class_probabilities(model, preprocessor, examples, batch_size):
     >>> np.log(probabilities[:, 1] / probabilities[:, 0]).round(3).tolist()
     [3.0, 6.0, 4.0]
     """
-    examples = list(examples)
-    pairs = None
-    if examples and examples[0].text_pair is not None:
-        pairs = [example.text_pair for example in examples]
-    mixed = [e for e in examples if (e.text_pair is None) != (pairs is None)]
-    if mixed:
-        raise ValueError(f"{mixed[0].source}:{mixed[0].line}: mixes single texts and text pairs")
+    texts, pairs = text_columns(examples)
     rows = predict_encoded_in_length_order(
-        encode_texts(preprocessor, [example.text for example in examples], pairs),
+        encode_texts(preprocessor, texts, pairs),
         lambda features: np.asarray(model.predict_on_batch(features)), batch_size,
         preprocessor.padding_values, preprocessor.max_seq_length,
-        pad_to_buckets=getattr(model, "jit_compile", False) is True)
+        pad_to_buckets=compiles_each_shape(model))
     return softmax_probabilities(np.stack(rows)) if rows else np.zeros((0, 0))

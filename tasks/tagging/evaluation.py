@@ -2,7 +2,11 @@
 
 import numpy as np
 
-from tasks.length_sorting import encode_word_sentences, predict_encoded_in_length_order
+from tasks.length_sorting import (
+    compiles_each_shape,
+    encode_word_sentences,
+    predict_encoded_in_length_order,
+)
 from tasks.progress import track
 from tasks.tagging.metrics import entity_scores
 from tasks.word_windows import merge_word_values, parents
@@ -56,7 +60,7 @@ def predict_tags_in_length_order(model, preprocessor, sentences, labels, batch_s
         encode_word_sentences(preprocessor, sentences),
         lambda features: tag_rows(model, features, labels), batch_size,
         preprocessor.padding_values, preprocessor.max_seq_length,
-        pad_to_buckets=getattr(model, "jit_compile", False) is True)
+        pad_to_buckets=compiles_each_shape(model))
     return sentence_tags(sentences, rows)
 
 
