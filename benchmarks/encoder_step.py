@@ -28,6 +28,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Time the layers of the checkout this script sits in, not an installed copy.
 sys.path.insert(0, ROOT)
+from random_batch import random_classification_batch  # noqa: E402 (beside this script)
 
 
 def _module_at(revision, path, name, replacements=()):
@@ -76,13 +77,9 @@ def main():
                           MultiHeadSelfAttention),
     }
 
-    rng = np.random.default_rng(0)
-    shape = (args.batch, args.length)
-    x = {"token_ids": tf.constant(rng.integers(1, 30000, shape), tf.int32),
-         "segment_ids": tf.zeros(shape, tf.int32),
-         "padding_mask": tf.ones(shape, tf.int32)}
-    y = tf.constant(rng.integers(0, 2, args.batch), tf.int32)
-    inputs = tf.constant(rng.normal(size=shape + (512,)), tf.float32)
+    x, y = random_classification_batch(args.batch, args.length)
+    rng = np.random.default_rng(1)
+    inputs = tf.constant(rng.normal(size=(args.batch, args.length, 512)), tf.float32)
 
     steps, weights = {}, None
     current_block = layers.transformer_encoder.TransformerEncoderBlock

@@ -15,10 +15,9 @@ import os
 import sys
 import tempfile
 
-import numpy as np
-
 # Profile the layers of the checkout this script sits in, not an installed copy.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from random_batch import random_classification_batch  # noqa: E402 (beside this script)
 
 # Sublayer names (under `attention/`) and what they are; checked in order.
 _ATTENTION_PARTS = (("/query", "attention q/k/v projections"),
@@ -67,12 +66,7 @@ def main():
     import zoo
 
     model = zoo.build_model(args.preset, num_classes=2)
-    rng = np.random.default_rng(0)
-    shape = (args.batch, args.length)
-    x = {"token_ids": tf.constant(rng.integers(1, 30000, shape), tf.int32),
-         "segment_ids": tf.zeros(shape, tf.int32),
-         "padding_mask": tf.ones(shape, tf.int32)}
-    y = tf.constant(rng.integers(0, 2, args.batch), tf.int32)
+    x, y = random_classification_batch(args.batch, args.length)
     for _ in range(3):  # trace and warm up outside the profile
         model.train_on_batch(x, y)
 

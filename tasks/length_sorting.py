@@ -2,12 +2,14 @@
 
 In input order, each batch is padded to the bucket of its longest example
 (`tasks.batching`), so one long sentence makes its whole batch pay for its
-length. `predict_in_length_order` batches examples of similar token counts
-(after preprocessing) together instead (`batch_order`), with the task's own
-order-preserving dataset (each batch padded to the bucket of its longest, as
-before), and gives the outputs back in input order. Padding is masked, so an
-example's output does not depend on its batch neighbours: the predictions are
-those of an input-order run, up to float rounding.
+length. `predict_encoded_in_length_order` takes examples encoded once by the
+preprocessor's own `encode` (`encode_word_sentences`, `encode_texts`: the
+transform the datasets use, so truncation and document context are those the
+model sees), batches examples of similar token counts together
+(`batch_order`), pads each batch in NumPy to its longest rounded up to a
+multiple of 8, and gives the outputs back in input order. Padding is masked,
+so an example's output does not depend on its batch neighbours: the
+predictions are those of an input-order run, up to float rounding.
 
 The order: full batches of consecutive lengths, longest first (a batch too
 large for the accelerator's memory fails early), then the one short batch
@@ -24,31 +26,22 @@ The whole input is ordered at once: prediction input is read whole into memory
 (`tasks.prediction_io`) and predictions are written after the last batch, so
 nothing streams and ordering within chunks would only make batches less dense.
 
-`text_token_counts` and `word_token_counts` give the lengths: they run the
-preprocessor's own `encode`, the transform the datasets use, so the order
-follows what the model really sees (truncation and document context included).
-
-`predict_encoded_in_length_order` goes further for tasks whose features are
-the preprocessor's (tagging, classification): it encodes once
-(`encode_word_sentences`, `encode_texts`), builds the batches in NumPy instead
-of a `tf.data` pipeline that would tokenize again, and pads each batch to its longest rounded up to a multiple of 8 rather
-than to a bucket. On 3,453 CoNLL-2003 test sentences (MiniLM tagger, AMD EPYC,
-2026-11-23) that halved `write_predictions`' time: 27 s → 13.5 s, of which 12.6 s
-is now the model's.
+Encoding once and batching in NumPy, instead of a `tf.data` pipeline that
+tokenizes again, halved `write_predictions`' time on 3,453 CoNLL-2003 test
+sentences (MiniLM tagger, AMD EPYC, 2026-11-23): 27 s → 13.5 s, of which
+12.6 s is the model's.
 
 Examples:
->>> examples = ["a", "a b c d e", "b", "b c d e f"]
->>> lengths = [len(text.split()) for text in examples]
->>> def make_dataset(texts):  # batches of 2, each padded to its longest
-...     return [(texts[i:i + 2], None) for i in range(0, len(texts), 2)]
+>>> features = {"token_ids": [np.array([2, 5, 3]), np.array([2, 5, 5, 5, 5, 5, 5, 5, 5, 3]),
+...                           np.array([2, 3]), np.array([2, 5, 5, 5, 5, 5, 5, 5, 3])]}
 >>> def predict_rows(batch):
-...     width = max(len(text.split()) for text in batch)
-...     return [f"{text} (padded to {width})" for text in batch]
->>> predict_in_length_order(examples, lengths, make_dataset, predict_rows, batch_size=2,
-...                         progress=False)
-['a (padded to 1)', 'a b c d e (padded to 5)', 'b (padded to 1)', 'b c d e f (padded to 5)']
+...     return [f"{int((row > 0).sum())} tokens, padded to {len(row)}"
+...             for row in batch["token_ids"]]
+>>> predict_encoded_in_length_order(features, predict_rows, batch_size=2, padding_values={},
+...                                 max_length=16, progress=False)
+['3 tokens, padded to 8', '10 tokens, padded to 16', '2 tokens, padded to 8', '9 tokens, padded to 16']
 
-(In input order both batches would be padded to 5.)
+(In input order both batches would be padded to 16.)
 """
 
 import numpy as np
@@ -58,8 +51,8 @@ from tasks.batching import bucket_lengths
 from tasks.document_context import context_lists
 from tasks.progress import track
 
-# Examples tokenized at a time to count their tokens (the pipelines' order of magnitude).
-_COUNT_BATCH = 1024
+# Examples tokenized at a time (the pipelines' order of magnitude).
+_ENCODE_BATCH = 1024
 
 
 def padded_lengths(lengths, max_length=None):
@@ -163,63 +156,6 @@ def restore_order(values, order):
     return restored
 
 
-def predict_in_length_order(examples, lengths, make_dataset, predict_rows, batch_size,
-                            max_length=None, what="predicting", progress=True):
-    """Runs `predict_rows` over `examples` in dense batches; one output per example, in order.
-
-    Args:
-        examples: what the model predicts on (for word tasks: the windows of
-            `Task.prediction_examples`), in input order.
-        lengths: the token count of each example after preprocessing
-            (`text_token_counts`, `word_token_counts`); only the batching
-            order depends on it (`batch_order`).
-        make_dataset: `make_dataset(examples)` → the order-preserving batched
-            `(features, labels)` of those examples in batches of `batch_size`
-            (a task's `make_dataset` with `training=False`).
-        predict_rows: `predict_rows(features)` → one output per row of the batch.
-        batch_size: the batch size of `make_dataset`.
-        max_length: its bucket lengths' maximum (the preprocessor's
-            `max_seq_length`); None: the order counts real lengths.
-        what: the progress line's label.
-        progress: report progress (`tasks.progress.track`).
-
-    Returns:
-        A list with the output of every example, in the order of `examples`.
-
-    Raises:
-        ValueError: `lengths` or the outputs do not match the examples.
-    """
-    examples = list(examples)
-    if len(lengths) != len(examples):
-        raise ValueError(f"{len(lengths)} lengths for {len(examples)} examples")
-    if not examples:
-        return []
-    order = batch_order(lengths, batch_size, max_length)
-    batches = make_dataset([examples[i] for i in order])
-    outputs = []
-    for features, _ in track(batches, what, enabled=progress):
-        outputs.extend(predict_rows(features))
-    if len(outputs) != len(examples):
-        raise ValueError(f"the batches gave {len(outputs)} outputs for {len(examples)} examples")
-    return restore_order(outputs, order)
-
-
-def text_token_counts(preprocessor, texts, text_pairs=None):
-    """The tokens of each text (or text pair), `[CLS]` and `[SEP]` included, as
-    `preprocessor.encode` packs them (truncated to `max_seq_length`).
-
-    Examples:
-    >>> from tasks.preprocessor import TextPreprocessor
-    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open"],
-    ...                                 max_seq_length=6)
-    >>> text_token_counts(preprocessor, ["open", "open open open open open"])
-    [3, 6]
-    >>> text_token_counts(preprocessor, ["open"], ["open open"])
-    [6]
-    """
-    return [len(row) for row in encode_texts(preprocessor, texts, text_pairs)["token_ids"]]
-
-
 def encode_texts(preprocessor, texts, text_pairs=None):
     """The model features of texts (or text pairs), one NumPy int32 array per text and
     feature, as `preprocessor.encode` makes them: the features a text task's
@@ -235,33 +171,14 @@ def encode_texts(preprocessor, texts, text_pairs=None):
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"{len(text_pairs)} second texts for {len(texts)} texts")
     encoded = {}
-    for start in range(0, len(texts), _COUNT_BATCH):
-        batch = {"text": tf.constant(texts[start:start + _COUNT_BATCH], tf.string)}
+    for start in range(0, len(texts), _ENCODE_BATCH):
+        batch = {"text": tf.constant(texts[start:start + _ENCODE_BATCH], tf.string)}
         if text_pairs is not None:
-            batch["text_pair"] = tf.constant(list(text_pairs[start:start + _COUNT_BATCH]),
+            batch["text_pair"] = tf.constant(list(text_pairs[start:start + _ENCODE_BATCH]),
                                              tf.string)
         for name, ragged in preprocessor.encode(**batch).items():
             encoded.setdefault(name, []).extend(_numpy_rows(ragged))
     return encoded
-
-
-def word_token_counts(preprocessor, sentences):
-    """The tokens of each word sentence, `[CLS]`, `[SEP]` and document context included,
-    as `WordPreprocessor.encode_words` packs them.
-
-    Args:
-        preprocessor: a `WordPreprocessor`.
-        sentences: objects with `words` (and `left_context`, `right_context`).
-
-    Examples:
-    >>> from tasks.tagging.readers import TaggedSentence
-    >>> from tasks.word_preprocessor import WordPreprocessor
-    >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"])
-    >>> word_token_counts(preprocessor, [TaggedSentence(("opens", "open"), ("O", "O")),
-    ...                                  TaggedSentence(("open",), ("O",))])
-    [5, 3]
-    """
-    return [len(row) for row in encode_word_sentences(preprocessor, sentences)["token_ids"]]
 
 
 def encode_word_sentences(preprocessor, sentences):
@@ -287,8 +204,8 @@ def encode_word_sentences(preprocessor, sentences):
     sentences = list(sentences)
     left, right = context_lists(sentences)
     encoded = {}
-    for start in range(0, len(sentences), _COUNT_BATCH):
-        end = start + _COUNT_BATCH
+    for start in range(0, len(sentences), _ENCODE_BATCH):
+        end = start + _ENCODE_BATCH
         context = {} if left is None else {"left_context": _ragged_words(left[start:end]),
                                            "right_context": _ragged_words(right[start:end])}
         words = _ragged_words([s.words for s in sentences[start:end]])
@@ -318,9 +235,8 @@ def predict_encoded_in_length_order(features, predict_rows, batch_size, padding_
     """Runs `predict_rows` over encoded examples in dense batches; one output per example,
     in input order.
 
-    Like `predict_in_length_order`, but from features encoded once
-    (`encode_word_sentences`, `encode_texts`), without a `tf.data` pipeline that would tokenize
-    them again: the examples are ordered by token count (`batch_order`) and
+    The features are encoded once (`encode_word_sentences`, `encode_texts`);
+    the examples are ordered by token count (`batch_order`) and
     each batch is padded to its longest example rounded up to `multiple`
     (capped at `max_length`), which pads less than the buckets of
     `tasks.batching`. Without XLA a predict function traced for two shapes

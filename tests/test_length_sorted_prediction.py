@@ -1,7 +1,6 @@
 """Prediction batched by length (tasks/length_sorting.py): the same outputs as input order.
 
-The order helpers against a plain sort, the token counts against what the
-pipelines pack, and every task's `write_predictions` (which now predicts
+The order helpers against a plain sort, and every task's `write_predictions` (which now predicts
 longest first) against prediction in input order on tiny untrained models:
 sentences of very different lengths in shuffled order (the longest cut into
 windows), duplicates, batch sizes that do not divide the count, one example.
@@ -25,10 +24,7 @@ from tasks.length_sorting import (
     padded_lengths,
     padded_size,
     predict_encoded_in_length_order,
-    predict_in_length_order,
     restore_order,
-    text_token_counts,
-    word_token_counts,
 )
 from tasks.preprocessor import TextPreprocessor
 from tasks.span_ner.evaluation import (
@@ -100,18 +96,15 @@ class _Recording:
         self.batches.append((mask.shape[0], mask.shape[1], mask.sum(axis=1).tolist()))
         return self.model.predict_on_batch(features)
 
-    def check_sorted_and_dense(self, batch_size, count, multiple=None):
-        """Full batches but the last, longest first, each padded to its longest's bucket
-        (or, with `multiple`, to its longest rounded up to a multiple of it)."""
+    def check_sorted_and_dense(self, batch_size, count):
+        """Full batches but the last, longest first, each padded to its longest rounded up
+        to a multiple of 8."""
         rows = [rows for rows, _, _ in self.batches]
         assert sum(rows) == count and all(r == batch_size for r in rows[:-1])
         full = [max(tokens) for rows, _, tokens in self.batches if rows == batch_size]
         assert full == sorted(full, reverse=True)
         for _, width, tokens in self.batches:
-            if multiple:
-                assert width == min(-(-max(tokens) // multiple) * multiple, MAX_SEQ_LENGTH)
-            else:
-                assert width == int(bucket_length(max(tokens), MAX_SEQ_LENGTH))
+            assert width == min(-(-max(tokens) // 8) * 8, MAX_SEQ_LENGTH)
 
     def padded_tokens(self):
         return sum(rows * width for rows, width, _ in self.batches)
@@ -209,16 +202,10 @@ def test_bad_orders_and_counts_are_refused():
         batch_order([[1, 2]], 2)
     with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
         batch_order([1, 2], 0)
-
-    def make_dataset(examples):
-        return [(examples, None)]
-
-    with pytest.raises(ValueError, match="2 lengths for 3 examples"):
-        predict_in_length_order(["a", "b", "c"], [1, 2], make_dataset, list, 3, progress=False)
+    features = {"token_ids": [np.ones(2, np.int32)] * 3}
     with pytest.raises(ValueError, match="gave 2 outputs for 3 examples"):
-        predict_in_length_order(["a", "b", "c"], [1, 2, 3], make_dataset,
-                                lambda batch: batch[:2], 3, progress=False)
-    assert predict_in_length_order([], [], make_dataset, list, 3, progress=False) == []
+        predict_encoded_in_length_order(features, lambda batch: [0, 0], 3, {}, 8,
+                                        progress=False)
 
 
 def test_encoded_batches_pad_to_multiples_or_buckets_with_each_features_padding():
@@ -257,43 +244,6 @@ def test_encoded_batches_pad_to_multiples_or_buckets_with_each_features_padding(
 
 
 # ---------------------------------------------------------------------------------------------
-# The lengths are those the pipelines pack
-# ---------------------------------------------------------------------------------------------
-
-
-def _packed_lengths(dataset):
-    return [int(np.asarray(features["padding_mask"]).sum()) for features, _ in dataset]
-
-
-@pytest.mark.parametrize("context_sentences", [0, 1])
-def test_word_token_counts_are_the_pipeline_lengths(context_sentences, tmp_path):
-    lines = _lines("mixed")  # the 33-word lines are cut by max_seq_length
-    task = TaggingTask(context_sentences=context_sentences)
-    sentences = task.read_prediction_input(_write_lines(tmp_path, lines), "text")
-    counts = word_token_counts(WORDS, sentences)
-    assert counts == _packed_lengths(task.make_dataset(sentences, WORDS, TAGS, batch_size=1))
-    assert max(counts) == MAX_SEQ_LENGTH and min(counts) < MAX_SEQ_LENGTH // 2
-    if context_sentences:  # the context fills the room a short sentence leaves
-        alone = word_token_counts(WORDS, [s.__class__(s.words, s.tags) for s in sentences])
-        assert all(c >= a for c, a in zip(counts, alone)) and counts != alone
-
-
-@pytest.mark.parametrize("paired", [False, True])
-def test_text_token_counts_are_the_pipeline_lengths(paired):
-    lines = _lines("mixed")
-    pairs = lines[::-1] if paired else None
-    examples = [ClassificationExample(text, "a", pair) for text, pair in
-                zip(lines, pairs or [None] * len(lines))]
-    counts = text_token_counts(TEXTS, lines, pairs)
-    dataset = ClassificationTask(paired_input=paired).make_dataset(examples, TEXTS, CLASSES,
-                                                                   batch_size=1)
-    assert counts == _packed_lengths(dataset)
-    assert max(counts) == MAX_SEQ_LENGTH
-    with pytest.raises(ValueError, match="1 second texts for 2 texts"):
-        text_token_counts(TEXTS, ["a", "b"], ["c"])
-
-
-# ---------------------------------------------------------------------------------------------
 # write_predictions gives what prediction in input order gives
 # ---------------------------------------------------------------------------------------------
 
@@ -309,7 +259,7 @@ def test_tagging_predictions_are_those_of_input_order(models, head, case, batch_
     task.write_predictions(model, WORDS, sentences, TAGS, output, batch_size=batch_size)
 
     windows = task.prediction_examples(sentences, WORDS)
-    model.check_sorted_and_dense(batch_size, len(windows), multiple=8)
+    model.check_sorted_and_dense(batch_size, len(windows))
     in_order = _Recording(models[head])
     expected = predict_tags(in_order, task.make_dataset(windows, WORDS, TAGS,
                                                         batch_size=batch_size), windows, TAGS)
@@ -372,7 +322,7 @@ def test_classification_predictions_are_those_of_input_order(models, paired, cas
     model = _Recording(models["classifier"])
     output = str(tmp_path / "output.jsonl")
     task.write_predictions(model, TEXTS, examples, CLASSES, output, batch_size=batch_size)
-    model.check_sorted_and_dense(batch_size, len(examples), multiple=8)
+    model.check_sorted_and_dense(batch_size, len(examples))
 
     labelled = [ClassificationExample(e.text, CLASSES[0], e.text_pair) for e in examples]
     dataset = task.make_dataset(labelled, TEXTS, CLASSES, batch_size=batch_size)

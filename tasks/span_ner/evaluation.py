@@ -2,7 +2,11 @@
 
 import numpy as np
 
-from tasks.length_sorting import predict_in_length_order, word_token_counts
+from tasks.length_sorting import (
+    compiles_each_shape,
+    encode_word_sentences,
+    predict_encoded_in_length_order,
+)
 from tasks.progress import track
 from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
 from tasks.span_ner.metrics import span_scores
@@ -42,22 +46,22 @@ def span_probabilities(model, dataset, sentences, max_span_width):
 
 
 def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_width,
-                                       make_dataset, batch_size):
-    """`span_probabilities`, batched by length (`tasks.length_sorting`): the same scores.
+                                       batch_size):
+    """`span_probabilities` in batches of similar lengths, each padded little
+    (`tasks.length_sorting.predict_encoded_in_length_order`): the same scores.
 
     Args:
         model: the span model (or an ensemble).
         preprocessor: its `WordPreprocessor`.
         sentences: the sentences (or windows) to score, in order.
         max_span_width: L, the widest span of the model's grid.
-        make_dataset: `make_dataset(sentences)` → their order-preserving dataset
-            in batches of `batch_size`.
         batch_size: sentences per batch.
     """
-    results = predict_in_length_order(
-        sentences, word_token_counts(preprocessor, sentences), make_dataset,
+    results = predict_encoded_in_length_order(
+        encode_word_sentences(preprocessor, sentences),
         lambda features: span_rows(model, features, max_span_width), batch_size,
-        preprocessor.max_seq_length)
+        preprocessor.padding_values, preprocessor.max_seq_length,
+        pad_to_buckets=compiles_each_shape(model))
     return merge_span_scores(sentences, results)
 
 

@@ -258,9 +258,7 @@ class SpanNERTask(Task):
         windows = self.prediction_examples(sentences, preprocessor)
         # Batched by length (tasks.length_sorting): the same scores, less padding.
         probabilities = span_probabilities_in_length_order(
-            model, preprocessor, windows, self.max_span_width,
-            lambda examples: self.make_dataset(examples, preprocessor, labels,
-                                               batch_size=batch_size), batch_size)
+            model, preprocessor, windows, self.max_span_width, batch_size)
         entities = decode_all(probabilities, labels, self.threshold, self.decoding,
                               self.flat_method)
         lines = []
