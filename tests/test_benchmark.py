@@ -189,6 +189,10 @@ def test_finetune_record():
         assert figures["padding_fraction"] == pytest.approx(
             1 - figures["real_tokens"] / figures["padded_tokens"], abs=1e-4)
     assert train["kerashub"]["epoch_traces"] == 0  # the warm-up traced every shape
+    for figures in list(train.values()) + list(inference.values()):  # medians of 3 rounds
+        each = figures.get("epoch_seconds_each", figures.get("seconds_each"))
+        assert len(each) == record["rounds"] == 3
+        assert figures.get("epoch_seconds", figures.get("seconds")) == sorted(each)[1]
     assert all(figures["sentences"] == 32 for figures in inference.values())
     assert record["finetune_ratio"] == pytest.approx(
         train["ours_softmax"]["real_tokens_per_second"]

@@ -80,6 +80,9 @@ flags.DEFINE_string("init_checkpoint", None, "finetune: Hugging Face BERT checkp
 flags.DEFINE_integer("pack_length", 0, "finetune: our encoder packs sentences into rows of "
                      "this many tokens (the `pack_length` model option; 0: no packing).",
                      lower_bound=0)
+flags.DEFINE_integer("rounds", 3, "finetune: timed epochs (and prediction passes) per "
+                     "model, alternating between the models; the medians are reported.",
+                     lower_bound=1)
 flags.DEFINE_integer("kerashub_pad_multiple", 8, "finetune: KerasHub batches are padded to "
                      "their longest sentence rounded up to a multiple of this (1: exactly "
                      "the longest), which bounds the shapes its train step is traced or "
@@ -380,37 +383,35 @@ def _token_counts(dataset):
     return real, padded, list(first_of_shape.values())
 
 
-def _warm_up_and_time_epoch(model, dataset, samples, after_warmup=None):
-    """Trains on `samples` (one batch of each shape `dataset` holds: every trace and
-    compilation happens there), then one timed epoch over `dataset`.
-
-    Returns (warm-up seconds, epoch seconds, the epoch's `History`); `after_warmup()`
-    runs between the two.
-    """
+def _samples_dataset(samples, element_spec):
+    """`samples` (one batch of each shape) as a dataset with `element_spec`: the same spec
+    as the epoch's dataset, so that the epochs reuse the traces made on it."""
     import tensorflow as tf
-    # The same element spec as the epoch's dataset, so that the epoch reuses the traces.
-    warm = tf.data.Dataset.from_generator(lambda: iter(samples),
-                                          output_signature=dataset.element_spec)
-    start = time.perf_counter()
-    model.fit(warm, epochs=1, verbose=0, shuffle=False)
-    warmup = time.perf_counter() - start
-    if after_warmup:
-        after_warmup()
-    middle = time.perf_counter()
-    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
-    return warmup, time.perf_counter() - middle, history
+    return tf.data.Dataset.from_generator(lambda: iter(samples), output_signature=element_spec)
 
 
-def _epoch_figures(warmup_seconds, seconds, real, padded, shapes):
+def _fit_one_pass(model, dataset):
+    """One pass of `fit` over `dataset`; its `History`."""
+    return model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+
+
+def _epoch_figures(contender, warmup_seconds, rounds):
+    """The training figures of a contender: the median of its timed epochs (`rounds`)."""
+    seconds = statistics.median(rounds)
+    real, padded = contender.real_tokens, contender.padded_tokens
     return {"warmup_seconds": round(warmup_seconds, 2), "epoch_seconds": round(seconds, 2),
+            "epoch_seconds_each": [round(r, 2) for r in rounds],
             "real_tokens": real, "padded_tokens": padded,
             "padding_fraction": round(1 - real / padded, 4),
-            "real_tokens_per_second": round(real / seconds, 1), "distinct_shapes": shapes}
+            "real_tokens_per_second": round(real / seconds, 1),
+            "distinct_shapes": contender.shapes, **contender.extra}
 
 
-def _inference_figures(seconds, sentences):
-    return {"seconds": round(seconds, 2), "sentences": sentences,
-            "sentences_per_second": round(sentences / seconds, 2)}
+def _inference_figures(rounds, sentences):
+    """The prediction figures: the median of the timed passes (`rounds`)."""
+    seconds = statistics.median(rounds)
+    return {"seconds": round(seconds, 2), "seconds_each": [round(r, 2) for r in rounds],
+            "sentences": sentences, "sentences_per_second": round(sentences / seconds, 2)}
 
 
 def _pack_options(jit_compile):
@@ -424,12 +425,28 @@ def _pack_options(jit_compile):
     return {"pack_length": FLAGS.pack_length}
 
 
+class _Contender:
+    """One model of the finetune benchmark: `warm_up()` (untimed: one batch of every
+    training shape, then one whole prediction pass, so that every trace and compilation
+    happens there), then `epoch()` and `predict()`, each timed and returning seconds."""
+
+    def __init__(self, warm_up, epoch, predict, real_tokens, padded_tokens, shapes):
+        self.warm_up, self.epoch, self.predict = warm_up, epoch, predict
+        self.real_tokens, self.padded_tokens, self.shapes = real_tokens, padded_tokens, shapes
+        self.extra = {}  # figures of its own, in the record beside the common ones
+
+
+def _timed(function):
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
-    """Our tagger from `checkpoint`: one epoch through the Task's pipeline, then inference
+    """Our tagger from `checkpoint`, trained through the Task's pipeline and predicting
     through `Task.write_predictions` (what tools/predict.py calls).
 
-    Returns the preprocessor, the learning rate it trained at, and the epoch's and the
-    inference's figures.
+    Returns the `_Contender`, the preprocessor and the learning rate it trains at.
     """
     import tempfile
 
@@ -454,29 +471,35 @@ def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
         return task.make_dataset(train, preprocessor, labels, batch_size=FLAGS.batch_size,
                                  training=True, seed=(0, 0))
 
-    # Counted on a dataset of its own: the timed one tokenizes in its epoch, as a real run does.
-    real, padded, samples = _token_counts(training_dataset())
-    warmup, seconds, history = _warm_up_and_time_epoch(model, training_dataset(), samples)
-    epoch = _epoch_figures(warmup, seconds, real, padded, len(samples))
-    if "padding_fraction" in history.history:  # what the encoder computed on (packing)
-        epoch["encoder_padding_fraction"] = round(history.history["padding_fraction"][-1], 4)
+    # Counted on a dataset of its own: each timed epoch gets a new one, built before the
+    # clock starts, that tokenizes in the epoch, as a real run's first epoch does.
+    counted = training_dataset()
+    real, padded, samples = _token_counts(counted)
 
-    # Warm-up: one batch of each shape the prediction pass will see.
-    windows = task.prediction_examples(predict, preprocessor)
-    seen = set()
-    for features, _ in task.make_dataset(windows, preprocessor, labels,
-                                         batch_size=FLAGS.batch_size):
-        if features["token_ids"].shape not in seen:
-            seen.add(features["token_ids"].shape)
-            model.predict_on_batch(features)
-    with tempfile.TemporaryDirectory() as directory:
+    def write_predictions():
+        with tempfile.TemporaryDirectory() as directory:
+            task.write_predictions(model, preprocessor, predict, labels,
+                                   os.path.join(directory, "predictions.txt"),
+                                   batch_size=FLAGS.batch_size)
+
+    def warm_up():
+        _fit_one_pass(model, _samples_dataset(samples, counted.element_spec))
+        write_predictions()
+
+    def epoch():
+        dataset = training_dataset()
         start = time.perf_counter()
-        task.write_predictions(model, preprocessor, predict, labels,
-                               os.path.join(directory, "predictions.txt"),
-                               batch_size=FLAGS.batch_size)
-        inference = _inference_figures(time.perf_counter() - start, len(predict))
+        history = _fit_one_pass(model, dataset)
+        seconds = time.perf_counter() - start
+        if "padding_fraction" in history.history:  # what the encoder computed on (packing)
+            contender.extra["encoder_padding_fraction"] = round(
+                history.history["padding_fraction"][-1], 4)
+        return seconds
+
+    contender = _Contender(warm_up, epoch, lambda: _timed(write_predictions), real, padded,
+                           len(samples))
     preset = matching_encoder_preset(transformer_of(model.encoder))
-    return preprocessor, ENCODER_PRESETS[preset].fine_tuning.learning_rate, epoch, inference
+    return contender, preprocessor, ENCODER_PRESETS[preset].fine_tuning.learning_rate
 
 
 def _kerashub_tagger(backbone, num_classes, dropout):
@@ -513,8 +536,8 @@ def _encode(preprocessor, sentences):
 
 def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learning_rate,
                        jit_compile):
-    """KerasHub's backbone from `checkpoint` + a Dense token head: one epoch on
-    length-sorted batches (in shuffled order), then inference on length-sorted batches."""
+    """KerasHub's backbone from `checkpoint` + a Dense token head, trained on length-sorted
+    batches (in shuffled order) and predicting on length-sorted batches: a `_Contender`."""
     import keras
     import keras_hub
     import numpy as np
@@ -543,42 +566,39 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
     first_of_shape = {}
     for batch in batches:
         first_of_shape.setdefault(batch[0]["token_ids"].shape, batch[:3])
-    model.traces = 0
-    traces = {}
-    warmup, seconds, _ = _warm_up_and_time_epoch(
-        model, dataset, list(first_of_shape.values()),
-        after_warmup=lambda: traces.update(warmup=model.traces))
-    masks = [x["padding_mask"] for x, _, _, _ in batches]
-    epoch = _epoch_figures(warmup, seconds, int(sum(m.sum() for m in masks)),
-                           int(sum(m.size for m in masks)), len(first_of_shape))
-    epoch.update(warmup_traces=traces["warmup"], epoch_traces=model.traces - traces["warmup"],
-                 tokenize_seconds=round(tokenize_seconds, 2))
 
-    def predict_tags(sentences):
-        token_ids, starts = _encode(preprocessor, sentences)
+    def predict_tags():  # tokenization, batching, forward passes and decoding
+        token_ids, starts = _encode(preprocessor, predict)
         dummy = [[0] * len(s) for s in starts]
-        predicted = [None] * len(sentences)
+        predicted = [None] * len(predict)
         for x, _, _, rows in length_sorted_batches(token_ids, starts, dummy, FLAGS.batch_size,
-                                              multiple, max_length):
+                                                   multiple, max_length):
+            shapes.add(x["token_ids"].shape)
             tag_ids = np.argmax(model.predict_on_batch(x), axis=-1)
             for row, i in enumerate(rows):
                 tags = [labels[t] for t in tag_ids[row, starts[i]]]
-                predicted[i] = tags + ["O"] * (len(sentences[i].words) - len(tags))
+                predicted[i] = tags + ["O"] * (len(predict[i].words) - len(tags))
         return predicted
 
-    token_ids, starts = _encode(preprocessor, predict)  # warm-up: one batch of each shape
-    seen = set()
-    for x, _, _, _ in length_sorted_batches(token_ids, starts, [[0] * len(s) for s in starts],
-                                       FLAGS.batch_size, multiple, max_length):
-        if x["token_ids"].shape not in seen:
-            seen.add(x["token_ids"].shape)
-            model.predict_on_batch(x)
-    start = time.perf_counter()
-    predict_tags(predict)  # tokenization, batching, forward passes and decoding
-    inference = _inference_figures(time.perf_counter() - start, len(predict))
-    inference["distinct_shapes"] = len(seen)
-    return epoch, inference
+    shapes = set()  # of the prediction batches
 
+    def warm_up():
+        model.traces = 0
+        _fit_one_pass(model, _samples_dataset(list(first_of_shape.values()), spec))
+        predict_tags()
+        contender.extra.update(warmup_traces=model.traces, predict_shapes=len(shapes))
+
+    def epoch():
+        seconds = _timed(lambda: _fit_one_pass(model, dataset))
+        contender.extra["epoch_traces"] = model.traces - contender.extra["warmup_traces"]
+        return seconds
+
+    masks = [x["padding_mask"] for x, _, _, _ in batches]
+    contender = _Contender(warm_up, epoch, lambda: _timed(predict_tags),
+                           int(sum(m.sum() for m in masks)), int(sum(m.size for m in masks)),
+                           len(first_of_shape))
+    contender.extra["tokenize_seconds"] = round(tokenize_seconds, 2)
+    return contender
 
 
 def finetune():
@@ -595,13 +615,27 @@ def finetune():
     # Read as tools/predict.py reads its input: words only (their tags are set to "O").
     predict = task.read_prediction_input(predict_path)
     predict = predict[:FLAGS.predict_sentences or len(predict)]
-    train_figures, inference_figures = {}, {}
+    contenders = {}
     for head in ("softmax", "crf"):
-        preprocessor, learning_rate, epoch, inference = _ours_finetune(
+        contenders[f"ours_{head}"], preprocessor, learning_rate = _ours_finetune(
             task, checkpoint, head, train, predict, labels, jit_compile)
-        train_figures[f"ours_{head}"], inference_figures[f"ours_{head}"] = epoch, inference
-    train_figures["kerashub"], inference_figures["kerashub"] = _kerashub_finetune(
+    contenders["kerashub"] = _kerashub_finetune(
         checkpoint, preprocessor, train, predict, labels, learning_rate, jit_compile)
+    warmup = {name: _timed(contender.warm_up) for name, contender in contenders.items()}
+    # Rounds of one timed epoch per model, alternating, then rounds of prediction passes:
+    # what slows the machine for a while slows every model alike; medians are reported.
+    epochs = {name: [] for name in contenders}
+    for _ in range(FLAGS.rounds):
+        for name, contender in contenders.items():
+            epochs[name].append(contender.epoch())
+    passes = {name: [] for name in contenders}
+    for _ in range(FLAGS.rounds):
+        for name, contender in contenders.items():
+            passes[name].append(contender.predict())
+    train_figures = {name: _epoch_figures(contender, warmup[name], epochs[name])
+                     for name, contender in contenders.items()}
+    inference_figures = {name: _inference_figures(passes[name], len(predict))
+                         for name in contenders}
     result = finetune_result(train_figures, inference_figures, policy, jit_compile,
                              checkpoint, train_path, predict_path)
     _print_finetune(result)
@@ -619,7 +653,7 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
         "train_sentences": FLAGS.train_sentences,
         "predict_sentences": inference_figures["kerashub"]["sentences"],
         "batch_size": FLAGS.batch_size, "pack_length": FLAGS.pack_length,
-        "kerashub_head": KERASHUB_HEAD, "kerashub_pad_multiple": FLAGS.kerashub_pad_multiple,
+        "rounds": FLAGS.rounds, "kerashub_head": KERASHUB_HEAD, "kerashub_pad_multiple": FLAGS.kerashub_pad_multiple,
         "train": train_figures, "inference": inference_figures,
         "finetune_ratio": round(ours["real_tokens_per_second"]
                                 / kerashub["real_tokens_per_second"], 4),
@@ -644,7 +678,8 @@ def _print_finetune(result):
     print(f"  ours softmax / KerasHub: training {result['finetune_ratio']}, inference "
           f"{result['inference_ratio']}; CRF overhead {100 * result['crf_overhead']:.1f}%; "
           f"KerasHub's train step traced {result['train']['kerashub']['warmup_traces']} "
-          f"times in the warm-up, {result['train']['kerashub']['epoch_traces']} in the epoch")
+          f"times in the warm-up, {result['train']['kerashub']['epoch_traces']} in the "
+          f"timed epochs; medians of {result['rounds']} alternating rounds")
 
 
 # === span_memory ===
