@@ -50,6 +50,7 @@ import tensorflow as tf
 from tasks.batching import bucket_lengths
 from tasks.document_context import context_lists
 from tasks.progress import track
+from tasks.word_pipeline import ragged_words
 
 # Examples tokenized at a time (the pipelines' order of magnitude).
 _ENCODE_BATCH = 1024
@@ -206,9 +207,9 @@ def encode_word_sentences(preprocessor, sentences):
     encoded = {}
     for start in range(0, len(sentences), _ENCODE_BATCH):
         end = start + _ENCODE_BATCH
-        context = {} if left is None else {"left_context": _ragged_words(left[start:end]),
-                                           "right_context": _ragged_words(right[start:end])}
-        words = _ragged_words([s.words for s in sentences[start:end]])
+        context = {} if left is None else {"left_context": ragged_words(left[start:end]),
+                                           "right_context": ragged_words(right[start:end])}
+        words = ragged_words([s.words for s in sentences[start:end]])
         for name, ragged in preprocessor.encode(words, **context).items():
             encoded.setdefault(name, []).extend(_numpy_rows(ragged))
     return encoded
@@ -303,10 +304,3 @@ def _numpy_rows(ragged):
     """[rows, (length)] RaggedTensor → one NumPy array per row."""
     values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
     return np.split(values, splits[1:-1])
-
-
-def _ragged_words(word_lists):
-    """String RaggedTensor [sentences, (words)] from flat values (typed even when all empty)."""
-    flat = [word for words in word_lists for word in words]
-    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
-                                            [len(words) for words in word_lists])

@@ -54,7 +54,7 @@ def make_word_dataset(
     preprocessor = as_preprocessor(preprocessor, max_seq_length, WordPreprocessor)
     if not words:
         raise ValueError("no sentences to make a dataset from")
-    ragged_words = _ragged_words(words)
+    word_rows = ragged_words(words)
     row_lengths = [len(w) for w in words]
     flat_labels = tf.concat([tf.constant(l, tf.int32) for l in labels], axis=0) if sum(
         row_lengths) else tf.zeros([0] + list(labels[0].shape[1:]), tf.int32)
@@ -64,7 +64,7 @@ def make_word_dataset(
         if context is not None and len(context) != len(words):
             raise ValueError(f"{name} has {len(context)} rows for {len(words)} sentences")
     if with_context:
-        contexts = tuple(_ragged_words(context if context is not None else [()] * len(words))
+        contexts = tuple(ragged_words(context if context is not None else [()] * len(words))
                          for context in (left_context, right_context))
     every_subword = continuation is not None and training
     if every_subword:
@@ -89,7 +89,7 @@ def make_word_dataset(
             features.update(word_starts=starts, word_mask=tf.ones_like(starts))
         return features, tags
 
-    slices = (ragged_words, ragged_labels) + ((contexts,) if with_context else ())
+    slices = (word_rows, ragged_labels) + ((contexts,) if with_context else ())
     dataset = (
         tf.data.Dataset.from_tensor_slices(slices)
         .batch(_TOKENIZE_BATCH)
@@ -104,9 +104,13 @@ def make_word_dataset(
                                    preprocessor.max_seq_length, padding, training, seed)
 
 
-def _ragged_words(word_lists):
+def ragged_words(word_lists):
     """A string RaggedTensor [sentences, (words)], built from flat values (fast, and of the
-    right type when every row is empty)."""
+    right type when every row is empty).
+
+    >>> ragged_words([("a", "b"), ()]).to_list()
+    [[b'a', b'b'], []]
+    """
     flat = [word for words in word_lists for word in words]
     return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
                                             [len(words) for words in word_lists])

@@ -526,11 +526,8 @@ def _kerashub_tagger(backbone, num_classes, dropout):
 def _encode(preprocessor, sentences):
     """Token ids and first-subword positions per sentence, by our preprocessor (the same
     subwords both models see; KerasHub's own tokenizer drops accented words to [UNK])."""
-    import tensorflow as tf
-    words = [word for sentence in sentences for word in sentence.words]
-    ragged = tf.RaggedTensor.from_row_lengths(tf.constant(words, tf.string),
-                                              [len(s.words) for s in sentences])
-    features, _ = preprocessor.encode_words(ragged)
+    from tasks.word_pipeline import ragged_words
+    features, _ = preprocessor.encode_words(ragged_words([s.words for s in sentences]))
     return features["token_ids"].to_list(), features["word_starts"].to_list()
 
 
