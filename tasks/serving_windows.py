@@ -13,6 +13,7 @@ import typing
 
 import tensorflow as tf
 
+from tasks.ragged_rows import row_prefix, row_slices
 from tasks.text_cleaning import split_words, split_words_with_offsets
 
 _FAR = 2 ** 30  # beyond any subword count: closes the prefix sums of shorter rows
@@ -91,17 +92,10 @@ def plan_windows(counts, budget, stride):
     return tf.gather(rows, order), tf.gather(starts, order), tf.gather(ends, order)
 
 
-def _slices(values, rows, starts, ends):
-    """values [B, (W)] ragged → [N, (ends − starts)]: the words of each window."""
-    offsets = tf.cast(tf.gather(values.row_starts(), rows), tf.int32)
-    indices = tf.ragged.range(offsets + starts, offsets + ends)
-    return tf.gather(values.flat_values, indices)
-
-
 def _only_where(values, keep):
     """values [N, (K)] ragged with the rows where `keep` [N] is False emptied."""
-    mask = values.with_flat_values(tf.repeat(keep, values.row_lengths()))
-    return tf.ragged.boolean_mask(values, mask)
+    lengths = values.row_lengths()
+    return row_prefix(values, tf.where(keep, lengths, tf.zeros_like(lengths)))
 
 
 def windowed_word_inputs(preprocessor, text, left_context=None, right_context=None,
@@ -117,9 +111,8 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
     counts = tf.cast(preprocessor.word_pieces(words).row_lengths(axis=2), tf.int32)
     rows, starts, ends = plan_windows(counts, preprocessor.max_seq_length - 2, stride)
     num_words = tf.cast(words.row_lengths(), tf.int32)
-    zeros = tf.zeros_like(rows)
-    left = _slices(words, rows, zeros, starts)
-    right = _slices(words, rows, ends, tf.gather(num_words, rows))
+    left = row_slices(words, 0, starts, rows)
+    right = row_slices(words, ends, tf.gather(num_words, rows), rows)
     if left_context is not None:
         around = tf.gather(split_words(left_context), rows)
         left = tf.concat([_only_where(around, tf.equal(starts, 0)), left], axis=1)
@@ -127,7 +120,7 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
         around = tf.gather(split_words(right_context), rows)
         right = tf.concat([right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))],
                           axis=1)
-    features, kept = preprocessor.encode_words(_slices(words, rows, starts, ends), left, right)
+    features, kept = preprocessor.encode_words(row_slices(words, starts, ends, rows), left, right)
     return WordWindows(words, char_starts, char_ends, preprocessor.pad(features), rows, starts,
                        ends, tf.cast(kept.row_lengths(), tf.int32))
 

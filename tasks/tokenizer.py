@@ -8,6 +8,7 @@ import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
 from tasks.progress import Progress
+from tasks.ragged_rows import merge_inner_rows
 from tasks.text_cleaning import clean_texts
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -285,7 +286,7 @@ class WordPieceTokenizer(tf.Module):
 
     def tokenize_flat(self, texts):
         """[batch] strings → int32 RaggedTensor [batch, wordpieces]."""
-        return self.tokenize(texts).merge_dims(-2, -1)
+        return merge_inner_rows(self.tokenize(texts))
 
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [batch, wordpieces] segments as `[CLS] a [SEP] b [SEP]`.

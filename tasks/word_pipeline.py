@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tasks.batching import shuffle_batch_and_count
 from tasks.preprocessor import as_preprocessor
+from tasks.ragged_rows import row_prefix
 from tasks.word_preprocessor import WordPreprocessor
 
 LABEL_PADDING = -1
@@ -72,9 +73,7 @@ def make_word_dataset(
 
     def encode(words, tags, context=None):
         features, counts = preprocessor.encode_words(words, *(context or ()))
-        kept = tf.cast(counts.row_lengths(), tf.int32)
-        tags = tf.ragged.boolean_mask(tags, tf.ragged.range(tags.row_lengths()) <
-                                      tf.cast(kept, tf.int64)[:, None])
+        tags = row_prefix(tags, counts.row_lengths())  # the words kept
         if every_subword:
             # Every subword is a position to label: B-x continues as I-x.
             position_in_word = tf.ragged.range(counts.flat_values).flat_values

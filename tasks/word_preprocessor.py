@@ -10,23 +10,16 @@ import keras
 import tensorflow as tf
 
 from tasks.preprocessor import TextPreprocessor
+from tasks.ragged_rows import (
+    concat_rows,
+    merge_inner_rows,
+    ones_per_row,
+    row_exclusive_cumsum,
+    row_prefix,
+    row_suffix,
+    row_sums,
+)
 from tasks.text_cleaning import split_words
-
-
-def row_exclusive_cumsum(lengths):
-    """Exclusive cumulative sum inside each row of a ragged [b, W] tensor.
-
-    Examples:
-    >>> row_exclusive_cumsum(tf.ragged.constant([[2, 1, 3], [4]])).to_list()
-    [[0, 2, 3], [0]]
-    """
-    flat = lengths.flat_values
-    global_exclusive = tf.cumsum(flat, exclusive=True)
-    row_offsets = tf.gather(
-        tf.concat([global_exclusive, [tf.reduce_sum(flat)]], 0), lengths.row_starts()
-    )
-    per_value_offset = tf.repeat(row_offsets, lengths.row_lengths())
-    return lengths.with_flat_values(global_exclusive - per_value_offset)
 
 
 def split_context_budget(budget, left, right):
@@ -98,12 +91,12 @@ class WordPreprocessor(TextPreprocessor):
         A word with no piece (e.g. only a control character) becomes `[UNK]`.
         """
         tokenizer = self.tokenizer()
-        pieces = tokenizer.tokenize(words.flat_values).merge_dims(-2, -1)  # [N, P]
-        counts = pieces.row_lengths()
-        unk = tf.fill([tf.shape(counts)[0], 1], tokenizer.unk_id)
-        with_unk = tf.concat([pieces, tf.RaggedTensor.from_tensor(unk)], axis=1)
-        keep = tf.ragged.range(counts + 1) < tf.expand_dims(tf.maximum(counts, 1), 1)
-        return words.with_flat_values(tf.ragged.boolean_mask(with_unk, keep))  # [B, W, P]
+        pieces = tokenizer.tokenize_flat(words.flat_values)  # [N, P]
+        empty = tf.equal(pieces.row_lengths(), 0)
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], tokenizer.unk_id),
+            tf.cast(empty, tf.int64), validate=False)
+        return words.with_flat_values(concat_rows([pieces, unk]))  # [B, W, P]
 
     def subword_counts(self, word_lists):
         """Subwords of every word (at least 1: an empty word is `[UNK]`), one list per sentence.
@@ -142,10 +135,11 @@ class WordPreprocessor(TextPreprocessor):
         tokenizer = self.tokenizer()
         pieces = self.word_pieces(words)  # [B, W, P]
         counts = tf.cast(pieces.row_lengths(axis=2), tf.int32)  # [B, W]
-        kept = row_exclusive_cumsum(counts) + counts <= self.max_seq_length - 2
-        pieces = tf.ragged.boolean_mask(pieces, kept)
-        counts = tf.ragged.boolean_mask(counts, kept)
-        flat = pieces.merge_dims(1, 2)  # [B, T']
+        fits = row_exclusive_cumsum(counts) + counts <= self.max_seq_length - 2
+        kept = row_sums(tf.cast(fits, tf.int32))  # a prefix of every row fits
+        pieces = row_prefix(pieces, kept)
+        counts = row_prefix(counts, kept)
+        flat = merge_inner_rows(pieces)  # [B, T']
         batch = flat.nrows()
         starts = row_exclusive_cumsum(counts) + 1
         if left_context is not None or right_context is not None:
@@ -153,9 +147,8 @@ class WordPreprocessor(TextPreprocessor):
             flat, offsets = self._with_context(flat, whole, left_context, right_context)
             starts = starts.with_flat_values(
                 starts.flat_values + tf.repeat(offsets, starts.row_lengths()))
-        cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.cls_id))
-        sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tokenizer.sep_id))
-        token_ids = tf.concat([cls, flat, sep], axis=1)
+        token_ids = concat_rows(
+            [ones_per_row(tokenizer.cls_id, batch), flat, ones_per_row(tokenizer.sep_id, batch)])
         features = {
             "token_ids": token_ids,
             "segment_ids": tf.zeros_like(token_ids),
@@ -170,7 +163,7 @@ class WordPreprocessor(TextPreprocessor):
         if context is None:
             return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
                                                     tf.zeros([batch], tf.int64))
-        return self.word_pieces(context).merge_dims(1, 2)
+        return merge_inner_rows(self.word_pieces(context))
 
     def _with_context(self, centre, whole, left_context, right_context):
         """`left centre right` subwords [B, (tokens)] and the left length [B] (int32)."""
@@ -182,11 +175,8 @@ class WordPreprocessor(TextPreprocessor):
         free = self.max_seq_length - 2 - tf.cast(centre.row_lengths(), tf.int32)
         budget = tf.where(whole, free, 0)  # a sentence cut short gets no context
         left_take, right_take = split_context_budget(budget, left_length, right_length)
-        left = tf.ragged.boolean_mask(
-            left, tf.ragged.range(left_length) >= tf.expand_dims(left_length - left_take, 1))
-        right = tf.ragged.boolean_mask(
-            right, tf.ragged.range(right_length) < tf.expand_dims(right_take, 1))
-        return tf.concat([left, centre, right], axis=1), left_take
+        return concat_rows([row_suffix(left, left_take), centre, row_prefix(right, right_take)]
+                           ), left_take
 
     def encode(self, words, left_context=None, right_context=None):
         """String RaggedTensor [B, words] → the ragged features (see `encode_words`)."""
