@@ -8,7 +8,7 @@ import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
 from tasks.progress import Progress
-from tasks.ragged_rows import merge_inner_rows
+from tasks.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 from tasks.text_cleaning import clean_texts
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -223,6 +223,33 @@ def normalize_uncased(texts):
     return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
 
 
+def longest_first_lengths(lengths, budget):
+    """How many tokens of each of 1 or 2 segments to keep so that they fit in `budget`,
+    removing one at a time from the longer segment (from the first on a tie), as
+    `tensorflow_text.ShrinkLongestTrimmer` does (a test compares them).
+
+    Args:
+        lengths: one integer [B] tensor per segment.
+        budget: the most tokens the segments may hold together.
+
+    Returns:
+        One int64 [B] tensor per segment.
+
+    Examples:
+    >>> [n.numpy().tolist() for n in longest_first_lengths([[9, 2, 5], [9, 9, 1]], 6)]
+    [[3, 2, 5], [3, 4, 1]]
+    """
+    if len(lengths) not in (1, 2):
+        raise ValueError(f"1 or 2 segments can be packed, got {len(lengths)}")
+    lengths = [tf.cast(length, tf.int64) for length in lengths]
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    first, second = lengths
+    # The second keeps the odd token of an even split: the first shrinks first on a tie.
+    kept_first = tf.minimum(first, tf.maximum(budget - second, budget // 2))
+    return [kept_first, tf.minimum(second, budget - kept_first)]
+
+
 class WordPieceTokenizer(tf.Module):
     """BERT's basic + WordPiece tokenizer over a fixed vocabulary.
 
@@ -297,14 +324,12 @@ class WordPieceTokenizer(tf.Module):
         budget = max_length - 1 - len(segments)
         if budget < len(segments):
             raise ValueError(f"max_length={max_length} leaves no room for text")
-        if len(segments) == 1:
-            # ShrinkLongestTrimmer fails on a single segment (a while-loop shape
-            # error in tensorflow-text 2.21); for one segment both trim the same.
-            trimmer = tf_text.WaterfallTrimmer(budget, axis=-1)
-        else:
-            trimmer = tf_text.ShrinkLongestTrimmer(budget, axis=-1)
-        trimmed = trimmer.trim(segments)
-        token_ids, segment_ids = tf_text.combine_segments(
-            trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
-        )
-        return tf.cast(token_ids, tf.int32), tf.cast(segment_ids, tf.int32)
+        kept = longest_first_lengths([segment.row_lengths() for segment in segments], budget)
+        batch = segments[0].nrows()
+        tokens, segment_ids = [ones_per_row(self.cls_id, batch)], [ones_per_row(0, batch)]
+        for index, (segment, length) in enumerate(zip(segments, kept)):
+            segment = row_prefix(tf.cast(segment, tf.int32), length)
+            tokens += [segment, ones_per_row(self.sep_id, batch)]
+            segment_ids += [segment.with_flat_values(tf.fill(tf.shape(segment.flat_values), index)),
+                            ones_per_row(index, batch)]
+        return concat_rows(tokens), concat_rows(segment_ids)

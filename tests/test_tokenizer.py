@@ -143,3 +143,26 @@ def test_build_vocabulary_learns_from_cleaned_text():
     assert "blackburn" in tokens
     extra = build_vocabulary(texts, vocab_size=60, reserved_tokens=[*RESERVED_TOKENS, "[X]"])
     assert extra[:6] == [*RESERVED_TOKENS, "[X]"] and len(extra) == 60
+
+
+@pytest.mark.parametrize("segments", [1, 2])
+def test_pack_equals_tensorflow_text_trimmer_and_combine_segments(segments):
+    """The flat-op packing against the reference it replaced: every pair of lengths 0..9
+    (ties included) with budgets that cut one, both or neither segment."""
+    import tensorflow_text as tf_text
+
+    tokenizer = WordPieceTokenizer(VOCAB)
+    lengths = [(a, b) for a in range(10) for b in range(10)]
+    columns = [tf.ragged.constant([list(range(10, 10 + pair[k])) for pair in lengths], tf.int32,
+                                  ragged_rank=1) for k in range(segments)]
+    for max_length in (3 + segments, 6, 9, 25):
+        budget = max_length - 1 - segments
+        trimmer = (tf_text.WaterfallTrimmer(budget, axis=-1) if segments == 1
+                   else tf_text.ShrinkLongestTrimmer(budget, axis=-1))
+        expected = tf_text.combine_segments(trimmer.trim(columns), tokenizer.cls_id,
+                                            tokenizer.sep_id)
+        packed = tf.function(lambda *c: tokenizer.pack(list(c), max_length),
+                             autograph=False)(*columns)
+        for ours, theirs in zip(packed, expected):
+            assert ours.dtype == tf.int32
+            assert ours.to_list() == tf.cast(theirs, tf.int32).to_list()

@@ -69,9 +69,10 @@ def zip_with_seeds(dataset, seed):
 def word_start_flags(word_pieces):
     """Ragged [batch, words, pieces] from the tokenizer → ragged bool [batch, pieces].
 
-    True on the first piece of each word, aligned with `tokenize_flat`. Pack
-    the flags like the ids (the same trimmer and `combine_segments` with
-    start/end ids 1) to keep them aligned after [CLS]/[SEP] are added.
+    True on the first piece of each word, aligned with `tokenize_flat`. Cut
+    and pack the flags as `WordPieceTokenizer.pack` does the ids (the lengths
+    of `tasks.tokenizer.longest_first_lengths`, [CLS] and [SEP] flagged True)
+    to keep them aligned.
 
     Examples:
     >>> pieces = tf.ragged.constant([[[5], [7, 8]], [[9, 10, 11]]])
