@@ -24,6 +24,7 @@ import keras
 import tensorflow as tf
 
 from tasks.batching import bucket_length
+from tasks.ragged_rows import split_rows
 from tasks.tokenizer import PAD, UNK, CLS, SEP, WordPieceTokenizer, read_vocabulary
 
 VOCABULARY_FILE = "vocabulary.txt"
@@ -111,9 +112,11 @@ class TextPreprocessor(keras.layers.Layer):
         truncated longest-first to `max_seq_length`.
         """
         tokenizer = self.tokenizer()
-        segments = [tokenizer.tokenize_flat(text)]
-        if text_pair is not None:
-            segments.append(tokenizer.tokenize_flat(text_pair))
+        if text_pair is None:
+            segments = [tokenizer.tokenize_flat(text)]
+        else:  # one tokenizer graph for both texts: half the ops to trace
+            both = tokenizer.tokenize_flat(tf.concat([text, text_pair], axis=0))
+            segments = split_rows(both, tf.shape(text)[0])
         token_ids, segment_ids = tokenizer.pack(segments, self.max_seq_length)
         return {"token_ids": token_ids, "segment_ids": segment_ids,
                 "padding_mask": tf.ones_like(token_ids)}

@@ -114,6 +114,25 @@ def row_slices(values, begin, end, rows=None):
                                            indices.row_splits, validate=False)
 
 
+def split_rows(values, count):
+    """`(values[:count], values[count:])` of a ragged [B, (N)] tensor, without
+    `__getitem__`'s checks.
+
+    Examples:
+    >>> first, rest = split_rows(tf.ragged.constant([[1, 2], [3], [], [4]]), 1)
+    >>> first.to_list(), rest.to_list()
+    ([[1, 2]], [[3], [], [4]])
+    """
+    splits = values.row_splits
+    count = tf.cast(count, splits.dtype)
+    middle = splits[count]
+    first = tf.RaggedTensor.from_row_splits(values.values[:middle], splits[:count + 1],
+                                            validate=False)
+    rest = tf.RaggedTensor.from_row_splits(values.values[middle:], splits[count:] - middle,
+                                           validate=False)
+    return first, rest
+
+
 def row_prefix(values, lengths):
     """The first `lengths[b]` items of every row b (each at most the row's length).
 

@@ -18,6 +18,8 @@ from tasks.ragged_rows import (
     row_prefix,
     row_suffix,
     row_sums,
+    split_rows,
+    value_rowids,
 )
 from tasks.text_cleaning import split_words
 
@@ -90,13 +92,24 @@ class WordPreprocessor(TextPreprocessor):
 
         A word with no piece (e.g. only a control character) becomes `[UNK]`.
         """
+        return self._word_pieces_of([words])[0]
+
+    def _word_pieces_of(self, word_tensors):
+        """`word_pieces` of each of several [B_i, words] tensors, tokenized together (one
+        tokenizer graph: it is most of what a traced encode costs)."""
         tokenizer = self.tokenizer()
-        pieces = tokenizer.tokenize_flat(words.flat_values)  # [N, P]
+        pieces = tokenizer.tokenize_flat(
+            tf.concat([words.flat_values for words in word_tensors], axis=0))  # [N, P]
         empty = tf.equal(pieces.row_lengths(), 0)
         unk = tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], tokenizer.unk_id),
             tf.cast(empty, tf.int64), validate=False)
-        return words.with_flat_values(concat_rows([pieces, unk]))  # [B, W, P]
+        pieces = concat_rows([pieces, unk])
+        results = []
+        for words in word_tensors[:-1]:
+            own, pieces = split_rows(pieces, tf.shape(words.flat_values)[0])
+            results.append(words.with_flat_values(own))
+        return results + [word_tensors[-1].with_flat_values(pieces)]  # each [B, W, P]
 
     def subword_counts(self, word_lists):
         """Subwords of every word (at least 1: an empty word is `[UNK]`), one list per sentence.
@@ -133,7 +146,13 @@ class WordPreprocessor(TextPreprocessor):
             of subwords of each kept word [B, (kept words)].
         """
         tokenizer = self.tokenizer()
-        pieces = self.word_pieces(words)  # [B, W, P]
+        contexts = [context for context in (left_context, right_context) if context is not None]
+        pieces, *context_pieces = self._word_pieces_of([words] + contexts)  # [B, W, P]
+        left = right = None  # context subwords [B, (subwords)]
+        if left_context is not None:
+            left = merge_inner_rows(context_pieces.pop(0))
+        if right_context is not None:
+            right = merge_inner_rows(context_pieces.pop(0))
         counts = tf.cast(pieces.row_lengths(axis=2), tf.int32)  # [B, W]
         fits = row_exclusive_cumsum(counts) + counts <= self.max_seq_length - 2
         kept = row_sums(tf.cast(fits, tf.int32))  # a prefix of every row fits
@@ -142,11 +161,11 @@ class WordPreprocessor(TextPreprocessor):
         flat = merge_inner_rows(pieces)  # [B, T']
         batch = flat.nrows()
         starts = row_exclusive_cumsum(counts) + 1
-        if left_context is not None or right_context is not None:
+        if contexts:
             whole = tf.equal(counts.row_lengths(), words.row_lengths())
-            flat, offsets = self._with_context(flat, whole, left_context, right_context)
+            flat, offsets = self._with_context(flat, whole, left, right)
             starts = starts.with_flat_values(
-                starts.flat_values + tf.repeat(offsets, starts.row_lengths()))
+                starts.flat_values + tf.gather(offsets, value_rowids(starts)))
         token_ids = concat_rows(
             [ones_per_row(tokenizer.cls_id, batch), flat, ones_per_row(tokenizer.sep_id, batch)])
         features = {
@@ -158,18 +177,18 @@ class WordPreprocessor(TextPreprocessor):
         }
         return features, counts
 
-    def _context_subwords(self, context, batch):
-        """The subwords of context words, [B, (subwords)]; no row when `context` is None."""
-        if context is None:
-            return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
-                                                    tf.zeros([batch], tf.int64))
-        return merge_inner_rows(self.word_pieces(context))
+    @staticmethod
+    def _no_subwords(batch):
+        """[B, (0)]: the subwords of absent context."""
+        return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
+                                                tf.zeros([batch], tf.int64), validate=False)
 
-    def _with_context(self, centre, whole, left_context, right_context):
-        """`left centre right` subwords [B, (tokens)] and the left length [B] (int32)."""
+    def _with_context(self, centre, whole, left, right):
+        """`left centre right` subwords [B, (tokens)] and the left length [B] (int32); `left`
+        and `right` are context subwords [B, (subwords)], or None for none."""
         batch = centre.nrows()
-        left = self._context_subwords(left_context, batch)
-        right = self._context_subwords(right_context, batch)
+        left = self._no_subwords(batch) if left is None else left
+        right = self._no_subwords(batch) if right is None else right
         left_length = tf.cast(left.row_lengths(), tf.int32)
         right_length = tf.cast(right.row_lengths(), tf.int32)
         free = self.max_seq_length - 2 - tf.cast(centre.row_lengths(), tf.int32)

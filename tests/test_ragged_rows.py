@@ -13,6 +13,7 @@ from tasks.ragged_rows import (
     row_slices,
     row_suffix,
     row_sums,
+    split_rows,
     value_rowids,
 )
 
@@ -63,3 +64,11 @@ def test_concat_rows_keeps_strings():
     right = tf.ragged.constant([["b", "c"], ["d"]])
     assert _traced(lambda a, b: concat_rows([a, b]), left, right).to_list() == [
         [b"a", b"b", b"c"], [b"d"]]
+
+
+@pytest.mark.parametrize("count", [0, 2, 4])
+def test_split_rows_equals_slicing(count):
+    values = tf.ragged.constant([[1, 2], [], [3], [4, 5, 6]])
+    first, rest = _traced(lambda v: split_rows(v, count), values)
+    assert first.to_list() == values[:count].to_list()
+    assert rest.to_list() == values[count:].to_list()
