@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from tasks.batching import shuffle_batch_and_count
 from tasks.preprocessor import as_preprocessor
-from tasks.ragged_rows import row_prefix
+from tasks.ragged_rows import row_prefix, value_rowids
 from tasks.word_preprocessor import WordPreprocessor
 
 LABEL_PADDING = -1
@@ -76,14 +76,16 @@ def make_word_dataset(
         tags = row_prefix(tags, counts.row_lengths())  # the words kept
         if every_subword:
             # Every subword is a position to label: B-x continues as I-x.
-            position_in_word = tf.ragged.range(counts.flat_values).flat_values
-            word_tag = tf.repeat(tags.flat_values, counts.flat_values)
+            pieces_of_words = tf.ragged.range(counts.flat_values)  # [words, (pieces)]
+            position_in_word = pieces_of_words.flat_values
+            word_of_piece = value_rowids(pieces_of_words)
+            word_tag = tf.gather(tags.flat_values, word_of_piece)
             piece_tags = tf.where(position_in_word == 0, word_tag,
                                   tf.gather(continuation, word_tag))
             pieces = tf.reduce_sum(counts, axis=1)
             tags = tf.RaggedTensor.from_row_lengths(piece_tags, pieces)
             # Each subword's position: its word's first subword's, plus its place in the word.
-            word_starts = tf.repeat(features["word_starts"].flat_values, counts.flat_values)
+            word_starts = tf.gather(features["word_starts"].flat_values, word_of_piece)
             starts = tf.RaggedTensor.from_row_lengths(word_starts + position_in_word, pieces)
             features.update(word_starts=starts, word_mask=tf.ones_like(starts))
         return features, tags
