@@ -13,7 +13,7 @@ import typing
 
 import tensorflow as tf
 
-from tasks.ragged_rows import row_prefix, row_slices
+from tasks.ragged_rows import row_prefix, row_slices, value_rowids
 from tasks.text_cleaning import split_words, split_words_with_offsets
 
 _FAR = 2 ** 30  # beyond any subword count: closes the prefix sums of shorter rows
@@ -140,7 +140,7 @@ def merge_window_words(windows, values):
     bool mask [B, W] of the words whose owner window kept them (the others are cut off)."""
     lengths = windows.ends - windows.starts
     local = tf.ragged.range(lengths)  # [N, (Ww)]
-    pair_window = tf.cast(local.value_rowids(), tf.int32)
+    pair_window = tf.cast(value_rowids(local), tf.int32)
     position = tf.cast(local.flat_values, tf.int32)
     length = tf.gather(lengths, pair_window)
     offsets = tf.cast(tf.gather(windows.words.row_starts(), tf.gather(windows.rows, pair_window)),
@@ -167,7 +167,7 @@ def merge_window_spans(windows, probabilities, max_width):
     lengths = windows.ends - windows.starts
     window_width = tf.shape(probabilities)[1] // max_width
     count = tf.shape(probabilities)[0]
-    local_start = tf.tile(tf.repeat(tf.range(window_width), max_width)[None, :], [count, 1])
+    local_start = tf.tile((tf.range(window_width * max_width) // max_width)[None, :], [count, 1])
     local_end = local_start + tf.tile(tf.range(max_width), [window_width])[None, :]
     valid = local_end < windows.kept[:, None]  # [N, Ww·L]
     where = tf.cast(tf.where(valid), tf.int32)

@@ -24,6 +24,8 @@ import unicodedata
 
 import tensorflow as tf
 
+from tasks.ragged_rows import value_rowids
+
 # Every character Python's str.isspace() accepts: str.split() splits at each of them.
 PYTHON_WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
@@ -129,7 +131,7 @@ def split_words_with_offsets(texts):
                                           replacement_char=0xFFFD)  # [B, (C)]
     flat = characters.flat_values
     codes = tf.strings.unicode_decode(flat, "UTF-8").flat_values  # one code point each
-    rows = characters.value_rowids()
+    rows = value_rowids(characters)
     positions = tf.cast(tf.range(tf.size(flat, out_type=tf.int64))
                         - tf.gather(characters.row_starts(), rows), tf.int32)
     is_space = tf.reduce_any(

@@ -104,7 +104,7 @@ def span_ner_outputs(model, preprocessor, labels, text, threshold=0.5, decoding=
     probabilities, valid = merge_window_spans(
         windows, ops.cast(probabilities, "float32"), max_width)  # [B, W·L, C], [B, W·L]
     width = tf.shape(valid)[1] // max_width
-    span_starts = tf.repeat(tf.range(width), max_width)  # span k = start·L + (end − start)
+    span_starts = tf.range(width * max_width) // max_width  # span k = start·L + (end − start)
     span_ends = span_starts + tf.tile(tf.range(max_width), [width])
     entity_probabilities = probabilities[:, :, 1:]
     scores = tf.reduce_max(entity_probabilities, axis=-1)  # [B, K]

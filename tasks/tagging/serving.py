@@ -63,7 +63,7 @@ def tags_to_entities(prefixes, types, type_names):
     # continuing positions follow their start in the same row, so a running count works.
     entity_of = tf.reshape(tf.cumsum(tf.cast(begins, tf.int32), axis=1), [-1])
     row_offsets = tf.cumsum(tf.reduce_sum(tf.cast(begins, tf.int32), axis=1), exclusive=True)
-    entity_of = entity_of + tf.repeat(row_offsets, width) - 1
+    entity_of = entity_of + tf.gather(row_offsets, tf.range(batch * width) // width) - 1
     positions = tf.tile(tf.range(width, dtype=tf.int32), [batch])
     flat_member = tf.reshape(member, [-1])
     total = tf.reduce_sum(tf.cast(begins, tf.int32))
