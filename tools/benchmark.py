@@ -658,6 +658,8 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
                               / ours["epoch_seconds"] - 1, 4),
         "inference_ratio": round(inference_figures["ours_softmax"]["sentences_per_second"]
                                  / inference_figures["kerashub"]["sentences_per_second"], 4),
+        # The three models are held at once: if rounds slow down, memory is the first check.
+        "peak_rss_mb": round(_peak_rss_mb()),
     }
 
 
