@@ -13,7 +13,7 @@ import typing
 
 import tensorflow as tf
 
-from tasks.ragged_rows import row_prefix, row_slices, value_rowids
+from tasks.ragged_rows import concat_rows, row_prefix, row_slices, value_rowids
 from tasks.text_cleaning import split_words, split_words_with_offsets
 
 _FAR = 2 ** 30  # beyond any subword count: closes the prefix sums of shorter rows
@@ -115,11 +115,11 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
     right = row_slices(words, ends, tf.gather(num_words, rows), rows)
     if left_context is not None:
         around = tf.gather(split_words(left_context), rows)
-        left = tf.concat([_only_where(around, tf.equal(starts, 0)), left], axis=1)
+        left = concat_rows([_only_where(around, tf.equal(starts, 0)), left])
     if right_context is not None:
         around = tf.gather(split_words(right_context), rows)
-        right = tf.concat([right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))],
-                          axis=1)
+        right = concat_rows(
+            [right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))])
     features, kept = preprocessor.encode_words(row_slices(words, starts, ends, rows), left, right)
     return WordWindows(words, char_starts, char_ends, preprocessor.pad(features), rows, starts,
                        ends, tf.cast(kept.row_lengths(), tf.int32))
