@@ -15,8 +15,10 @@ def packing_plan(padding_mask, row_length):
 
     First-fit decreasing: the examples, longest first (ties in batch order),
     each go to the first row with room left for them, so short examples fill
-    the gaps that long ones leave. Rows are `max(row_length, T)` tokens long,
-    so every example fits in one row.
+    the gaps that long ones leave. Rows are `max(row_length, longest example)`
+    tokens long, so every example fits in one row and the batch's padding past
+    its longest example is never computed on; `row_length=1` gives rows as
+    long as the longest example (best for batches grouped by length).
 
     Args:
         padding_mask: [N, T] int or bool, nonzero at the real tokens, which
@@ -38,7 +40,7 @@ def packing_plan(padding_mask, row_length):
     """
     real = ops.cast(ops.not_equal(padding_mask, 0), "int32")
     lengths = ops.sum(real, axis=1)
-    length = ops.maximum(ops.convert_to_tensor(row_length, "int32"), ops.shape(real)[1])
+    length = ops.maximum(ops.convert_to_tensor(row_length, "int32"), ops.max(lengths))
     batch = ops.shape(lengths)[0]
     indices = ops.arange(batch, dtype="int32")
     # Longest first; the index breaks ties, so that the plan does not depend on the sort.

@@ -157,11 +157,14 @@ class TransformerEncoder(keras.layers.Layer):
         """Length of the rows examples are packed into (0: no packing).
 
         With packing on, each call packs its right-padded examples (first-fit decreasing)
-        into rows of `max(pack_length, T)` tokens (`layers.sequence_packing`),
+        into rows of `max(pack_length, longest example)` tokens (`layers.sequence_packing`),
         with positions restarting per example and attention kept inside each
         example, and returns outputs in the batch's own [B, T, ...] layout
         (zeros at padding): the same values as without packing, computed with
-        far less padding when examples are short. The number of rows depends
+        far less padding when examples are short. `pack_length=1` packs into
+        rows as long as each batch's longest example: on batches grouped by
+        length (training) that computes the fewest attention scores, as
+        each token attends within a row no longer than needed. The number of rows depends
         on the data, so packing needs eager or `tf.function` execution, not
         XLA. Settable on a built encoder; saved in its config.
         """

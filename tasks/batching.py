@@ -6,6 +6,7 @@ DEFAULT_BUCKETS = (16, 32, 64, 128, 256, 512)
 # The features whose length picks an example's bucket: the tokens, by default. Two-tower
 # models (a bi-encoder's text and text pair) name both, and both pad to the longer one's.
 LENGTH_FEATURES = ("token_ids",)
+GROUPING_STEP = 8
 
 
 def bucket_lengths(max_length, buckets=DEFAULT_BUCKETS):
@@ -56,8 +57,11 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
     """Batches (features, labels) examples whose features are [time, ...] tensors.
 
     `group_by_length=True` (training) puts examples of similar length together
-    with `bucket_by_sequence_length`; otherwise (evaluation, prediction) the
-    order is kept and each batch is padded to the bucket of its longest example.
+    with `bucket_by_sequence_length`, in groups `GROUPING_STEP` tokens wide;
+    otherwise (evaluation, prediction) the order is kept. Either way each
+    batch is padded to the bucket of its longest example, so the shapes are
+    the few of `bucket_lengths` (what XLA compiles); a packing encoder
+    computes only up to the longest (`TransformerEncoder.pack_length`).
     An example's length is that of the longest of its `length_features`.
     """
     lengths = bucket_lengths(max_length)
@@ -65,16 +69,18 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, spec)
     values = _padding_value_structure(spec, padding_values)
     if group_by_length:
-        return dataset.bucket_by_sequence_length(
+        # Grouped by length in steps of GROUPING_STEP tokens, padded to the coarse bucket.
+        boundaries = list(range(GROUPING_STEP + 1, lengths[-1] + 1, GROUPING_STEP))
+        dataset = dataset.bucket_by_sequence_length(
             element_length_func=lambda features, labels: tf.reduce_max(
                 tf.stack([tf.shape(features[name])[0] for name in length_features])),
-            bucket_boundaries=[length + 1 for length in lengths],
-            bucket_batch_sizes=[batch_size] * (len(lengths) + 1),
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
             padded_shapes=padded_shapes,
             padding_values=values,
-            pad_to_bucket_boundary=True,
         )
-    dataset = dataset.padded_batch(batch_size, padded_shapes, values)
+    else:
+        dataset = dataset.padded_batch(batch_size, padded_shapes, values)
     return dataset.map(
         lambda features, labels: pad_batch_to_bucket(features, labels, max_length, padding_values,
                                                      length_features),

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from tasks.batching import GROUPING_STEP
 from tasks.classification import ClassificationExample, make_dataset
 from tasks.tokenizer import RESERVED_TOKENS, WordPieceTokenizer
 
@@ -38,6 +39,8 @@ def test_training_batches_have_bucket_lengths_only():
         assert length in (16, 32, 64)
         real = features["padding_mask"].numpy().sum(1)
         assert real.max() <= length and (length == 16 or real.max() > length // 2)
+        # Grouped in steps of 8 tokens: lengths 1-8, 9-16, ... never share a batch.
+        assert len(set((real - 1) // GROUPING_STEP)) == 1, real
         seen += len(labels)
     assert seen == len(examples)
 

@@ -115,9 +115,11 @@ flags.DEFINE_integer("lora_rank", 0, "LoRA updates of this rank on every block's
                      "(0: none).", lower_bound=0)
 flags.DEFINE_integer("pack_length", 0, "Pack short examples into rows of this many tokens "
                      "(block-diagonal attention, positions restarting per example): the same "
-                     "model and outputs with less padding to compute. Needs --jit_compile "
-                     "off (the default on CPU). 0: no packing, batches padded to length "
-                     "buckets.", lower_bound=0)
+                     "model and outputs with less padding to compute; rows are at least as "
+                     "long as each batch's longest example, so 1 packs into rows of the "
+                     "longest (the fastest on length-grouped training batches). Needs "
+                     "--jit_compile off (the default on CPU). 0: no packing, batches padded "
+                     "to length buckets.", lower_bound=0)
 flags.DEFINE_boolean("gradual_unfreezing", False, "ULMFiT's gradual unfreezing: the head "
                      "trains alone, then one more block from the top every "
                      "--unfreeze_every_steps, the embeddings last.")
