@@ -113,13 +113,14 @@ flags.DEFINE_integer("adapter_size", 0, "Houlsby bottleneck adapters of this wid
 flags.DEFINE_integer("lora_rank", 0, "LoRA updates of this rank on every block's query and "
                      "value projections (Keras's own LoRA); only they and the head train "
                      "(0: none).", lower_bound=0)
-flags.DEFINE_integer("pack_length", 0, "Pack short examples into rows of this many tokens "
+flags.DEFINE_integer("pack_length", None, "Pack short examples into rows of this many tokens "
                      "(block-diagonal attention, positions restarting per example): the same "
                      "model and outputs with less padding to compute; rows are at least as "
                      "long as each batch's longest example, so 1 packs into rows of the "
                      "longest (the fastest on length-grouped training batches). Needs "
-                     "--jit_compile off (the default on CPU). 0: no packing, batches padded "
-                     "to length buckets.", lower_bound=0)
+                     "--jit_compile off. 0: no packing, batches padded to length buckets. "
+                     "Default: 1 with XLA off (the default on CPU), 0 with XLA on.",
+                     lower_bound=0)
 flags.DEFINE_boolean("gradual_unfreezing", False, "ULMFiT's gradual unfreezing: the head "
                      "trains alone, then one more block from the top every "
                      "--unfreeze_every_steps, the embeddings last.")
@@ -294,6 +295,8 @@ def main(argv):
         raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
                         "number of packed rows depends on the data, and XLA compiles static "
                         "shapes only")
+    # Rows of each batch's longest example: the least padding and attention without XLA.
+    pack_length = (0 if jit_compile else 1) if FLAGS.pack_length is None else FLAGS.pack_length
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
@@ -365,6 +368,7 @@ def main(argv):
         "auxiliary_mlm_anneal": FLAGS.auxiliary_mlm_anneal,
         "schedule": FLAGS.schedule, "dropout": FLAGS.dropout, "max_seq_length": max_seq_length,
         "seed": FLAGS.seed, "mixed_precision": policy, "jit_compile": jit_compile,
+        "pack_length": pack_length,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps,
         "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "monitor": monitor, "train_examples": len(train_examples),
@@ -384,7 +388,7 @@ def main(argv):
                      schedule=FLAGS.schedule, freeze_encoder=FLAGS.freeze_encoder,
                      layer_mix=FLAGS.layer_mix, adapter_size=FLAGS.adapter_size,
                      lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp,
-                     pack_length=FLAGS.pack_length)
+                     pack_length=pack_length)
     if head_learning_rate is not None:
         overrides["head_learning_rate"] = head_learning_rate
     if FLAGS.dropout is not None:
