@@ -233,6 +233,19 @@ def test_build_model_refuses_packing_under_xla():
                     pack_length=-3, jit_compile=False)
 
 
+def test_train_binary_packs_into_rows_of_the_longest_by_default_without_xla(trained_tagger_dir):
+    # The shared tagger was trained by tools/train.py with no --pack_length and XLA off (CPU).
+    import json
+
+    from tools import model_directory as md
+
+    with open(os.path.join(trained_tagger_dir, md.CONFIG)) as f:
+        config = json.load(f)
+    assert (config["jit_compile"], config["pack_length"]) == (False, 1)
+    trained = md.load_models(trained_tagger_dir)
+    assert transformer_of(trained.model.encoder).pack_length == 1
+
+
 def test_padding_fraction_accumulates_over_batches():
     metric = PaddingFraction()
     metric.update_state(np.array([[1, 1, 0, 0]]))          # 2 real of 4
