@@ -134,14 +134,22 @@ class Task:
         """Every text of `examples`, for learning a vocabulary."""
         raise NotImplementedError
 
+    def preprocessor_options(self):
+        """Keyword arguments of `preprocessor_class` that this task's options decide."""
+        return {}
+
     def make_preprocessor(self, vocabulary, lowercase=True, max_seq_length=128):
         """The preprocessor of this task (raw inputs → model features)."""
         return self.preprocessor_class(vocabulary, lowercase=lowercase,
-                                       max_seq_length=max_seq_length, name="preprocessor")
+                                       max_seq_length=max_seq_length, name="preprocessor",
+                                       **self.preprocessor_options())
 
     def preprocessor_of(self, preprocessor):
-        """`preprocessor` as this task's preprocessor class (older models saved the base)."""
-        if isinstance(preprocessor, self.preprocessor_class):
+        """`preprocessor` as this task's preprocessor class (older models saved the base),
+        with the options this task decides (`preprocessor_options`)."""
+        if isinstance(preprocessor, self.preprocessor_class) and all(
+                getattr(preprocessor, name) == value
+                for name, value in self.preprocessor_options().items()):
             return preprocessor
         return self.make_preprocessor(preprocessor.vocabulary, preprocessor.lowercase,
                                       preprocessor.max_seq_length)

@@ -88,6 +88,9 @@ def make_word_dataset(
             word_starts = tf.gather(features["word_starts"].flat_values, word_of_piece)
             starts = tf.RaggedTensor.from_row_lengths(word_starts + position_in_word, pieces)
             features.update(word_starts=starts, word_mask=tf.ones_like(starts))
+            if "word_shapes" in features:  # each subword gets its word's shape
+                features["word_shapes"] = tf.RaggedTensor.from_row_lengths(
+                    tf.gather(features["word_shapes"].flat_values, word_of_piece), pieces)
         return features, tags
 
     slices = (word_rows, ragged_labels) + ((contexts,) if with_context else ())

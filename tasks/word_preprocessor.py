@@ -22,6 +22,7 @@ from tasks.ragged_rows import (
     value_rowids,
 )
 from tasks.text_cleaning import split_words
+from tasks.word_shapes import word_shape_ids
 
 
 def split_context_budget(budget, left, right):
@@ -66,7 +67,12 @@ class WordPreprocessor(TextPreprocessor):
     (`padding_mask` 1) but are no words: `word_starts` point into the
     sentence only. Segment ids stay 0.
 
-    Args: as `TextPreprocessor`.
+    With `word_shapes=True` there is a sixth feature, `word_shapes` [words]:
+    each kept word's capitalisation as written (`tasks.word_shapes`), for
+    models on an uncased encoder that want it back.
+
+    Args: as `TextPreprocessor`, and
+        word_shapes: add the `word_shapes` feature.
 
     Examples:
     >>> preprocessor = WordPreprocessor(
@@ -85,7 +91,17 @@ class WordPreprocessor(TextPreprocessor):
 
     (Three free subwords: one to the left, trimmed from its start, two to the
     right.)
+
+    >>> shaped = WordPreprocessor(preprocessor.vocabulary, word_shapes=True)
+    >>> shaped.encode(tf.ragged.constant([["Opens", "x", "X"]]))["word_shapes"].to_list()
+    [[8, 1, 2]]
     """
+
+    def __init__(self, vocabulary=None, lowercase=True, max_seq_length=128, word_shapes=False,
+                 **kwargs):
+        super().__init__(vocabulary, lowercase=lowercase, max_seq_length=max_seq_length,
+                         **kwargs)
+        self.word_shapes = bool(word_shapes)
 
     def word_pieces(self, words):
         """String RaggedTensor [B, words] → int32 subwords [B, words, (pieces)].
@@ -141,7 +157,7 @@ class WordPreprocessor(TextPreprocessor):
                 document (see the class docstring); None or empty rows for none.
 
         Returns:
-            `(features, subword_counts)`: the five features as int32
+            `(features, subword_counts)`: the five (or six) features as int32
             RaggedTensors ([B, (tokens)] and [B, (kept words)]), and the number
             of subwords of each kept word [B, (kept words)].
         """
@@ -175,6 +191,8 @@ class WordPreprocessor(TextPreprocessor):
             "word_starts": starts,
             "word_mask": tf.ones_like(starts),
         }
+        if self.word_shapes:
+            features["word_shapes"] = row_prefix(word_shape_ids(words), kept)
         return features, counts
 
     @staticmethod
@@ -210,3 +228,9 @@ class WordPreprocessor(TextPreprocessor):
         left = None if left_context is None else split_words(left_context)
         right = None if right_context is None else split_words(right_context)
         return self.pad(self.encode(split_words(text), left, right))
+
+    def get_config(self):
+        config = super().get_config()
+        if self.word_shapes:  # absent when off: the configs of older models stay valid
+            config["word_shapes"] = True
+        return config

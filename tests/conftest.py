@@ -124,8 +124,8 @@ TRAINING_FLAGS = {
         "--eval_data", os.path.join(CONLL, "dev.txt"),
         "--epochs=1", "--batch_size=8", "--vocab_size=300", "--log_every_steps=1",
         *_COMMON_FLAGS),
-    "span_ner": (
-        "--task=span_ner", "--max_span_width=3", "--flat_method=exact",
+    "span_ner": (  # with casing features: predict, evaluate and export carry them too
+        "--task=span_ner", "--max_span_width=3", "--flat_method=exact", "--casing_features",
         "--train_data", os.path.join(CONLL, "train.txt"),
         "--eval_data", os.path.join(CONLL, "dev.txt"),
         "--epochs=1", "--batch_size=8", "--vocab_size=300", *_COMMON_FLAGS),

@@ -6,6 +6,7 @@ from keras import ops
 from layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
 from tasks.encoder_task_model import EncoderTaskModel
 from tasks.losses import masked_sparse_cross_entropy
+from tasks.word_shapes import CASING_INPUT, concat_word_shape_embedding
 
 SPAN_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
 
@@ -25,6 +26,10 @@ class SpanNER(EncoderTaskModel):
     The loss is cross-entropy averaged over valid spans, NONE spans weighted
     by `none_weight` (below 1 to favour recall on rare entities).
 
+    With `casing_dim > 0` the model takes one more input, `word_shapes`
+    [batch, words] (`tasks.word_shapes`), and each word's vector carries a
+    learned embedding of its capitalisation into the span representation.
+
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `sequence_output` output).
@@ -36,6 +41,7 @@ class SpanNER(EncoderTaskModel):
         hidden_dim: width of the classifier's hidden layers.
         dropout: dropout in the classifier.
         none_weight: loss weight of NONE spans.
+        casing_dim: width of the word-shape embedding; 0 for none.
 
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
@@ -47,11 +53,13 @@ class SpanNER(EncoderTaskModel):
 
     def __init__(self, encoder, num_classes, max_span_width=10, combination="x,y",
                  pooling="attention", width_embedding_dim=32, hidden_dim=256,
-                 dropout=0.1, none_weight=1.0, **kwargs):
+                 dropout=0.1, none_weight=1.0, casing_dim=0, **kwargs):
         if num_classes < 2:
             raise ValueError(f"num_classes counts NONE and must be >= 2, got {num_classes}")
         if none_weight <= 0:
             raise ValueError(f"none_weight must be > 0, got {none_weight}")
+        if int(casing_dim) < 0:
+            raise ValueError(f"casing_dim must be >= 0, got {casing_dim}")
 
         # === Layers ===
         gather = PositionGather(name="first_subwords")
@@ -67,10 +75,12 @@ class SpanNER(EncoderTaskModel):
                                     name="span_classifier")
 
         # === Functional Model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in SPAN_INPUTS}
+        names = SPAN_INPUTS + ((CASING_INPUT,) if casing_dim else ())
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
         sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
         words = gather(sequence, inputs["word_starts"])
+        if casing_dim:
+            words = concat_word_shape_embedding(words, inputs[CASING_INPUT], casing_dim)
         spans = grid(inputs["word_mask"])
         logits = classifier(representation(sequence=words, **spans))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
@@ -85,6 +95,7 @@ class SpanNER(EncoderTaskModel):
         self.hidden_dim = int(hidden_dim)
         self.dropout = float(dropout)
         self.none_weight = float(none_weight)
+        self.casing_dim = int(casing_dim)
         self._grid = grid
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -108,4 +119,5 @@ class SpanNER(EncoderTaskModel):
             "hidden_dim": self.hidden_dim,
             "dropout": self.dropout,
             "none_weight": self.none_weight,
+            "casing_dim": self.casing_dim,
         }

@@ -39,6 +39,7 @@ from tasks.tags import spans_to_tags
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
+from tasks.word_shapes import CASING_DIM, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -64,7 +65,8 @@ class SpanNEROptions:
     probability of an entity (see `tools/calibrate.py`). context_sentences:
     encode each sentence with up to this many sentences before and after it
     in its document, as unlabelled context (`tasks.document_context`); 0:
-    alone."""
+    alone. casing_features: give the model each word's capitalisation as
+    written (`tasks.word_shapes`): what an uncased encoder cannot see."""
 
     max_span_width: int = 10
     decoding: str = "flat"
@@ -72,6 +74,7 @@ class SpanNEROptions:
     threshold: float = 0.5
     context_sentences: int = 0
     stride: int = None
+    casing_features: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
@@ -110,7 +113,8 @@ class SpanNERTask(Task):
     formats = readers.DATA_FORMATS
     Options = SpanNEROptions
     head_options = ("num_classes", "labels", "max_span_width", "span_combination",
-                    "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight")
+                    "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight",
+                    "casing_dim")
     preprocessor_class = WordPreprocessor
     logged_metrics = ("span_precision", "span_recall", "span_f1")
     ensemble_free_options = ("decoding", "flat_method", "threshold", "stride")
@@ -129,6 +133,7 @@ class SpanNERTask(Task):
                            "NONE spans (most spans are NONE: below 1 the rare entity spans "
                            "still drive learning on small data and short budgets).",
                            lower_bound=0.0, flag_values=flag_values)
+        define_casing_flag(flag_values)
         define_context_flag(flag_values)
         define_stride_flag(flag_values)
 
@@ -140,7 +145,8 @@ class SpanNERTask(Task):
                  "decoding": flag_values.span_decoding,
                  "flat_method": flag_values.flat_method, "threshold": 0.5,
                  "context_sentences": flag_values.context_sentences,
-                 "stride": flag_values.stride},
+                 "stride": flag_values.stride,
+                 "casing_features": flag_values.casing_features},
                 {"none_weight": flag_values.none_weight})
 
     # === Data ===
@@ -173,18 +179,24 @@ class SpanNERTask(Task):
     def preset_for(self, encoder_preset, head_options):
         return f"{encoder_preset}_span_ner"
 
+    def preprocessor_options(self):
+        return {"word_shapes": self.casing_features}
+
     def model_head_options(self, labels):
-        return {"num_classes": len(labels), "max_span_width": self.max_span_width}
+        return {"num_classes": len(labels), "max_span_width": self.max_span_width,
+                "casing_dim": CASING_DIM if self.casing_features else 0}
 
     def build_model(self, encoder, num_classes=5, labels=None, max_span_width=10,
                     span_combination="x,y", span_pooling="attention", width_embedding_dim=32,
-                    span_hidden_dim=256, none_weight=DEFAULT_NONE_WEIGHT, dropout=0.1):
+                    span_hidden_dim=256, none_weight=DEFAULT_NONE_WEIGHT, dropout=0.1,
+                    casing_dim=0):
         if labels is not None:
             num_classes = len(labels)
         return SpanNER(encoder, num_classes, max_span_width=max_span_width,
                        combination=span_combination, pooling=span_pooling,
                        width_embedding_dim=width_embedding_dim, hidden_dim=span_hidden_dim,
-                       dropout=dropout, none_weight=none_weight, name="span_ner")
+                       dropout=dropout, none_weight=none_weight, casing_dim=casing_dim,
+                       name="span_ner")
 
     def metrics(self, model):
         return [MaskedAccuracy(name="span_accuracy")]  # the model computes its own loss

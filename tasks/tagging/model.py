@@ -7,6 +7,7 @@ from layers import CRF, Encoder, PositionGather
 from tasks.encoder_task_model import EncoderTaskModel
 from tasks.losses import masked_sparse_cross_entropy
 from tasks.tags import allowed_transitions
+from tasks.word_shapes import CASING_INPUT, concat_word_shape_embedding
 
 HEADS = ("softmax", "crf")
 TAGGER_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
@@ -33,6 +34,12 @@ class SequenceTagger(EncoderTaskModel):
     for a CRF, as one-hot scores.
     Labels are tag ids [batch, words], -1 at padded words.
 
+    With `casing_dim > 0` the model takes one more input, `word_shapes`
+    [batch, words] (`tasks.word_shapes`: each word's capitalisation as
+    written), and each word's vector is concatenated with a learned
+    `casing_dim`-wide embedding of its shape before the tag scores: the
+    capitalisation an uncased encoder lower-cased away.
+
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `sequence_output` output).
@@ -41,6 +48,7 @@ class SequenceTagger(EncoderTaskModel):
         dropout: dropout on the word vectors.
         labels: tag names in id order (needed for CRF constraints).
         tag_scheme: "IOB2", "IOB1" or "BIOES" to constrain the CRF; None for none.
+        casing_dim: width of the word-shape embedding; 0 for none.
 
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
@@ -49,16 +57,21 @@ class SequenceTagger(EncoderTaskModel):
     ...     labels=["O", "B-PER", "I-PER"], tag_scheme="IOB2")
     >>> tagger.output_shape
     (None, None, 3)
+    >>> cased = SequenceTagger(encoder, num_classes=3, casing_dim=8)
+    >>> "word_shapes" in cased.input
+    True
     """
 
     def __init__(self, encoder, num_classes, head="softmax", dropout=0.1, labels=None,
-                 tag_scheme=None, **kwargs):
+                 tag_scheme=None, casing_dim=0, **kwargs):
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}")
         if labels is not None and len(labels) != num_classes:
             raise ValueError(f"{len(labels)} labels given for num_classes={num_classes}")
         if tag_scheme is not None and labels is None:
             raise ValueError("tag_scheme needs the tag names (labels=...)")
+        if int(casing_dim) < 0:
+            raise ValueError(f"casing_dim must be >= 0, got {casing_dim}")
 
         # === Layers ===
         gather = PositionGather(name="first_subwords")
@@ -75,10 +88,13 @@ class SequenceTagger(EncoderTaskModel):
             crf = CRF(num_classes, *constraints, name="crf")
 
         # === Functional Model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in TAGGER_INPUTS}
+        names = TAGGER_INPUTS + ((CASING_INPUT,) if casing_dim else ())
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
         sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
-        words = dropout_layer(gather(sequence, inputs["word_starts"]))
+        words = gather(sequence, inputs["word_starts"])
+        if casing_dim:
+            words = concat_word_shape_embedding(words, inputs[CASING_INPUT], casing_dim)
+        words = dropout_layer(words)
         scores = emissions(words)
         if crf is not None:
             scores = crf(scores)
@@ -92,6 +108,7 @@ class SequenceTagger(EncoderTaskModel):
         self.dropout = float(dropout)
         self.labels = list(labels) if labels is not None else None
         self.tag_scheme = tag_scheme
+        self.casing_dim = int(casing_dim)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.crf is None:
@@ -130,4 +147,5 @@ class SequenceTagger(EncoderTaskModel):
             "dropout": self.dropout,
             "labels": self.labels,
             "tag_scheme": self.tag_scheme,
+            "casing_dim": self.casing_dim,
         }

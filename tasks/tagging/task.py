@@ -32,6 +32,7 @@ from tasks.tagging.serving import tagging_outputs
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
+from tasks.word_shapes import CASING_DIM, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -51,13 +52,17 @@ class TaggingOptions:
     each sentence with up to this many sentences before and after it in its
     document, as unlabelled context (`tasks.document_context`); 0: alone.
     stride: overlap, in subwords, of the windows a sentence longer than the
-    model's window is predicted in (`tasks.word_windows`); None: half the window."""
+    model's window is predicted in (`tasks.word_windows`); None: half the window.
+    casing_features: give the head each word's capitalisation as written
+    (`tasks.word_shapes`, a `CASING_DIM`-wide embedding beside the word's
+    vector): what an uncased encoder cannot see."""
 
     convert_iob1: bool = False
     label_all_subwords: bool = False
     tag_scheme: str = None
     context_sentences: int = 0
     stride: int = None
+    casing_features: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
@@ -86,7 +91,7 @@ class TaggingTask(Task):
     name = "tagging"
     formats = FORMATS
     Options = TaggingOptions
-    head_options = ("head", "num_classes", "labels", "tag_scheme")
+    head_options = ("head", "num_classes", "labels", "tag_scheme", "casing_dim")
     preprocessor_class = WordPreprocessor
     logged_metrics = ("entity_precision", "entity_recall", "entity_f1")
     ensemble_free_options = ("convert_iob1", "label_all_subwords", "stride")
@@ -100,6 +105,7 @@ class TaggingTask(Task):
                                    "first subword.", flag_values=flag_values)
         flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to "
                                    "IOB2 when reading.", flag_values=flag_values)
+        define_casing_flag(flag_values)
         define_context_flag(flag_values)
         define_stride_flag(flag_values)
 
@@ -108,7 +114,8 @@ class TaggingTask(Task):
         return ({"convert_iob1": flag_values.convert_iob1,
                  "label_all_subwords": flag_values.label_all_subwords,
                  "context_sentences": flag_values.context_sentences,
-                 "stride": flag_values.stride},
+                 "stride": flag_values.stride,
+                 "casing_features": flag_values.casing_features},
                 {"head": flag_values.head})
 
     @classmethod
@@ -179,12 +186,16 @@ class TaggingTask(Task):
         head = head_options.get("head", "crf")
         return f"{encoder_preset}_{'crf_' if head == 'crf' else ''}tagger"
 
+    def preprocessor_options(self):
+        return {"word_shapes": self.casing_features}
+
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "labels": list(labels),
-                "tag_scheme": self.tag_scheme}
+                "tag_scheme": self.tag_scheme,
+                "casing_dim": CASING_DIM if self.casing_features else 0}
 
     def build_model(self, encoder, num_classes=None, head="crf", labels=None, tag_scheme=None,
-                    dropout=0.1):
+                    dropout=0.1, casing_dim=0):
         if labels is None and num_classes is None:
             raise ValueError("a tagger needs its tags (labels=...) or num_classes")
         if labels is not None:
@@ -194,7 +205,8 @@ class TaggingTask(Task):
             if head == "crf" and tag_scheme is None:
                 tag_scheme = "IOB2"
         return SequenceTagger(encoder, num_classes, head=head, dropout=dropout, labels=labels,
-                              tag_scheme=tag_scheme if head == "crf" else None, name="tagger")
+                              tag_scheme=tag_scheme if head == "crf" else None,
+                              casing_dim=casing_dim, name="tagger")
 
     def metrics(self, model):
         return [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss
