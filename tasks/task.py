@@ -138,6 +138,16 @@ class Task:
         """Keyword arguments of `preprocessor_class` that this task's options decide."""
         return {}
 
+    def for_text_casing(self, lowercase):
+        """This task with the options that follow from whether its text is lower-cased.
+
+        Binaries call it once the vocabulary's casing is known (an uncased
+        checkpoint's, or `--lowercase`), before `make_preprocessor`. The word
+        tasks turn their casing features on for uncased text unless told
+        otherwise (`tasks.word_shapes`); other tasks are unchanged.
+        """
+        return self
+
     def make_preprocessor(self, vocabulary, lowercase=True, max_seq_length=128):
         """The preprocessor of this task (raw inputs → model features)."""
         return self.preprocessor_class(vocabulary, lowercase=lowercase,

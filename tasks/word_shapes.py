@@ -111,6 +111,18 @@ def concat_word_shape_embedding(words, word_shapes, casing_dim):
     return keras.layers.Concatenate(name="words_and_shapes")([words, embedding(word_shapes)])
 
 
+def casing_features_for(casing_features, lowercase):
+    """Whether a word task uses casing features: as asked, or (None) when its text is uncased.
+
+    Examples:
+    >>> casing_features_for(None, lowercase=True), casing_features_for(None, lowercase=False)
+    (True, False)
+    >>> casing_features_for(False, lowercase=True)
+    False
+    """
+    return bool(lowercase) if casing_features is None else bool(casing_features)
+
+
 def define_casing_flag(flag_values):
     """Defines `--casing_features` in `flag_values`, once for every task that takes it.
 
@@ -120,11 +132,15 @@ def define_casing_flag(flag_values):
     >>> _ = values(["train", "--casing_features"])
     >>> values.casing_features
     True
+
+    Not given, it is None: on for an uncased encoder (`casing_features_for`).
     """
     if CASING_FLAG in flag_values:
         return
     flags.DEFINE_boolean(
-        CASING_FLAG, False, "Tagging and span NER: give the head each word's capitalisation "
+        CASING_FLAG, None, "Tagging and span NER: give the head each word's capitalisation "
         "as written (lower, Title, UPPER, mixed, numeric, other; the first word apart): what "
-        "an uncased encoder cannot see. Kept with the model: predict and export use it too.",
+        "an uncased encoder cannot see. Default: on when the vocabulary is uncased "
+        "(lower-cases its input), off for a cased one. Kept with the model: predict and "
+        "export use it too.",
         flag_values=flag_values)

@@ -1,5 +1,9 @@
 """Word shapes (`tasks.word_shapes`) and the tagger's casing features (`--casing_features`)."""
 
+import json
+import os
+
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -157,3 +161,23 @@ def test_span_ner_reads_the_shapes_into_its_span_vectors():
     assert not np.array_equal(lowered["word_shapes"], features["word_shapes"])
     assert not np.allclose(model(features), model(lowered))
     assert SpanNERTask().model_head_options(span_labels)["casing_dim"] == 0
+
+
+def test_casing_features_default_to_on_for_uncased_text_only():
+    for task_class in (TaggingTask, SpanNERTask):
+        assert task_class().casing_features is None  # not decided yet: off
+        assert task_class().preprocessor_options() == {"word_shapes": False}
+        assert task_class().for_text_casing(lowercase=True).casing_features is True
+        assert task_class().for_text_casing(lowercase=False).casing_features is False
+        assert task_class(casing_features=False).for_text_casing(True).casing_features is False
+        assert task_class(casing_features=True).for_text_casing(False).casing_features is True
+
+
+def test_train_binary_turns_casing_features_on_for_an_uncased_vocabulary(trained_tagger_dir):
+    # The shared tagger was trained with no casing flag on an uncased (--lowercase) vocabulary.
+    with open(os.path.join(trained_tagger_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["lowercase"] is True
+    assert config["task_options"]["casing_features"] is True
+    model = keras.saving.load_model(os.path.join(trained_tagger_dir, "best_model.keras"))
+    assert model.casing_dim == CASING_DIM and model.preprocessor.word_shapes is True

@@ -242,6 +242,7 @@ def main(argv):
     if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
         raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
                         f"has {transformer_of(encoder).vocabulary_size} token embeddings")
+    task = task.for_text_casing(lowercase)
     preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
     eval_examples = task.prediction_examples(raw_eval_examples, preprocessor)
     try:

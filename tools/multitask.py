@@ -291,6 +291,7 @@ def main(argv):
         raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
                         f"has {transformer_of(encoder).vocabulary_size} token embeddings")
     for entry in entries:
+        entry.task = entry.task.for_text_casing(lowercase)
         entry.preprocessor = entry.task.make_preprocessor(tokens, lowercase, max_seq_length)
         entry.eval_examples = entry.task.prediction_examples(entry.raw_eval_examples,
                                                              entry.preprocessor)

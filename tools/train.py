@@ -327,6 +327,7 @@ def main(argv):
     if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
         raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
                         f"has {transformer_of(encoder).vocabulary_size} token embeddings")
+    task = task.for_text_casing(lowercase)  # e.g. casing features for an uncased encoder
     preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
     options = dict(batch_size=FLAGS.batch_size, seed=FLAGS.seed)
     # Built before anything is written: an unseen evaluation label fails here.

@@ -39,7 +39,7 @@ from tasks.tags import spans_to_tags
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CASING_DIM, define_casing_flag
+from tasks.word_shapes import CASING_DIM, casing_features_for, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -66,7 +66,8 @@ class SpanNEROptions:
     encode each sentence with up to this many sentences before and after it
     in its document, as unlabelled context (`tasks.document_context`); 0:
     alone. casing_features: give the model each word's capitalisation as
-    written (`tasks.word_shapes`): what an uncased encoder cannot see."""
+    written (`tasks.word_shapes`): what an uncased encoder cannot see; None:
+    on for uncased text once `for_text_casing` knows, off until then."""
 
     max_span_width: int = 10
     decoding: str = "flat"
@@ -74,7 +75,7 @@ class SpanNEROptions:
     threshold: float = 0.5
     context_sentences: int = 0
     stride: int = None
-    casing_features: bool = False
+    casing_features: bool = None
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
@@ -180,7 +181,11 @@ class SpanNERTask(Task):
         return f"{encoder_preset}_span_ner"
 
     def preprocessor_options(self):
-        return {"word_shapes": self.casing_features}
+        return {"word_shapes": bool(self.casing_features)}
+
+    def for_text_casing(self, lowercase):
+        return self.with_options(
+            casing_features=casing_features_for(self.casing_features, lowercase))
 
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "max_span_width": self.max_span_width,

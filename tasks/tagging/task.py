@@ -32,7 +32,7 @@ from tasks.tagging.serving import tagging_outputs
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CASING_DIM, define_casing_flag
+from tasks.word_shapes import CASING_DIM, casing_features_for, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -55,14 +55,15 @@ class TaggingOptions:
     model's window is predicted in (`tasks.word_windows`); None: half the window.
     casing_features: give the head each word's capitalisation as written
     (`tasks.word_shapes`, a `CASING_DIM`-wide embedding beside the word's
-    vector): what an uncased encoder cannot see."""
+    vector): what an uncased encoder cannot see; None: on for uncased text
+    once `for_text_casing` knows (the binaries' default), off until then."""
 
     convert_iob1: bool = False
     label_all_subwords: bool = False
     tag_scheme: str = None
     context_sentences: int = 0
     stride: int = None
-    casing_features: bool = False
+    casing_features: bool = None
 
     def __post_init__(self):
         object.__setattr__(self, "context_sentences",
@@ -187,7 +188,11 @@ class TaggingTask(Task):
         return f"{encoder_preset}_{'crf_' if head == 'crf' else ''}tagger"
 
     def preprocessor_options(self):
-        return {"word_shapes": self.casing_features}
+        return {"word_shapes": bool(self.casing_features)}
+
+    def for_text_casing(self, lowercase):
+        return self.with_options(
+            casing_features=casing_features_for(self.casing_features, lowercase))
 
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "labels": list(labels),
