@@ -7,10 +7,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tasks.span_ner.task import SpanNERTask
 from tasks.tagging import TaggedSentence
 from tasks.tagging.pipeline import make_dataset
 from tasks.tagging.serving import tagging_outputs
-from tasks.span_ner.task import SpanNERTask
 from tasks.tagging.task import TaggingTask
 from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_shapes import CASING_DIM, NUM_WORD_SHAPES, word_shape, word_shape_ids
@@ -92,8 +92,9 @@ def _one_batch(task, sentences):
 
 
 def _tagger(task, jit_compile):
-    return build_task_model(task, "bert_tiny", head="softmax", vocabulary_size=len(VOCABULARY), num_layers=1, learning_rate=3e-3,
-                            jit_compile=jit_compile, **task.model_head_options(LABELS))
+    return build_task_model(task, "bert_tiny", head="softmax", vocabulary_size=len(VOCABULARY),
+                            num_layers=1, learning_rate=3e-3, jit_compile=jit_compile,
+                            **task.model_head_options(LABELS))
 
 
 def _word_accuracy(model, features, tags):
