@@ -123,6 +123,27 @@ def casing_features_for(casing_features, lowercase):
     return bool(lowercase) if casing_features is None else bool(casing_features)
 
 
+class CasingFeaturesOption:
+    """What a word task with a `casing_features` option (tagging, span NER) decides from it.
+
+    Mixed into a `tasks.task.Task` whose options have `casing_features`
+    (True, False, or None: on for uncased text): the preprocessor's
+    `word_shapes`, the option resolved for the text's casing, and the head's
+    `casing_dim`.
+    """
+
+    def preprocessor_options(self):
+        return {"word_shapes": bool(self.casing_features)}
+
+    def for_text_casing(self, lowercase):
+        return self.with_options(
+            casing_features=casing_features_for(self.casing_features, lowercase))
+
+    def casing_dim(self):
+        """The head's `casing_dim`: `CASING_DIM` with casing features, else 0."""
+        return CASING_DIM if self.casing_features else 0
+
+
 def define_casing_flag(flag_values):
     """Defines `--casing_features` in `flag_values`, once for every task that takes it.
 

@@ -1,9 +1,7 @@
 """Word shapes (`tasks.word_shapes`) and the tagger's casing features (`--casing_features`)."""
 
 import json
-import os
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -15,6 +13,7 @@ from tasks.tagging.task import TaggingTask
 from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_shapes import CASING_DIM, NUM_WORD_SHAPES, word_shape, word_shape_ids
 from tests.task_test_utils import run_task_test
+from tools import model_directory as md
 from zoo import build_task_model
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "city", "of", "paris", "london",
@@ -176,9 +175,9 @@ def test_casing_features_default_to_on_for_uncased_text_only():
 
 def test_train_binary_turns_casing_features_on_for_an_uncased_vocabulary(trained_tagger_dir):
     # The shared tagger was trained with no casing flag on an uncased (--lowercase) vocabulary.
-    with open(os.path.join(trained_tagger_dir, "config.json")) as f:
+    with open(md.path(trained_tagger_dir, md.CONFIG)) as f:
         config = json.load(f)
     assert config["lowercase"] is True
     assert config["task_options"]["casing_features"] is True
-    model = keras.saving.load_model(os.path.join(trained_tagger_dir, "best_model.keras"))
-    assert model.casing_dim == CASING_DIM and model.preprocessor.word_shapes is True
+    trained = md.load_models(trained_tagger_dir)
+    assert trained.model.casing_dim == CASING_DIM and trained.preprocessor.word_shapes is True

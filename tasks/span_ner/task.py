@@ -39,7 +39,7 @@ from tasks.tags import spans_to_tags
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CASING_DIM, casing_features_for, define_casing_flag
+from tasks.word_shapes import CasingFeaturesOption, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -91,7 +91,7 @@ class SpanNEROptions:
 
 
 @register_task
-class SpanNERTask(Task):
+class SpanNERTask(CasingFeaturesOption, Task):
     """Span-based NER from BIO column files or JSONL with (possibly nested) spans.
 
     Head options: `num_classes` (entity types + NONE), `labels`,
@@ -180,16 +180,9 @@ class SpanNERTask(Task):
     def preset_for(self, encoder_preset, head_options):
         return f"{encoder_preset}_span_ner"
 
-    def preprocessor_options(self):
-        return {"word_shapes": bool(self.casing_features)}
-
-    def for_text_casing(self, lowercase):
-        return self.with_options(
-            casing_features=casing_features_for(self.casing_features, lowercase))
-
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "max_span_width": self.max_span_width,
-                "casing_dim": CASING_DIM if self.casing_features else 0}
+                "casing_dim": self.casing_dim()}
 
     def build_model(self, encoder, num_classes=5, labels=None, max_span_width=10,
                     span_combination="x,y", span_pooling="attention", width_embedding_dim=32,

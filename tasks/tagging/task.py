@@ -32,7 +32,7 @@ from tasks.tagging.serving import tagging_outputs
 from tasks.task import Task
 from tasks.tensorboard_examples import entity_comparison, first_batch
 from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CASING_DIM, casing_features_for, define_casing_flag
+from tasks.word_shapes import CasingFeaturesOption, define_casing_flag
 from tasks.word_windows import (
     check_stride,
     define_stride_flag,
@@ -72,7 +72,7 @@ class TaggingOptions:
 
 
 @register_task
-class TaggingTask(Task):
+class TaggingTask(CasingFeaturesOption, Task):
     """BIO tagging of words (CoNLL-2003 and two-column files), softmax or CRF head.
 
     Head options: `head` ("crf", the default, or "softmax"), `num_classes`,
@@ -187,17 +187,10 @@ class TaggingTask(Task):
         head = head_options.get("head", "crf")
         return f"{encoder_preset}_{'crf_' if head == 'crf' else ''}tagger"
 
-    def preprocessor_options(self):
-        return {"word_shapes": bool(self.casing_features)}
-
-    def for_text_casing(self, lowercase):
-        return self.with_options(
-            casing_features=casing_features_for(self.casing_features, lowercase))
-
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "labels": list(labels),
                 "tag_scheme": self.tag_scheme,
-                "casing_dim": CASING_DIM if self.casing_features else 0}
+                "casing_dim": self.casing_dim()}
 
     def build_model(self, encoder, num_classes=None, head="crf", labels=None, tag_scheme=None,
                     dropout=0.1, casing_dim=0):
