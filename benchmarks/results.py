@@ -101,8 +101,8 @@ def main(argv):
                 os.path.join(FLAGS.out, f"{row}_ensemble_seed{'_'.join(group)}"),
                 [os.path.join(FLAGS.out, f"{row}_seed{seed}") for seed in group], test)
                 for group in groups]
-            seconds = [sum(results[FLAGS.seeds.index(seed)]["seconds"] for seed in group)
-                       for group in groups]
+            by_seed = dict(zip(FLAGS.seeds, results))
+            seconds = [sum(by_seed[seed]["seconds"] for seed in group) for group in groups]
             _print_row(data_set, f"{head}, ensembles of {size}", metric, peer, literature,
                        ensembles, seconds)
 
