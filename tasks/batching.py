@@ -32,12 +32,31 @@ def bucket_length(length, max_length, buckets=DEFAULT_BUCKETS):
 
 def pad_batch_to_bucket(features, labels, max_length, padding_values,
                         length_features=LENGTH_FEATURES):
-    """Right-pads each [batch, time, ...] feature to the bucket of the longest
-    `length_features`."""
+    """Right-pads each [batch, time, ...] feature and label to the bucket of the longest
+    `length_features`; tensors without a variable-length second axis stay as they are.
+
+    Examples:
+    >>> features = {"token_ids": tf.ones([2, 5], tf.int32)}
+    >>> labels = {"tags": tf.ones([2, 3], tf.int32), "class": tf.ones([2], tf.int32)}
+    >>> def shapes(features, labels):  # as batched by tf.data: time of unknown length
+    ...     return ({name: value.shape.as_list() for name, value in features.items()},
+    ...             {name: value.shape.as_list() for name, value in labels.items()})
+    >>> spec = ({"token_ids": tf.TensorSpec([None, None], tf.int32)},
+    ...         {"tags": tf.TensorSpec([None, None], tf.int32),
+    ...          "class": tf.TensorSpec([None], tf.int32)})
+    >>> padded = tf.function(lambda f, l: pad_batch_to_bucket(f, l, 64, {}),
+    ...                      input_signature=spec)(features, labels)
+    >>> shapes(*padded)
+    ({'token_ids': [2, 16]}, {'tags': [2, 16], 'class': [2]})
+    """
     time = tf.reduce_max(tf.stack([tf.shape(features[name])[1] for name in length_features]))
     target = bucket_length(time, max_length)
 
     def pad(name, tensor):
+        if tensor.shape.rank < 2 or tensor.shape[1] is not None:
+            # Not along time: a per-example value ([B]) or a fixed-size row (a
+            # distillation student's [B, classes] soft targets).
+            return tensor
         # Word-level features may be shorter than the tokens: pad each to the target.
         missing = target - tf.shape(tensor)[1]
         paddings = [[0, 0], [0, missing]] + [[0, 0]] * (tensor.shape.rank - 2)
@@ -47,7 +66,7 @@ def pad_batch_to_bucket(features, labels, max_length, padding_values,
     features = {name: pad(name, value) for name, value in features.items()}
     if isinstance(labels, dict):
         labels = {name: pad(name, value) for name, value in labels.items()}
-    elif labels is not None and labels.shape.rank >= 2:
+    elif labels is not None:
         labels = pad("labels", labels)
     return features, labels
 

@@ -189,6 +189,11 @@ def test_finetune_record():
         assert figures["padding_fraction"] == pytest.approx(
             1 - figures["real_tokens"] / figures["padded_tokens"], abs=1e-4)
     assert train["kerashub"]["epoch_traces"] == 0  # the warm-up traced every shape
+    # Ours as tools/train.py trains it by default: packed into rows of the longest without XLA.
+    assert record["pack_length"] == (0 if record["jit_compile"] else 1)
+    # Packing computes on less padding than the length buckets the batches are padded to.
+    assert (train["ours_softmax"]["encoder_padding_fraction"]
+            <= train["ours_softmax"]["padding_fraction"])
     for figures in list(train.values()) + list(inference.values()):  # medians of 3 rounds
         each = figures.get("epoch_seconds_each", figures.get("seconds_each"))
         assert len(each) == record["rounds"] == 3

@@ -74,6 +74,7 @@ def test_student_model_directory_and_comparison(distilled):
     config = json.loads((base / "tagger" / "config.json").read_text())
     assert (config["alpha"], config["temperature"], config["unlabeled_examples"]) == (0.7, 3.0, 3)
     assert config["task"] == "tagging" and config["preset"] == "bert_tiny"
+    assert config["pack_length"] == 1  # the default without XLA, as tools/train.py's
     assert "entity_f1" in json.loads((base / "tagger" / "metrics.json").read_text())
     assert "accuracy" in json.loads((base / "classifier" / "metrics.json").read_text())
 

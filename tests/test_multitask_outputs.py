@@ -56,6 +56,10 @@ def test_both_heads_sit_on_the_same_encoder_weights(one_epoch_run):
         np.testing.assert_array_equal(value, weights[2][path], err_msg=path)
     # The heads are each task's own.
     assert trec.output_shape[-1] == 6 and "crf" in {layer.name for layer in conll.layers}
+    # No --pack_length and XLA off (CPU): every head's shared encoder packs, as tools/train.py's.
+    assert [transformer_of(model.encoder).pack_length for model in (trec, conll)] == [1, 1]
+    with open(os.path.join(model_dir, "config.json")) as f:
+        assert json.load(f)["pack_length"] == 1
 
 
 @pytest.mark.slow

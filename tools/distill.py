@@ -51,8 +51,10 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_hardware_flags,
+    define_packing_flag,
     define_task_module_flag,
     define_training_loop_flags,
+    resolve_pack_length,
 )
 from tools.model_card import file_facts, training_card, write_model_card  # noqa: E402
 from tools.training_loop import train_resumably  # noqa: E402
@@ -105,6 +107,7 @@ flags.DEFINE_integer("max_seq_length", None, "The student's longest packed seque
                      lower_bound=8)
 flags.DEFINE_integer("seed", 42, "Random seed.")
 define_hardware_flags()
+define_packing_flag()
 define_training_loop_flags()
 flags.mark_flags_as_required(["teacher", "train_data", "eval_data", "model_dir"])
 
@@ -220,6 +223,10 @@ def main(argv):
     _, head_options = type(task).options_from_flags(FLAGS)
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    try:
+        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
+    except ValueError as error:
+        raise UserError(str(error))
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
@@ -282,7 +289,8 @@ def main(argv):
         "learning_rate": learning_rate, "warmup_fraction": warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience, "dropout": FLAGS.dropout,
         "max_seq_length": max_seq_length, "seed": FLAGS.seed, "mixed_precision": policy,
-        "jit_compile": jit_compile, "steps_per_epoch": steps_per_epoch,
+        "jit_compile": jit_compile, "pack_length": pack_length,
+        "steps_per_epoch": steps_per_epoch,
         "total_steps": total_steps, "monitor": monitor,
         "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "train_examples": len(train_examples), "unlabeled_examples": len(unlabeled),
@@ -301,7 +309,7 @@ def main(argv):
     overrides = dict(head_options, **task.model_head_options(labels),
                      vocabulary_size=len(tokens), learning_rate=learning_rate,
                      total_steps=total_steps, warmup_steps=int(warmup_fraction * total_steps),
-                     jit_compile=jit_compile)
+                     jit_compile=jit_compile, pack_length=pack_length)
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
     try:

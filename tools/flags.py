@@ -145,6 +145,47 @@ def define_hardware_flags(flag_values=flags.FLAGS):
                       flag_values=flag_values)
 
 
+def define_packing_flag(flag_values=flags.FLAGS):
+    """`--pack_length`: packing short examples into shared rows (`TransformerEncoder.pack_length`).
+
+    Read with `resolve_pack_length`, which picks the default from XLA.
+    """
+    flags.DEFINE_integer("pack_length", None, "Pack short examples into rows of this many tokens "
+                         "(block-diagonal attention, positions restarting per example): the "
+                         "same model and outputs with less padding to compute; rows are at "
+                         "least as long as each batch's longest example, so 1 packs into rows "
+                         "of the longest (the fastest on length-grouped training batches). "
+                         "Needs --jit_compile off. 0: no packing, batches padded to length "
+                         "buckets. Default: 1 with XLA off (the default on CPU), 0 with XLA on.",
+                         lower_bound=0, flag_values=flag_values)
+
+
+def resolve_pack_length(pack_length, jit_compile):
+    """The `pack_length` a model trains with: `--pack_length`'s value, or its default.
+
+    Packing makes the number of rows depend on the data, which XLA cannot compile, so
+    the default is 1 (rows of each batch's longest example: the least padding and the
+    fewest attention scores) without XLA and 0 (no packing) with it.
+
+    Examples:
+    >>> resolve_pack_length(None, jit_compile=False), resolve_pack_length(None, True)
+    (1, 0)
+    >>> resolve_pack_length(128, jit_compile=False)
+    128
+    >>> resolve_pack_length(128, jit_compile=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: --pack_length=128 needs --jit_compile=false: the number of packed rows depends on the data, and XLA compiles static shapes only
+    """
+    if pack_length is None:
+        return 0 if jit_compile else 1
+    if pack_length and jit_compile:
+        raise ValueError(f"--pack_length={pack_length} needs --jit_compile=false: the number "
+                         "of packed rows depends on the data, and XLA compiles static shapes "
+                         "only")
+    return pack_length
+
+
 def define_training_loop_flags(flag_values=flags.FLAGS, resumable=True):
     """`--checkpoint_every_steps` and `--log_every_steps` of `tools.training_loop`.
 

@@ -67,8 +67,10 @@ from tools.console import fit_verbosity  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_hardware_flags,
+    define_packing_flag,
     define_task_module_flag,
     define_training_loop_flags,
+    resolve_pack_length,
 )
 from tools.model_card import training_card, write_model_card  # noqa: E402
 from tools.training_loop import training_stream  # noqa: E402
@@ -119,6 +121,7 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let each entry's ta
                      "tools/train.py does, before the final evaluation.")
 define_training_loop_flags(resumable=False)
 define_hardware_flags()
+define_packing_flag()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
 
@@ -252,6 +255,10 @@ def main(argv):
                         f"({', '.join(entry.name for entry in entries)})")
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
+    try:
+        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
+    except ValueError as error:
+        raise UserError(str(error))
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
@@ -325,7 +332,8 @@ def main(argv):
         "epochs": epochs, "batch_size": FLAGS.batch_size, "learning_rate": learning_rate,
         "head_learning_rate": head_learning_rate, "warmup_fraction": warmup_fraction,
         "dropout": FLAGS.dropout, "max_seq_length": max_seq_length, "seed": FLAGS.seed,
-        "mixed_precision": policy, "jit_compile": jit_compile, "total_steps": total_steps,
+        "mixed_precision": policy, "jit_compile": jit_compile, "pack_length": pack_length,
+        "total_steps": total_steps,
     }
     config = dict(common, tasks=os.path.abspath(FLAGS.tasks), sampling=FLAGS.sampling,
                   temperature=temperature, target=FLAGS.target,
@@ -340,7 +348,8 @@ def main(argv):
     # One encoder under every head, one optimizer (the first model's) for everything.
     overrides = dict(vocabulary_size=len(tokens), learning_rate=learning_rate,
                      head_learning_rate=head_learning_rate, total_steps=total_steps,
-                     warmup_steps=int(warmup_fraction * total_steps), jit_compile=jit_compile)
+                     warmup_steps=int(warmup_fraction * total_steps), jit_compile=jit_compile,
+                     pack_length=pack_length)
     if FLAGS.dropout is not None:
         overrides["dropout"] = FLAGS.dropout
     for entry in entries:

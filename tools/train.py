@@ -39,9 +39,11 @@ from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_hardware_flags,
+    define_packing_flag,
     define_progress_flag,
     define_task_module_flag,
     define_training_loop_flags,
+    resolve_pack_length,
     vocabulary_progress,
 )
 from tools.model_card import training_card, write_model_card  # noqa: E402
@@ -113,14 +115,6 @@ flags.DEFINE_integer("adapter_size", 0, "Houlsby bottleneck adapters of this wid
 flags.DEFINE_integer("lora_rank", 0, "LoRA updates of this rank on every block's query and "
                      "value projections (Keras's own LoRA); only they and the head train "
                      "(0: none).", lower_bound=0)
-flags.DEFINE_integer("pack_length", None, "Pack short examples into rows of this many tokens "
-                     "(block-diagonal attention, positions restarting per example): the same "
-                     "model and outputs with less padding to compute; rows are at least as "
-                     "long as each batch's longest example, so 1 packs into rows of the "
-                     "longest (the fastest on length-grouped training batches). Needs "
-                     "--jit_compile off. 0: no packing, batches padded to length buckets. "
-                     "Default: 1 with XLA off (the default on CPU), 0 with XLA on.",
-                     lower_bound=0)
 flags.DEFINE_boolean("gradual_unfreezing", False, "ULMFiT's gradual unfreezing: the head "
                      "trains alone, then one more block from the top every "
                      "--unfreeze_every_steps, the embeddings last.")
@@ -153,6 +147,7 @@ flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune i
                      "does) before the final evaluation.")
 flags.DEFINE_integer("seed", 42, "Random seed.")
 define_hardware_flags()
+define_packing_flag()
 define_training_loop_flags()
 define_progress_flag()
 distribution.define_distribution_flags()
@@ -291,12 +286,10 @@ def main(argv):
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
     distribution.check_jit_compile(strategy, jit_compile)
-    if FLAGS.pack_length and jit_compile:
-        raise UserError(f"--pack_length={FLAGS.pack_length} needs --jit_compile=false: the "
-                        "number of packed rows depends on the data, and XLA compiles static "
-                        "shapes only")
-    # Rows of each batch's longest example: the least padding and attention without XLA.
-    pack_length = (0 if jit_compile else 1) if FLAGS.pack_length is None else FLAGS.pack_length
+    try:
+        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
+    except ValueError as error:
+        raise UserError(str(error))
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(FLAGS.seed)
 
