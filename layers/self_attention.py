@@ -46,6 +46,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     gradients once more to split and assemble them
     (docs/encoder_step_profile.md).
 
+    Packed rows may also come as their real tokens alone ([M, hidden_dim], no
+    padding: what a packing encoder's position-wise layers compute on), with
+    `token_rows` [R, L] (each row slot's token number, M at padding) and
+    `token_slots` [M] (each token's slot in the flattened rows): the
+    projections then run on the M tokens, attention on the R rows (with the
+    `attention_mask` of the rows), and the output is [M, hidden_dim] again
+    (`layers.sequence_packing.PackedBatch` makes the three).
+
     Examples:
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(hidden_dim=8, num_heads=2)
@@ -101,7 +109,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             self.dropout, dtype="float32", name="attention_dropout"
         )
 
-    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
+    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
+              token_rows_shape=None, token_slots_shape=None):
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_dim,))
@@ -112,8 +121,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))  # [B, heads, T, head_dim]
 
-    def _project_qkv(self, inputs):
-        """Query, key and value, each [B, heads, T, head_dim].
+    def _project_qkv(self, inputs, to_rows):
+        """Query, key and value, each [B, heads, T, head_dim]; `to_rows` maps
+        projections of `inputs` to [B, T, ...] (the identity unless `inputs`
+        are tokens without their padding).
 
         With `fuse_qkv` on and no LoRA, the three projections are one
         [B·T, H] × [H, 3H] matmul on the three kernels concatenated at call
@@ -122,7 +133,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         gradient through the concatenation.
         """
         if self.lora_rank or not self.fuse_qkv:
-            return tuple(self._split_heads(dense(inputs)) for dense in
+            return tuple(self._split_heads(to_rows(dense(inputs))) for dense in
                          (self.query_dense, self.key_dense, self.value_dense))
         projections = (self.query_dense, self.key_dense, self.value_dense)
         # Under a mixed policy Keras's autocast scope (entered by __call__)
@@ -133,15 +144,22 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # not be relied on.
         kernel = ops.concatenate([p.kernel for p in projections], axis=-1)
         bias = ops.concatenate([p.bias for p in projections], axis=-1)
-        qkv = ops.add(ops.matmul(inputs, kernel), bias)  # [B, T, 3H]
+        qkv = to_rows(ops.add(ops.matmul(inputs, kernel), bias))  # [B, T, 3H]
         batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
         qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # one transpose for all three
         # unstack (not qkv[i]): its gradient is one stack, not three padded slices.
         return tuple(ops.unstack(qkv, 3, axis=0))
 
-    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
-        query, key, value = self._project_qkv(inputs)
+    def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
+             token_slots=None, training=None):
+        def to_rows(x):  # [M, ...] → [R, L, ...], zeros at padding
+            if token_rows is None:
+                return x
+            return ops.take(ops.concatenate([x, ops.zeros_like(x[:1])], axis=0), token_rows,
+                            axis=0)
+
+        query, key, value = self._project_qkv(inputs, to_rows)
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
@@ -159,10 +177,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = ops.transpose(context, (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))
+        if token_slots is not None:  # back to the real tokens, before the projection
+            context = ops.take(ops.reshape(context, (-1, self.hidden_dim)), token_slots, axis=0)
         return self.output_dense(context)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
-                             attention_mask_shape=None):
+                             attention_mask_shape=None, token_rows_shape=None,
+                             token_slots_shape=None):
         return tuple(inputs_shape[:-1]) + (self.hidden_dim,)
 
     def get_config(self):

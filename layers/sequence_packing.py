@@ -75,6 +75,13 @@ class PackedBatch:
     same example. `unpack(x)` maps a packed [R, L, ...] output back to the
     batch's [N, T, ...] layout, zeros at padding.
 
+    The real tokens alone, [M, ...] in batch order, are a third layout: the
+    one where position-wise work (projections, feed-forward, layer norms)
+    computes on no padding at all. `to_tokens(x)` takes packed rows to it,
+    `token_rows` [R, L] indexes it from the rows (M at padding, for a zero
+    row appended: `rows_from_tokens(x)`), and `unpack_tokens(x)` takes it to
+    the batch's layout.
+
     Examples:
     >>> import numpy as np
     >>> ids = np.array([[2, 7, 3, 0], [2, 3, 0, 0]])
@@ -84,6 +91,13 @@ class PackedBatch:
     >>> ops.convert_to_numpy(packed.position_ids).tolist()
     [[0, 1, 2, 0, 1, 0, 0, 0]]
     >>> ops.convert_to_numpy(packed.unpack(packed.token_ids)).tolist()
+    [[2, 7, 3, 0], [2, 3, 0, 0]]
+    >>> tokens = packed.to_tokens(packed.token_ids)
+    >>> ops.convert_to_numpy(tokens).tolist()
+    [2, 7, 3, 2, 3]
+    >>> ops.convert_to_numpy(packed.rows_from_tokens(tokens)).tolist()
+    [[2, 7, 3, 2, 3, 0, 0, 0]]
+    >>> ops.convert_to_numpy(packed.unpack_tokens(tokens)).tolist()
     [[2, 7, 3, 0], [2, 3, 0, 0]]
     """
 
@@ -119,6 +133,21 @@ class PackedBatch:
         same_example = ops.equal(self.example_ids[:, :, None], self.example_ids[:, None, :])
         self.attention_mask = ops.logical_and(same_example, self.example_ids[:, None, :] > 0)
 
+        # The real tokens in batch order: where each sits in the rows, and back.
+        real = ops.reshape(self._is_real, (-1,))
+        self.num_tokens = ops.sum(ops.cast(real, "int32"))
+        real_positions = ops.cast(ops.nonzero(real)[0], "int32")
+        self.token_slots = ops.take(ops.reshape(destination, (-1,)), real_positions)
+        token_numbers = ops.arange(self.num_tokens, dtype="int32")
+        self.token_rows = ops.reshape(
+            ops.scatter(ops.expand_dims(self.token_slots, -1), token_numbers - self.num_tokens,
+                        ops.expand_dims(size, 0)) + self.num_tokens,
+            (num_rows, length))
+        # [N, T]: each batch position's token number, M at padding.
+        self._batch_tokens = ops.where(
+            self._is_real, ops.reshape(ops.cumsum(ops.cast(real, "int32")) - 1, (batch, time)),
+            self.num_tokens)
+
     def unpack(self, packed):
         """[R, L, ...] → [N, T, ...] in the batch's layout, zeros at padding."""
         flat = ops.reshape(packed, (-1,) + tuple(packed.shape[2:]))
@@ -128,3 +157,20 @@ class PackedBatch:
         for _ in range(len(gathered.shape) - 2):
             keep = ops.expand_dims(keep, -1)
         return gathered * keep
+
+    def to_tokens(self, packed):
+        """[R, L, ...] → [M, ...]: the real tokens, in batch order."""
+        flat = ops.reshape(packed, (-1,) + tuple(packed.shape[2:]))
+        return ops.take(flat, self.token_slots, axis=0)
+
+    def _from_tokens(self, tokens, index):
+        padded = ops.concatenate([tokens, ops.zeros_like(tokens[:1])], axis=0)
+        return ops.take(padded, index, axis=0)
+
+    def rows_from_tokens(self, tokens):
+        """[M, ...] → [R, L, ...] in the packed rows, zeros at padding."""
+        return self._from_tokens(tokens, self.token_rows)
+
+    def unpack_tokens(self, tokens):
+        """[M, ...] → [N, T, ...] in the batch's layout, zeros at padding."""
+        return self._from_tokens(tokens, self._batch_tokens)

@@ -24,7 +24,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
     query and value projections carry LoRA updates; both start as the
     identity, so the block computes what it did without them.
     `attention_mask` [batch, query, key], when given, replaces the padding
-    mask in attention (see `MultiHeadSelfAttention`).
+    mask in attention (see `MultiHeadSelfAttention`). With `token_rows` and
+    `token_slots` the input is packed rows' real tokens alone, [M, hidden_dim]:
+    everything but the attention scores computes on no padding (see
+    `MultiHeadSelfAttention`).
 
     Args:
         hidden_dim: width of inputs and outputs.
@@ -124,7 +127,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.attention_adapter = adapter("attention_adapter")
             self.feedforward_adapter = adapter("feedforward_adapter")
 
-    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
+    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
+              token_rows_shape=None, token_slots_shape=None):
         self.attention.build(inputs_shape)
         self.attention_norm.build(inputs_shape)
         self.feedforward_norm.build(inputs_shape)
@@ -147,13 +151,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
                      self.compute_dtype)
         return self.output_dense(x)
 
-    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
+             token_slots=None, training=None):
         x = inputs
+        where = dict(padding_mask=padding_mask, attention_mask=attention_mask,
+                     token_rows=token_rows, token_slots=token_slots)
         if self.norm_first:
-            attended = self.attention(
-                self.attention_norm(x), padding_mask=padding_mask,
-                attention_mask=attention_mask, training=training
-            )
+            attended = self.attention(self.attention_norm(x), **where, training=training)
             attended = self._adapted(self.attention_adapter,
                                      self.dropout_layer(attended, training=training))
             x = x + attended
@@ -163,8 +167,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return x + transformed
         # Houlsby et al. place each adapter on the sublayer's output, after its
         # dropout and before the residual sum and layer norm.
-        attended = self.attention(x, padding_mask=padding_mask,
-                                  attention_mask=attention_mask, training=training)
+        attended = self.attention(x, **where, training=training)
         attended = self._adapted(self.attention_adapter,
                                  self.dropout_layer(attended, training=training))
         x = self.attention_norm(x + attended)
@@ -174,7 +177,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.feedforward_norm(x + transformed)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
-                             attention_mask_shape=None):
+                             attention_mask_shape=None, token_rows_shape=None,
+                             token_slots_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):

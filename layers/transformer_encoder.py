@@ -56,6 +56,11 @@ class TransformerEncoder(keras.layers.Layer):
     ((1, 4, 8), 3)
     """
 
+    # Packed, the blocks' position-wise layers compute on the real tokens alone
+    # (see `pack_length`); False keeps them on the padded rows. Read when a call
+    # is traced, so an instance may override it (to measure one against the other).
+    position_wise_on_tokens = True
+
     def __init__(
         self,
         vocabulary_size,
@@ -161,7 +166,10 @@ class TransformerEncoder(keras.layers.Layer):
         with positions restarting per example and attention kept inside each
         example, and returns outputs in the batch's own [B, T, ...] layout
         (zeros at padding): the same values as without packing, computed with
-        far less padding when examples are short. `pack_length=1` packs into
+        far less padding when examples are short. Only the attention scores
+        are computed in the rows: the blocks' projections, feed-forward layers
+        and layer norms run on the real tokens alone ([M, H], no padding at
+        all), gathered into rows for attention and back. `pack_length=1` packs into
         rows as long as each batch's longest example: on batches grouped by
         length (training) that computes the fewest attention scores, as
         each token attends within a row no longer than needed. The number of rows depends
@@ -230,17 +238,23 @@ class TransformerEncoder(keras.layers.Layer):
             padding_mask = packed.example_ids
         x = self.embeddings(token_ids, segment_ids, position_ids=position_ids,
                             training=training)
+        where = dict(padding_mask=padding_mask, attention_mask=attention_mask)
+        tokens_only = packed is not None and self.position_wise_on_tokens
+        if tokens_only:
+            # The blocks compute on the real tokens alone, [M, H], and attend in the rows.
+            x = packed.to_tokens(x)
+            where.update(token_rows=packed.token_rows, token_slots=packed.token_slots)
         hidden_states = [x]
         for index in range(self.num_layers):
             block = self.blocks[0 if self.share_layers else index]
-            x = block(x, padding_mask=padding_mask, attention_mask=attention_mask,
-                      training=training)
+            x = block(x, **where, training=training)
             hidden_states.append(x)
         if self.final_norm is not None:
             x = self.final_norm(x)
             hidden_states[-1] = x
         if packed is not None:
-            hidden_states = [packed.unpack(state) for state in hidden_states]
+            unpack = packed.unpack_tokens if tokens_only else packed.unpack
+            hidden_states = [unpack(state) for state in hidden_states]
             x = hidden_states[-1]
         pooled = self.pooler(x[:, 0, :])
         return {

@@ -232,7 +232,7 @@ def compiles_each_shape(model):
 
 def predict_encoded_in_length_order(features, predict_rows, batch_size, padding_values,
                                     max_length, pad_to_buckets=False, multiple=8,
-                                    what="predicting", progress=True):
+                                    what="predicting", progress=None):
     """Runs `predict_rows` over encoded examples in dense batches; one output per example,
     in input order.
 
@@ -255,7 +255,8 @@ def predict_encoded_in_length_order(features, predict_rows, batch_size, padding_
         max_length: the longest width (the preprocessor's `max_seq_length`).
         pad_to_buckets: pad to `tasks.batching.bucket_lengths(max_length)`.
         multiple: without buckets, widths are multiples of this.
-        what, progress: the progress line's label; report progress.
+        what, progress: the progress line's label; report progress (None: if the
+            program turned progress on, `tasks.progress.set_enabled`).
 
     Returns:
         A list with the output of every example, in input order.

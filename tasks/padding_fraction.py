@@ -11,8 +11,9 @@ class PaddingFraction(keras.metrics.Metric):
     """1 − real tokens / token slots over the batches seen (an epoch, in `fit`).
 
     A slot is one position of the [batch, time] input the encoder runs on;
-    with `pack_length` > 0 the encoder runs on packed rows instead, and the
-    slots are those of the rows (`layers.sequence_packing.packing_plan`).
+    with `pack_length` > 0 the encoder attends in packed rows instead, and the
+    slots are those of the rows (`layers.sequence_packing.packing_plan`); its
+    position-wise layers then compute on the real tokens alone, no padding.
     Every `EncoderTaskModel` fed a `padding_mask` logs it as
     `padding_fraction` (and `val_padding_fraction`): what bucketing or
     packing leaves of the padding.

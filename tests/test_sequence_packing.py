@@ -123,6 +123,36 @@ def test_packed_encoder_outputs_equal_unpacked(pack_length):
                                    np.where(real, _numpy(want), 0), atol=2e-5)
 
 
+@pytest.mark.parametrize("options", [
+    {"norm_first": True}, {"share_layers": True}, {"adapter_size": 4}, {"lora_rank": 2},
+    {"embedding_dim": 8},
+], ids=lambda options: next(iter(options)))
+def test_every_encoder_shape_packs_to_the_same_outputs(options):
+    # Packed, the blocks compute on the real tokens alone ([M, H]) and attend in rows:
+    # every sublayer (adapters, LoRA, pre-LN, shared blocks) must see the same tokens.
+    lengths = [9, 2, 6, 4]
+    ids, segment_ids, mask = _padded_batch(lengths, 12, segments=True)
+    inputs = {"token_ids": ids, "segment_ids": segment_ids, "padding_mask": mask}
+    encoder = _encoder(**options)
+    if options.get("adapter_size") or options.get("lora_rank"):  # both start as the identity
+        for variable in transformer_of(encoder).adaptation_weights():
+            variable.assign(np.random.default_rng(0).normal(0, 0.1, variable.shape))
+    plain = encoder(inputs)
+    transformer_of(encoder).pack_length = 1
+    packed = encoder(inputs)
+    real = mask[..., None].astype(bool)
+    for got, want in zip(packed["hidden_states"], plain["hidden_states"]):
+        np.testing.assert_allclose(np.where(real, _numpy(got), 0),
+                                   np.where(real, _numpy(want), 0), atol=2e-5)
+    # The packed outputs are exactly zero at padding: nothing computed there.
+    assert not np.any(np.where(real, 0, _numpy(packed["sequence_output"])))
+    # The position-wise layers on the padded rows instead (the measured alternative).
+    transformer_of(encoder).position_wise_on_tokens = False
+    in_rows = encoder(inputs)
+    np.testing.assert_allclose(_numpy(in_rows["sequence_output"]),
+                               _numpy(packed["sequence_output"]), atol=2e-5)
+
+
 def test_pack_length_is_saved_and_validated(tmp_path):
     encoder = _encoder(pack_length=32)
     assert encoder.get_config()["pack_length"] == 32

@@ -28,7 +28,6 @@ docs/performance.md says what every figure means.
 
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -93,16 +92,9 @@ flags.DEFINE_integer("kerashub_pad_multiple", 8, "finetune: KerasHub batches are
 
 # === Shared ===
 
-def cpu_model():
-    """The processor's name ("model name" in /proc/cpuinfo), for every printed figure."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def _cpu_model():
+    from zoo.hardware import cpu_model  # TensorFlow comes with zoo: imported late
+    return cpu_model()
 
 
 def _accelerator():
@@ -313,7 +305,7 @@ def encoder_speed_result(figures, shape, peak_gflops, policy, jit_compile):
             summary["median"], per_token[mode], peak_gflops))
             for name, summary in summaries.items()}
     return {
-        "benchmark": "encoder_speed", "cpu": cpu_model(), "accelerator": _accelerator(),
+        "benchmark": "encoder_speed", "cpu": _cpu_model(), "accelerator": _accelerator(),
         "policy": policy, "jit_compile": jit_compile, "preset": FLAGS.preset,
         "shape": {k: v for k, v in shape.items() if k != "dropout"},
         "batch_size": FLAGS.batch_size, "sequence_length": FLAGS.sequence_length,
@@ -645,7 +637,7 @@ def finetune_result(train_figures, inference_figures, policy, jit_compile, check
     """The JSON record of finetune, with its three ratios."""
     ours, kerashub = train_figures["ours_softmax"], train_figures["kerashub"]
     return {
-        "benchmark": "finetune", "cpu": cpu_model(), "accelerator": _accelerator(),
+        "benchmark": "finetune", "cpu": _cpu_model(), "accelerator": _accelerator(),
         "policy": policy, "jit_compile": jit_compile, "checkpoint": checkpoint,
         "train_data": train_path, "predict_data": predict_path,
         "train_sentences": FLAGS.train_sentences,
@@ -708,7 +700,7 @@ def span_step():
     before = _peak_rss_mb()
     model.train_on_batch(x, y)
     after = _peak_rss_mb()
-    print(json.dumps({"benchmark": "span_memory", "cpu": cpu_model(), "batch": batch,
+    print(json.dumps({"benchmark": "span_memory", "cpu": _cpu_model(), "batch": batch,
                       "words": words, "max_span_width": width, "spans": words * width,
                       "peak_rss_mb_before_step": round(before),
                       "peak_rss_mb_after_step": round(after),

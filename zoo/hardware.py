@@ -1,20 +1,37 @@
 """Defaults that follow the hardware: mixed precision and XLA ("auto")."""
 
+import platform
+
 import tensorflow as tf
 
 MIXED_PRECISION_CHOICES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 JIT_COMPILE_CHOICES = ("auto", "true", "false")
 
 
-def _cpu_flags():
+def _cpuinfo_field(name):
+    """The first value of `name` in /proc/cpuinfo, or None."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.startswith(name):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return None
+
+
+def _cpu_flags():
+    return set((_cpuinfo_field("flags") or "").split())
+
+
+def cpu_model():
+    """The processor's name ("model name" in /proc/cpuinfo), to print beside every timing.
+
+    Examples:
+    >>> isinstance(cpu_model(), str)
+    True
+    """
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def _gpu_compute_capability():
