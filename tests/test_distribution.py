@@ -13,6 +13,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from tasks.training_state import STATE_FILE
 from tests.conftest import (CONLL, ROOT, TOOL_TIMEOUT_S, TREC, finish_processes, start_python,
                             tool_path)
 from tools import distribution
@@ -256,9 +257,9 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
     temp_dir = tmp_path / "tmp"
     flags = _pretraining_flags(tmp_path, model_dir, max_steps=8)  # 4 epochs of 2 steps
     processes = _start_workers("pretrain.py", flags, temp_dir)
-    metadata = os.path.join(model_dir, "checkpoints", "training_metadata.json")
+    state = os.path.join(model_dir, "checkpoints", STATE_FILE)
     deadline = time.monotonic() + TOOL_TIMEOUT_S
-    while (not os.path.exists(metadata) and processes[0].poll() is None
+    while (not os.path.exists(state) and processes[0].poll() is None
            and time.monotonic() < deadline):
         time.sleep(0.05)
     processes[1].kill()  # right after the chief's first checkpoint: epochs 2 to 4 are left
@@ -266,7 +267,7 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
     assert stopped[1].returncode == -signal.SIGKILL
     assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
         stopped[0].stderr[-3000:])
-    done = json.load(open(metadata))["epoch"]
+    done = json.load(open(state))["epoch"]
     assert 1 <= done < 4
     assert "encoder" not in os.listdir(model_dir)
     left = _worker_dirs(temp_dir)  # SIGKILL: no exit handler removed the worker's directory
