@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from layers.lora_dense import LoraDense
+from layers.sequence_packing import gather_tokens, tokens_from_rows
 from layers.serialization import register
 
 # Added to the scores of padded keys. Finite so that a row with no real key
@@ -154,10 +155,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
              token_slots=None, training=None):
         def to_rows(x):  # [M, ...] → [R, L, ...], zeros at padding
-            if token_rows is None:
-                return x
-            return ops.take(ops.concatenate([x, ops.zeros_like(x[:1])], axis=0), token_rows,
-                            axis=0)
+            return x if token_rows is None else gather_tokens(x, token_rows)
 
         query, key, value = self._project_qkv(inputs, to_rows)
 
@@ -178,7 +176,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         if token_slots is not None:  # back to the real tokens, before the projection
-            context = ops.take(ops.reshape(context, (-1, self.hidden_dim)), token_slots, axis=0)
+            context = tokens_from_rows(context, token_slots)
         return self.output_dense(context)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,

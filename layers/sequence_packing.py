@@ -66,6 +66,26 @@ def packing_plan(padding_mask, row_length):
     return rows, offsets, lengths, num_rows, length
 
 
+def tokens_from_rows(rows, token_slots):
+    """[R, L, ...] packed rows → [M, ...], the tokens at `token_slots` (indices into the
+    flattened rows; `PackedBatch.token_slots`)."""
+    flat = ops.reshape(rows, (-1,) + tuple(rows.shape[2:]))
+    return ops.take(flat, token_slots, axis=0)
+
+
+def gather_tokens(tokens, index):
+    """[M, ...] tokens laid out by `index` (any shape of token numbers, M meaning padding),
+    zeros at padding: `token_rows` gives [R, L, ...] packed rows.
+
+    Examples:
+    >>> import numpy as np
+    >>> ops.convert_to_numpy(gather_tokens(np.array([5, 6]), np.array([[1, 0, 2]]))).tolist()
+    [[6, 5, 0]]
+    """
+    padded = ops.concatenate([tokens, ops.zeros_like(tokens[:1])], axis=0)
+    return ops.take(padded, index, axis=0)
+
+
 class PackedBatch:
     """A right-padded batch packed into rows, and the way back.
 
@@ -160,17 +180,12 @@ class PackedBatch:
 
     def to_tokens(self, packed):
         """[R, L, ...] → [M, ...]: the real tokens, in batch order."""
-        flat = ops.reshape(packed, (-1,) + tuple(packed.shape[2:]))
-        return ops.take(flat, self.token_slots, axis=0)
-
-    def _from_tokens(self, tokens, index):
-        padded = ops.concatenate([tokens, ops.zeros_like(tokens[:1])], axis=0)
-        return ops.take(padded, index, axis=0)
+        return tokens_from_rows(packed, self.token_slots)
 
     def rows_from_tokens(self, tokens):
         """[M, ...] → [R, L, ...] in the packed rows, zeros at padding."""
-        return self._from_tokens(tokens, self.token_rows)
+        return gather_tokens(tokens, self.token_rows)
 
     def unpack_tokens(self, tokens):
         """[M, ...] → [N, T, ...] in the batch's layout, zeros at padding."""
-        return self._from_tokens(tokens, self._batch_tokens)
+        return gather_tokens(tokens, self._batch_tokens)
