@@ -238,34 +238,47 @@ def write_files_together(writes):
         raise
 
 
-def write_directory_atomically(directory, write, overwrite=False):
+def write_directory_atomically(directory, write, overwrite=False, adopt=None, what=None):
     """Calls `write(temporary_dir)` and renames the result to `directory`.
 
     The temporary directory is a hidden sibling of `directory` (same file
-    system, so the rename is atomic). An existing non-empty `directory` is
-    refused unless `overwrite`, in which case it is replaced only once the new
-    contents are complete; should that replacement fail, it is put back.
+    system, so the rename is atomic) and carries our ownership marker
+    (`tasks.io.ownership`). An existing non-empty `directory` is refused
+    unless it is ours and `overwrite` is given, in which case it is replaced
+    only once the new contents are complete; should that replacement fail,
+    it is put back. A directory we did not write, the working directory, its
+    parents, the home directory and `/` are never replaced.
+
+    Args:
+        directory: where the result goes.
+        write: `write(temporary_dir)` fills the new directory.
+        overwrite: replace an existing directory of ours.
+        adopt: recognises an existing directory an earlier version wrote
+            without a marker (see `tasks.io.ownership.check_output`).
+        what: the flag that named `directory`, for messages (e.g. "--output").
 
     Raises:
-        ValueError: `directory` is not a directory, or is not empty (without
-            `overwrite`).
+        ValueError: (`tasks.io.ownership.NotOurDirectory`) `directory` is not
+            a directory, is not ours, or exists (without `overwrite`).
         FailedWrite: the write or the rename failed: no temporary directory
             remains and an existing `directory` is as it was.
     """
+    from tasks.io.ownership import check_replaceable, write_marker
+
+    state = check_replaceable(directory, what, overwrite=overwrite, adopt=adopt)
     directory = os.path.abspath(os.fspath(directory))
     exists = os.path.lexists(directory)
-    if exists and not os.path.isdir(directory):
-        raise ValueError(f"{directory} exists and is not a directory")
-    if exists and os.listdir(directory) and not overwrite:
-        raise ValueError(f"{directory} exists and is not empty; choose a new directory or "
-                         "pass overwrite=True to replace it")
     parent = os.path.dirname(directory)
     temporary = old = None
     try:
         os.makedirs(parent, exist_ok=True)
         temporary = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.tmp-", dir=parent)
         write(temporary)
+        write_marker(temporary, what or "nlpzoo")
         if exists:
+            if state != "ours" and os.listdir(directory):
+                raise ValueError(f"{directory} was filled while it was written: refusing "
+                                 "to replace it")
             old = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.old-", dir=parent)
             previous = os.path.join(old, "previous")
             os.rename(directory, previous)

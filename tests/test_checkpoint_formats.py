@@ -133,8 +133,8 @@ def _assert_same_weights(encoder, reference):
 def test_native_round_trip_gives_identical_outputs(native_checkpoint, vocabulary):
     native_dir, original = native_checkpoint
     assert checkpoint_format(native_dir) == "native"
-    assert sorted(os.listdir(native_dir)) == ["encoder.keras", "tokenizer_config.json",
-                                              "vocab.txt"]
+    assert sorted(os.listdir(native_dir)) == [".nlpzoo", "encoder.keras",
+                                              "tokenizer_config.json", "vocab.txt"]
     tokens, lowercase = read_tokenizer_settings(native_dir)
     assert tokens == vocabulary and lowercase is False
     tokenizer = load_tokenizer(native_dir)
@@ -158,12 +158,19 @@ def test_native_save_refuses_an_existing_directory(tmp_path, vocabulary):
     directory = tmp_path / "encoder"
     directory.mkdir()
     (directory / "notes.txt").write_text("keep me")
-    with pytest.raises(ValueError, match="exists and is not empty.*overwrite=True"):
+    # A directory of the user's is never replaced, with or without overwrite.
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match="not written by nlpzoo .*notes.txt"):
+            save_encoder_checkpoint(encoder, str(directory), vocabulary, lowercase=True,
+                                    overwrite=overwrite)
+        assert os.listdir(directory) == ["notes.txt"]
+    os.remove(directory / "notes.txt")
+    save_encoder_checkpoint(encoder, str(directory), vocabulary, lowercase=True)
+    with pytest.raises(ValueError, match="already exists; pass overwrite=True"):
         save_encoder_checkpoint(encoder, str(directory), vocabulary, lowercase=True)
-    assert os.listdir(directory) == ["notes.txt"]
     save_encoder_checkpoint(encoder, str(directory), vocabulary, lowercase=True, overwrite=True)
-    assert sorted(os.listdir(directory)) == ["encoder.keras", "tokenizer_config.json",
-                                             "vocab.txt"]
+    assert sorted(os.listdir(directory)) == [".nlpzoo", "encoder.keras",
+                                             "tokenizer_config.json", "vocab.txt"]
     assert sorted(os.listdir(tmp_path)) == ["encoder"]  # no temporary siblings left
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -260,7 +267,7 @@ def test_keras_hub_export_round_trip(tmp_path, vocabulary):
     _assert_same_outputs(_numpy(backbone(batch)), _numpy(encoder(batch)),
                          batch["padding_mask"], KERAS_HUB_TOLERANCE)
     _assert_same_weights(load_encoder(directory), encoder)
-    with pytest.raises(ValueError, match="not empty"):
+    with pytest.raises(ValueError, match="already exists"):
         export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True)
 
 

@@ -297,11 +297,17 @@ def test_existing_output_is_kept_without_overwrite_and_replaced_with_it(tmp_path
     directory.mkdir()
     (directory / "keep.txt").write_text("mine")
     encoder = _small_encoder()
-    with pytest.raises(ValueError, match="exists and is not empty"):
+    for overwrite in (False, True):  # a directory of the user's: never replaced
+        with pytest.raises(ValueError, match="not written by nlpzoo"):
+            export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True,
+                                 overwrite=overwrite)
+        assert os.listdir(directory) == ["keep.txt"]
+    os.remove(directory / "keep.txt")
+    export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True)
+    with pytest.raises(ValueError, match="already exists"):
         export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True)
-    assert os.listdir(directory) == ["keep.txt"]
     export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True, overwrite=True)
-    assert sorted(os.listdir(directory)) == ["config.json", "model.safetensors",
+    assert sorted(os.listdir(directory)) == [".nlpzoo", "config.json", "model.safetensors",
                                              "tokenizer_config.json", "vocab.txt"]
     assert sorted(os.listdir(tmp_path)) == ["hf"]  # no temporary directory left behind
 

@@ -22,6 +22,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
+from tasks.io.ownership import NotOurDirectory, check_output_file  # noqa: E402
 from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
 from tasks.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
@@ -52,9 +53,20 @@ def _lines(paths):
             yield from document
 
 
+def _is_vocabulary(path):
+    """A WordPiece vocabulary: UTF-8 text, one token a line, no spaces inside a token."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return all(line.strip() and len(line.split()) == 1 for line in f)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def main(argv):
-    if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
-        raise UserError(f"--output={FLAGS.output} exists; pass --overwrite to replace it")
+    try:  # an existing file is replaced only when it is a vocabulary
+        check_output_file(FLAGS.output, "--output", FLAGS.overwrite, looks_ours=_is_vocabulary)
+    except NotOurDirectory as error:
+        raise UserError(str(error))
     directory = os.path.dirname(os.path.abspath(FLAGS.output))
     if not os.path.isdir(directory):
         raise UserError(f"--output: no such directory {directory}")

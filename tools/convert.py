@@ -24,6 +24,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
+from tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
 from tools import model_directory as md  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 
@@ -63,15 +64,18 @@ def main(argv):
         save_encoder_checkpoint,
     )
 
+    try:  # before anything is read: never a directory of the user's, the working one...
+        check_replaceable(FLAGS.output, "--output", overwrite=FLAGS.overwrite)
+    except NotOurDirectory as error:
+        raise UserError(str(error))
     output = os.path.abspath(FLAGS.output)
-    if os.path.exists(output) and os.listdir(output) and not FLAGS.overwrite:
-        raise UserError(f"--output={FLAGS.output} exists and is not empty; pass --overwrite "
-                        "to replace it")
     encoder, vocabulary, lowercase, what = _source(FLAGS.input)
     write = {"native": save_encoder_checkpoint, "keras_hub": export_keras_hub_preset,
              "huggingface": export_hf_checkpoint}[FLAGS.output_format]
     try:
         write(encoder, output, vocabulary, lowercase, overwrite=FLAGS.overwrite)
+    except NotOurDirectory as error:
+        raise UserError(f"--output={FLAGS.output}: {error}")
     except ValueError as error:
         raise UserError(f"cannot write {what} as --output_format={FLAGS.output_format}: {error}")
     from layers import transformer_of

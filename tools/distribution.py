@@ -38,6 +38,7 @@ import tempfile
 
 from absl import flags
 
+from tasks.io.ownership import write_marker
 from tools.errors import UserError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -190,6 +191,7 @@ def worker_model_dir(model_dir, strategy):
     if is_chief(strategy):
         return model_dir
     worker_dir = tempfile.mkdtemp(prefix=_WORKER_DIR_PREFIX)
+    write_marker(worker_dir, "worker")  # ours, as the chief's --model_dir is
     atexit.register(shutil.rmtree, worker_dir, ignore_errors=True)
     for name in _RESUME_STATE:
         source = os.path.join(model_dir, name)

@@ -45,6 +45,7 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
+from tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
 from tools.flags import (  # noqa: E402
     define_encoder_source_flags,
@@ -78,20 +79,21 @@ def _is_inside(path, directory):
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
+def _is_export(directory):
+    """An export written before exports carried our ownership marker."""
+    return os.path.exists(os.path.join(directory, "saved_model.pb"))
+
+
 def _check_output(output):
-    """Refuses an --output that exists (without --overwrite) or that holds the model."""
+    """Refuses an --output that holds the model, is not an earlier export of ours, or exists
+    without --overwrite (`tasks.io.ownership`)."""
     source = FLAGS.model_dir or FLAGS.model or FLAGS.init_checkpoint
-    if _is_inside(source, output):
+    if source and _is_inside(source, output):
         raise UserError(f"--output={output} would replace the model being exported")
-    if not os.path.lexists(output):
-        return
-    if not FLAGS.overwrite:
-        raise UserError(f"--output={output} already exists; pass --overwrite to replace it")
-    is_export = os.path.isdir(output) and (
-        not os.listdir(output) or os.path.exists(os.path.join(output, "saved_model.pb")))
-    if not is_export:
-        raise UserError(f"--output={output} exists and is not an exported model "
-                        "(no saved_model.pb): refusing to replace it")
+    try:
+        check_replaceable(output, "--output", overwrite=FLAGS.overwrite, adopt=_is_export)
+    except NotOurDirectory as error:
+        raise UserError(str(error))
 
 
 def _training_directory(model_path):
@@ -179,7 +181,8 @@ def main(argv):
 
     # _check_output has refused anything but an earlier export to replace.
     try:
-        write_directory_atomically(output, write, overwrite=True)
+        write_directory_atomically(output, write, overwrite=True, adopt=_is_export,
+                                   what="--output")
     except tf.errors.OpError as error:  # TensorFlow's own file writes (disk full, ...)
         kept = "the previous export is kept" if os.path.lexists(output) else "nothing was written"
         raise UserError(f"cannot write {output}: {error.message}; {kept}")

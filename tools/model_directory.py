@@ -30,6 +30,7 @@ import collections
 import json
 import os
 import shutil
+import sys
 import zipfile
 
 import keras
@@ -37,6 +38,8 @@ import keras
 import zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
 from layers import transformer_of
 from tasks.atomic_files import save_model_atomically, write_json_atomically
+from tasks.io.ownership import LOCK, NotOurDirectory, check_output, claim
+from tasks.io.run_lock import DirectoryInUse, hold_run_lock
 from tasks.registry import task_from_metadata
 from tasks.tokenizer import read_vocabulary, write_vocabulary
 from tools.errors import UserError
@@ -73,29 +76,42 @@ def read_json(file_path):
         return json.load(f)
 
 
+def _written_by_earlier_version(model_dir):
+    """A run directory of a version that wrote no ownership marker: nothing but our
+    artefacts, and a config.json that is ours (a JSON object with our keys)."""
+    if not set(os.listdir(model_dir)) <= set(_ARTEFACTS) | {LOCK}:
+        return False
+    try:
+        config = read_json(path(model_dir, CONFIG))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "vocabulary_size" in config and "preset" in config
+
+
 def inspect(model_dir, overwrite=False):
     """What training into `model_dir` will do, without touching it: "new", "resume" or
     "overwrite"; refusals are `UserError`s.
 
-    A run counts as finished only once it has written its final `metrics.json`:
-    a directory with a `config.json` and no `metrics.json` is an interrupted
-    run (killed in its first epoch, later, or during the final evaluation),
-    which the same command resumes. A finished one is left alone unless
-    `overwrite`; a non-empty directory that is not a model directory is an
-    error.
+    Only a directory that is new, empty or ours (`tasks.io.ownership`: our
+    marker, or a run of an earlier version) is written into. A run counts as
+    finished only once it has written its final `metrics.json`: a directory
+    of ours with a `config.json` and no `metrics.json` is an interrupted run
+    (killed in its first epoch, later, or during the final evaluation), which
+    the same command resumes. A finished one is left alone unless
+    `overwrite`, which replaces it only when it holds nothing but our files.
+    The working directory, its parents, the home directory and `/` are
+    always refused.
     """
-    if not os.path.exists(model_dir):
+    try:
+        state = check_output(model_dir, "--model_dir", overwrite=overwrite,
+                             own_names=_ARTEFACTS, adopt=_written_by_earlier_version)
+    except NotOurDirectory as error:
+        raise UserError(str(error))
+    if state == "new":
         return "new"
-    if not os.path.isdir(model_dir):
-        raise UserError(f"--model_dir={model_dir} exists and is not a directory")
     entries = set(os.listdir(model_dir))
-    if not entries:
-        return "new"
     if CONFIG not in entries:
-        raise UserError(
-            f"--model_dir={model_dir} is not empty and holds no {CONFIG}: "
-            "refusing to write into it; choose an empty or new directory"
-        )
+        return "new"  # ours, killed before it wrote its configuration
     if overwrite:
         return "overwrite"
     if METRICS not in entries:
@@ -106,12 +122,22 @@ def inspect(model_dir, overwrite=False):
     )
 
 
-def prepare(model_dir, overwrite=False):
+def prepare(model_dir, overwrite=False, tool=None):
     """Creates `model_dir` for training (see `inspect`); returns True when resuming a run.
 
-    With `overwrite`, only our own files are removed.
+    The directory is marked as ours first, then locked for the rest of the
+    process (`tasks.io.run_lock`: a second run on it is refused at once),
+    and only then, with `overwrite`, are the files of the previous run removed.
     """
     state = inspect(model_dir, overwrite)
+    try:
+        claim(model_dir, tool or os.path.basename(sys.argv[0]))
+        hold_run_lock(model_dir, "--model_dir")
+    except DirectoryInUse as error:
+        raise UserError(str(error))
+    except OSError as error:
+        raise UserError(f"--model_dir={model_dir}: cannot create it "
+                        f"({error.strerror or error})")
     if state == "overwrite":
         for name in _ARTEFACTS:
             target = path(model_dir, name)
@@ -119,7 +145,6 @@ def prepare(model_dir, overwrite=False):
                 shutil.rmtree(target)
             elif os.path.exists(target):
                 os.remove(target)
-    os.makedirs(model_dir, exist_ok=True)
     return state == "resume"
 
 
