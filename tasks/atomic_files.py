@@ -19,6 +19,7 @@ Examples:
 
 import errno
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -118,8 +119,25 @@ def write_binary_atomically(path, write):
     _write_then_rename(path, f"{path}.partial", write_file)
 
 
+def _strict(data):
+    """`data` with NaN and infinities as None (null): strict JSON, which every reader takes."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {key: _strict(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_strict(value) for value in data]
+    return data
+
+
 def _json_text(data):
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Indented strict JSON (no NaN: `_strict`), keys sorted, a final newline.
+
+    >>> _json_text({"loss": float("nan"), "f1": [0.5, float("inf")]})
+    '{\\n  "f1": [\\n    0.5,\\n    null\\n  ],\\n  "loss": null\\n}\\n'
+    """
+    return json.dumps(_strict(data), indent=2, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False) + "\n"
 
 
 def write_json_atomically(data, path):

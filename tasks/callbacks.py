@@ -222,3 +222,47 @@ class StepLogger(keras.callbacks.Callback):
         self._writer.flush()
         self._writer.close()
         self._writer = None
+
+
+class NonFiniteLoss(RuntimeError):
+    """Training produced a NaN or infinite loss; nothing was saved from that step on."""
+
+    def __init__(self, step, loss):
+        super().__init__(f"the training loss became {loss} at step {step}")
+        self.step = step
+        self.loss = loss
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Raises `NonFiniteLoss` as soon as the training loss is NaN or infinite.
+
+    Put it first among the callbacks: it then stops the run before any other
+    callback saves the broken weights as a checkpoint or as the best model
+    (Keras's `TerminateOnNaN` only asks `fit` to stop, after which the run
+    would end as if it had finished). The loss Keras logs is the epoch's
+    running mean, so once a step's loss is NaN every later one is too.
+
+    Examples:
+    >>> callback = StopOnNonFiniteLoss()
+    >>> callback.on_train_batch_end(0, {"loss": 0.5})
+    >>> callback.on_train_batch_end(1, {"loss": float("nan")})
+    Traceback (most recent call last):
+    ...
+    tasks.callbacks.NonFiniteLoss: the training loss became nan at step 2
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._check(logs, batch + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._check(logs, None)
+
+    def _check(self, logs, step):
+        loss = (logs or {}).get("loss")
+        if loss is None:
+            return
+        loss = float(loss)
+        if not np.isfinite(loss):
+            if self.model is not None and getattr(self.model, "optimizer", None) is not None:
+                step = int(self.model.optimizer.iterations.numpy())
+            raise NonFiniteLoss(step, loss)

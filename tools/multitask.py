@@ -429,6 +429,12 @@ def main(argv):
                     if verbose and (count % 10 == 0 or count == len(batches)):
                         print(f"\repoch {epoch + 1}/{epochs}: step {count}/{len(batches)}",
                               end="", flush=True)
+                for entry in entries:  # before any best model is saved from broken weights
+                    loss = float(entry.loss_mean.result())
+                    if not np.isfinite(loss):
+                        raise UserError(f"the training loss of {entry.name} became {loss} in "
+                                        f"epoch {epoch + 1}: multi-task training stopped "
+                                        f"({_NO_RESUME}); a lower --learning_rate may help")
                 line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
                 for number, entry in enumerate(entries):
                     line.append(_end_epoch(entry, epoch, int(np.sum(batches == number)),

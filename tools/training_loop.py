@@ -17,7 +17,13 @@ import sys
 import keras
 
 from tasks.atomic_files import FailedWrite
-from tasks.callbacks import BestModelCheckpoint, EarlyStoppingOnBest, StepLogger
+from tasks.callbacks import (
+    BestModelCheckpoint,
+    EarlyStoppingOnBest,
+    NonFiniteLoss,
+    StepLogger,
+    StopOnNonFiniteLoss,
+)
 from tasks.training_state import TrainingInterrupted, TrainingState, fit_resumable
 from tools import model_directory as md
 from tools.console import fit_verbosity
@@ -117,17 +123,26 @@ def fit_or_exit(model, make_stream, steps_per_epoch, epochs, state, *, callbacks
         what: the word for the run in messages ("training", "pretraining").
 
     Raises:
-        UserError: a save failed (the state on disk is the last whole one).
+        UserError: a save failed (the state on disk is the last whole one), or the
+            loss became NaN or infinite (nothing saved from then on).
         SystemExit: 130 after `Ctrl-C`, the state saved.
     """
     total_steps = steps_per_epoch * epochs
     resume_hint = f"the same command resumes from the saved state in {state.backup_dir}"
+    # First: a NaN loss stops the run before anything saves the broken weights.
+    callbacks = [StopOnNonFiniteLoss(), *callbacks]
     try:
         with state.stop_on_interrupt("stopping after this step (the state is then saved); "
                                      "Ctrl-C again to stop at once"):
             fit_resumable(model, make_stream, steps_per_epoch, epochs, state,
                           callbacks=callbacks, validation_data=validation_data,
                           shuffle=False, verbose=fit_verbosity())
+    except NonFiniteLoss as error:
+        kept = (f"the last good state (step {state.last_saved_step}) is kept in "
+                f"{state.backup_dir}" if state.last_saved_step else "no state was saved")
+        raise UserError(f"{error}: {what} stopped ({kept}; no final metrics written); "
+                        "a lower --learning_rate or float32 (--mixed_precision=float32) "
+                        "may help")
     except FailedWrite as error:
         raise UserError(f"{error}; {what} stopped: once that is fixed, {resume_hint}")
     except TrainingInterrupted as interrupted:

@@ -86,9 +86,9 @@ def check_output(directory, flag, overwrite=False, own_names=None, adopt=None):
         directory: the output directory a flag names.
         flag: the flag, for messages ("--model_dir"); None names the path alone.
         overwrite: the caller means to replace what the directory holds; then
-            every entry must be one of `own_names` (what the program writes), or
-            `own_names` None for a directory replaced as a whole, which must hold
-            nothing but our own output.
+            every entry must be one of `own_names` (what the program writes) or
+            a directory of ours, or `own_names` None for a directory replaced as
+            a whole, which must hold nothing but our own output.
         own_names: the names the program writes into the directory (for
             `overwrite`); None: any name, the directory being ours as a whole.
         adopt: a function `adopt(directory) -> bool` that recognises output an
@@ -123,7 +123,8 @@ def check_output(directory, flag, overwrite=False, own_names=None, adopt=None):
             f"{where} is not empty and was not written by nlpzoo (it holds "
             f"{_named(entries)}): refusing to write into it; choose a new or empty directory")
     if overwrite and own_names is not None:
-        foreign = [name for name in entries if name not in set(own_names) | {LOCK}]
+        foreign = [name for name in entries if name not in set(own_names) | {LOCK}
+                   and not is_ours(os.path.join(directory, name))]  # e.g. a run's sub-runs
         if foreign:
             raise NotOurDirectory(
                 f"{where} holds files nlpzoo did not write ({_named(foreign)}): refusing to "
