@@ -62,6 +62,32 @@ def check_numbers(flag_values=flags.FLAGS):
                 raise UserError(f"--{name}={value}: a learning rate must be > 0")
 
 
+_PATH_FLAGS = ("model_dir", "output", "input", "model", "vocab", "init_checkpoint", "teacher",
+               "tasks", "corpus")
+_PATH_SUFFIXES = ("_data", "_dir", "_file", "_path", "_checkpoint")
+
+
+def check_paths(flag_values=flags.FLAGS):
+    """Refuses path flags given as an empty string (`--model_dir=`), naming the flag.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_string("model_dir", None, "", flag_values=values)
+    >>> _ = values(["prog", "--model_dir="])
+    >>> check_paths(values)
+    Traceback (most recent call last):
+    ...
+    tools.errors.UserError: --model_dir is empty: give a path
+    """
+    for name in flag_values:
+        flag = flag_values[name]
+        if not flag.present or not (name in _PATH_FLAGS or name.endswith(_PATH_SUFFIXES)):
+            continue
+        values = flag.value if isinstance(flag.value, list) else [flag.value]
+        if not values or any(isinstance(value, str) and not value.strip() for value in values):
+            raise UserError(f"--{name} is empty: give a path")
+
+
 def _report_internal_error(error):
     """Writes the traceback to a file; returns the one line that points at it."""
     text = "".join(traceback.format_exception(error))
@@ -101,6 +127,7 @@ def run(main):
                 raise UserError(f"unexpected arguments: {' '.join(argv[1:])} (flags are "
                                 "written --name=value)")
             check_numbers()
+            check_paths()
             return main(argv)
         except USER_ERRORS as error:
             print(f"error: {error}", file=sys.stderr)

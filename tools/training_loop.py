@@ -141,8 +141,7 @@ def fit_or_exit(model, make_stream, steps_per_epoch, epochs, state, *, callbacks
         kept = (f"the last good state (step {state.last_saved_step}) is kept in "
                 f"{state.backup_dir}" if state.last_saved_step else "no state was saved")
         raise UserError(f"{error}: {what} stopped ({kept}; no final metrics written); "
-                        "a lower --learning_rate or float32 (--mixed_precision=float32) "
-                        "may help")
+                        "a lower --learning_rate may help")
     except FailedWrite as error:
         raise UserError(f"{error}; {what} stopped: once that is fixed, {resume_hint}")
     except TrainingInterrupted as interrupted:

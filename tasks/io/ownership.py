@@ -70,7 +70,7 @@ def is_ours(directory):
 
 
 def _entries(directory):
-    return sorted(name for name in os.listdir(directory) if name != MARKER)
+    return sorted(name for name in os.listdir(directory) if name not in (MARKER, LOCK))
 
 
 def _named(names, limit=5):
@@ -123,7 +123,7 @@ def check_output(directory, flag, overwrite=False, own_names=None, adopt=None):
             f"{where} is not empty and was not written by nlpzoo (it holds "
             f"{_named(entries)}): refusing to write into it; choose a new or empty directory")
     if overwrite and own_names is not None:
-        foreign = [name for name in entries if name not in set(own_names) | {LOCK}
+        foreign = [name for name in entries if name not in set(own_names)
                    and not is_ours(os.path.join(directory, name))]  # e.g. a run's sub-runs
         if foreign:
             raise NotOurDirectory(
