@@ -49,7 +49,7 @@ def test_a_nan_loss_stops_the_run_keeps_the_last_good_state_and_writes_no_metric
     assert "Traceback" not in result.stderr
     assert not os.path.exists(md.path(model_dir, md.METRICS))
     assert not os.path.exists(md.path(model_dir, md.BEST_MODEL))
-    state = _strict_json(md.path(model_dir, md.CHECKPOINTS, "training_state.json"))
+    state = _strict_json(os.path.join(model_dir, md.CHECKPOINTS, "training_state.json"))
     assert state["step"] == int(found.group(3))  # nothing saved from the NaN step on
     assert _strict_json(md.path(model_dir, md.CONFIG))["learning_rate"] == 1e38
 
