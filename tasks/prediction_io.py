@@ -1,6 +1,7 @@
 """What every task's prediction input and output share: plain-text lines, format choice."""
 
 import os
+import re
 import sys
 
 from tasks.atomic_files import write_text_atomically
@@ -36,11 +37,60 @@ def read_text_lines(path, strip=True):
             for number, line in read_lines(path, "replace") if cleaned(line).strip()]
 
 
+_TAG = re.compile(r"^(O|[BIESLU]-\S+)$")
+_SAMPLE_LINES = 50
+
+
+def _first_lines(path, count=_SAMPLE_LINES):
+    """The first `count` non-blank lines of a prediction input file (stripped), read lazily."""
+    if not os.path.isfile(path):
+        raise DataFormatError(f"{path}: no such file")
+    found = []
+    for _, line in read_lines(path, "replace"):
+        if cleaned(line).strip():
+            found.append(line.strip())
+            if len(found) == count:
+                break
+    return found
+
+
 def looks_like_columns(path):
-    """Whether the first 50 lines are whitespace columns (≥ 2, the same count on each)."""
-    lines = [line for _, line in read_text_lines(path)[:50]]
-    return bool(lines) and all(len(line.split()) >= 2 for line in lines) and \
-        len({len(line.split()) for line in lines}) == 1
+    """Whether the file is a CoNLL-style column file: its first 50 non-blank lines all
+    one token then tag columns (≥ 2 columns, the same count on each line, the last
+    one a tag: `O` or `B-`/`I-`/`E-`/`S-`/`L-`/`U-` and a type).
+
+    Plain text whose lines happen to hold the same number of words is text.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write("EU NNP B-ORG\\nrejects VBZ O\\n\\nGerman JJ B-MISC\\n")
+    >>> looks_like_columns(path)
+    True
+    >>> _ = open(path, "w").write("He flew to Paris .\\nShe went to Rome .\\n")
+    >>> looks_like_columns(path)
+    False
+    """
+    lines = [line.split() for line in _first_lines(path)]
+    return (bool(lines) and all(len(columns) >= 2 and _TAG.match(columns[-1])
+                                for columns in lines)
+            and len({len(columns) for columns in lines}) == 1)
+
+
+def looks_like_jsonl(path):
+    """Whether the file's first non-blank line is a JSON object (`{...`): JSON lines,
+    which are read as such (and refused, naming the line, when they are not valid),
+    never as plain text.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write('\\n{"text": "Who is he ?"}\\n')
+    >>> looks_like_jsonl(path)
+    True
+    """
+    first = _first_lines(path, 1)
+    return bool(first) and first[0].startswith("{")
 
 
 def wants_jsonl(output, output_format):

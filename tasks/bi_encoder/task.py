@@ -21,7 +21,7 @@ from tasks.bi_encoder.serving import bi_encoder_outputs
 from tasks.classification.model import classification_monitor, define_pooling_flag
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
-from tasks.prediction_io import write_output
+from tasks.prediction_io import looks_like_jsonl, write_output
 from tasks.progress import ProgressCallback
 from tasks.registry import register_task
 from tasks.task import Task
@@ -149,6 +149,8 @@ class BiEncoderTask(Task):
     def read_prediction_input(self, path, input_format="auto", data_format=None):
         """A data file (MRPC, JSONL; labels optional and unused) or `text<TAB>text_pair`
         lines."""
+        if input_format != "text" and looks_like_jsonl(path):  # whatever the training format
+            return readers.read_pairs(path, "jsonl", self.objective, labeled=False)
         if input_format != "text":
             try:
                 return readers.read_pairs(path, data_format, self.objective, labeled=False)

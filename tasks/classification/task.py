@@ -19,7 +19,7 @@ from tasks.classification.serving import classification_outputs
 from tasks.ensemble import Ensemble, mean_log_probabilities
 from tasks.errors import DataFormatError
 from tasks.labels import sorted_label_names
-from tasks.prediction_io import read_text_lines, write_output
+from tasks.prediction_io import looks_like_jsonl, read_text_lines, write_output
 from tasks.registry import register_task
 from tasks.task import Task
 
@@ -131,6 +131,11 @@ class ClassificationTask(Task):
     # === Prediction ===
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
+        """The texts of a data file (labels optional and unused), JSON lines (read as
+        JSONL whatever the training format; a bad record is an error naming its line) or,
+        with "text" or when no data format reads the file, one text a line."""
+        if input_format != "text" and looks_like_jsonl(path):
+            return readers.read_jsonl(path, require_label=False)
         if input_format != "text":
             try:
                 return self.read(path, data_format)
