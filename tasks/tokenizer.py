@@ -16,15 +16,42 @@ RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 
 def read_vocabulary(path):
-    """Reads a `vocab.txt` (one token per line, id = line number)."""
+    """Reads a `vocab.txt` (one token per line, id = line number), validated: UTF-8
+    text, not empty, no token listed twice, BERT's special tokens present.
+
+    Raises:
+        FileNotFoundError: the file cannot be read.
+        ValueError: it is not such a vocabulary; the message names the file (and
+            the line of a repeated token).
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nthe\\nthe\\n")
+    >>> read_vocabulary(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
+    """
     try:
         with open(path, encoding="utf-8") as f:
             tokens = [line.rstrip("\r\n") for line in f]
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not a vocabulary: not UTF-8 text ({error.reason} at byte "
+                         f"{error.start}); expected one token per line") from None
     except OSError as error:
         raise FileNotFoundError(f"{path}: cannot read the vocabulary: {error.strerror}")
     while tokens and not tokens[-1]:
         tokens.pop()
-    missing = [token for token in (PAD, UNK, CLS, SEP) if token not in tokens]
+    if not tokens:
+        raise ValueError(f"{path}: the vocabulary is empty; expected one token per line")
+    first_line = {}
+    for number, token in enumerate(tokens, 1):
+        if token in first_line:
+            raise ValueError(f"{path}:{number}: the token {token!r} is listed twice (first on "
+                             f"line {first_line[token]}): a vocabulary lists each token once")
+        first_line[token] = number
+    missing = [token for token in (PAD, UNK, CLS, SEP) if token not in first_line]
     if missing:
         raise ValueError(f"{path}: the vocabulary lacks the special tokens {missing}")
     return tokens

@@ -91,11 +91,66 @@ def read_json(path, what, directory_kind="a checkpoint directory"):
     """
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            content = json.load(f)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no {what} (is this {directory_kind}?)") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON: not UTF-8 text ({error.reason})") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path}: expected a JSON object ({{...}}) in {what}, found a "
+                         f"{type(content).__name__}")
+    return content
+
+
+# Sizes no encoder of this library reaches; a config beyond them is corrupt or hostile, and is
+# refused before a tensor of that size is allocated.
+SIZE_LIMITS = {"vocabulary_size": 10_000_000, "hidden_dim": 65_536, "num_layers": 1_000,
+               "num_heads": 1_024, "intermediate_dim": 262_144,
+               "max_sequence_length": 1_048_576, "num_segments": 1_024, "embedding_dim": 65_536}
+
+
+def check_config_fits_weights(config, weights, where):
+    """Refuses a config whose sizes are out of range, or need far more numbers than the
+    checkpoint's weights hold (e.g. a vocabulary of 2 billion beside a 90 MB file).
+
+    Args:
+        config: `build_encoder` fields read from the checkpoint.
+        weights: the checkpoint's arrays (anything with `.size`), by name.
+        where: the config file, named by the error.
+
+    Examples:
+    >>> import numpy as np
+    >>> config = dict(vocabulary_size=2_000_000_000, hidden_dim=8, num_layers=1,
+    ...               intermediate_dim=16, max_sequence_length=8)
+    >>> check_config_fits_weights(config, {"w": np.zeros(100)}, "config.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: config.json: vocabulary_size=2000000000 is out of range (at most 10000000)
+    >>> config["vocabulary_size"] = 1_000_000
+    >>> check_config_fits_weights(config, {"w": np.zeros(100)}, "config.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: config.json: its sizes need about 8,000,592 weights but the checkpoint holds 100: the config does not match the weights
+    """
+    for name, limit in SIZE_LIMITS.items():
+        value = config.get(name)
+        if isinstance(value, (int, float)) and not 0 < value <= limit:
+            raise ValueError(f"{where}: {name}={value} is out of range (at most {limit})")
+    hidden = config.get("hidden_dim", 0)
+    width = config.get("embedding_dim") or hidden
+    embeddings = width * (config.get("vocabulary_size", 0) + config.get("max_sequence_length", 0)
+                          + config.get("num_segments", 2))
+    block = 4 * hidden * hidden + 2 * hidden * config.get("intermediate_dim", 0)
+    blocks = 1 if config.get("share_layers") else config.get("num_layers", 0)
+    needed = int(embeddings + blocks * block)
+    held = sum(int(getattr(value, "size", 0)) for value in weights.values())
+    # The estimate leaves out biases and norms, and a checkpoint may hold extra heads:
+    # only a config that needs several times what is there is refused.
+    if needed > 2 * held + 1_000_000:
+        raise ValueError(f"{where}: its sizes need about {needed:,} weights but the checkpoint "
+                         f"holds {held:,}: the config does not match the weights")
 
 
 def encoder_arguments(config, table, where, harmless_fields=None):
@@ -306,6 +361,7 @@ def load_checkpoint_encoder(path, overrides, read_config, read_weights, load_wei
     config = read_config(path)
     config.update(overrides)
     weights = read_weights(path)
+    check_config_fits_weights(config, weights, path)
     encoder = build_encoder(BASE_PRESET, **config)
     load_weights(encoder, path, weights)
     return encoder

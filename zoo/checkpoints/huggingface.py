@@ -230,7 +230,13 @@ def read_hf_weights(path):
             _refuse_pickles(directory)
     tensors = {}
     for file in files:
-        tensors.update(load_file(file))
+        try:  # safetensors checks the header (its length, every tensor's span) first
+            tensors.update(load_file(file))
+        except OSError:
+            raise
+        except Exception as error:  # noqa: BLE001  (safetensors' own SafetensorError)
+            raise ValueError(f"{file}: not a readable safetensors file ({error}); the file "
+                             "may be truncated or corrupt") from None
     return tensors
 
 
