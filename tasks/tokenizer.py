@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
+from tasks.errors import DataFormatError
 from tasks.progress import Progress
 from tasks.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 from tasks.text_cleaning import clean_texts
@@ -21,7 +22,7 @@ def read_vocabulary(path):
 
     Raises:
         FileNotFoundError: the file cannot be read.
-        ValueError: it is not such a vocabulary; the message names the file (and
+        DataFormatError: (a ValueError) it is not such a vocabulary; the message names the file (and
             the line of a repeated token).
 
     Examples:
@@ -31,29 +32,29 @@ def read_vocabulary(path):
     >>> read_vocabulary(path)
     Traceback (most recent call last):
     ...
-    ValueError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
+    tasks.errors.DataFormatError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
     """
     try:
         with open(path, encoding="utf-8") as f:
             tokens = [line.rstrip("\r\n") for line in f]
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not a vocabulary: not UTF-8 text ({error.reason} at byte "
+        raise DataFormatError(f"{path}: not a vocabulary: not UTF-8 text ({error.reason} at byte "
                          f"{error.start}); expected one token per line") from None
     except OSError as error:
         raise FileNotFoundError(f"{path}: cannot read the vocabulary: {error.strerror}")
     while tokens and not tokens[-1]:
         tokens.pop()
     if not tokens:
-        raise ValueError(f"{path}: the vocabulary is empty; expected one token per line")
+        raise DataFormatError(f"{path}: the vocabulary is empty; expected one token per line")
     first_line = {}
     for number, token in enumerate(tokens, 1):
         if token in first_line:
-            raise ValueError(f"{path}:{number}: the token {token!r} is listed twice (first on "
+            raise DataFormatError(f"{path}:{number}: the token {token!r} is listed twice (first on "
                              f"line {first_line[token]}): a vocabulary lists each token once")
         first_line[token] = number
     missing = [token for token in (PAD, UNK, CLS, SEP) if token not in first_line]
     if missing:
-        raise ValueError(f"{path}: the vocabulary lacks the special tokens {missing}")
+        raise DataFormatError(f"{path}: the vocabulary lacks the special tokens {missing}")
     return tokens
 
 

@@ -71,9 +71,18 @@ def path(model_dir, name):
 write_json = write_json_atomically
 
 
-def read_json(file_path):
-    with open(file_path, encoding="utf-8") as f:
-        return json.load(f)
+def read_json(file_path, expected=dict):
+    """The JSON content of a run directory's file, of the `expected` type; a file that is
+    not valid JSON, or holds another type, is a `UserError` naming it."""
+    try:
+        with open(file_path, encoding="utf-8") as f:
+            content = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{file_path}: not valid JSON ({error}); was it written by nlpzoo?")
+    if not isinstance(content, expected):
+        raise UserError(f"{file_path}: expected a JSON {'object' if expected is dict else 'list'}"
+                        f", found a {type(content).__name__}")
+    return content
 
 
 def _written_by_earlier_version(model_dir):
@@ -83,7 +92,7 @@ def _written_by_earlier_version(model_dir):
         return False
     try:
         config = read_json(path(model_dir, CONFIG))
-    except (OSError, ValueError):
+    except (OSError, ValueError, UserError):
         return False
     return isinstance(config, dict) and "vocabulary_size" in config and "preset" in config
 
@@ -256,7 +265,7 @@ def load_trained(model_dir=None, model_path=None):
                 raise UserError(f"{where} has no {name}: was training finished?")
         config = read_json(path(model_dir, CONFIG))
         preprocessor = None
-        labels = read_json(path(model_dir, LABELS))
+        labels = read_json(path(model_dir, LABELS), expected=list)
     try:
         task = task_from_metadata(config)
     except ValueError as error:
