@@ -41,6 +41,7 @@ from absl import flags  # noqa: E402
 from layers import transformer_of  # noqa: E402
 from tasks.atomic_files import write_json_atomically  # noqa: E402
 from tasks.errors import DataFormatError  # noqa: E402
+from tasks.io.ownership import NotOurDirectory, check_output, claim  # noqa: E402
 from tasks.probing import (  # noqa: E402
     CONLL2003_COLUMNS,
     accuracy_plot,
@@ -216,8 +217,16 @@ def _print_table(layers, curves):
         print(f"{layer:>5}  {cells}")
 
 
+_OUTPUTS = ("probe.json", "probe.png", "logs")  # what a run writes; a rerun replaces them
+
+
 def main(argv):
     _check_flags()
+    try:  # only a new or empty directory, or one of our earlier probes, is written into
+        check_output(FLAGS.output_dir, "--output_dir", overwrite=True, own_names=_OUTPUTS,
+                     adopt=lambda directory: set(os.listdir(directory)) <= set(_OUTPUTS))
+    except NotOurDirectory as error:
+        raise UserError(str(error))
     if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
     keras.mixed_precision.set_global_policy("float32")
@@ -231,7 +240,7 @@ def main(argv):
     tokens, lowercase = _tokenizer_settings(train)
     preprocessor = WordPreprocessor(tokens, lowercase=lowercase,
                                     max_seq_length=FLAGS.max_seq_length)
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    claim(FLAGS.output_dir, "tools/probe.py")
     print(f"probing column {FLAGS.column} ({column_name}, {len(labels)} labels): "
           f"{sum(map(len, train))} training words, {sum(map(len, evaluation))} evaluation "
           "words", flush=True)
