@@ -255,7 +255,8 @@ def test_export_refuses_existing_output_and_bad_model_dir(runs, tmp_path):
                             f"error: --output={existing} already exists; pass --overwrite"),
         "foreign directory": (["--model_dir", runs["dirs"]["tagging"], "--output", str(foreign),
                                "--overwrite"],
-                              f"error: --output={foreign} exists and is not an exported model"),
+                              f"error: --output={foreign} is not empty and was not written by "
+                              "nlpzoo (it holds mine.txt)"),
         "missing model_dir": (["--model_dir", missing, "--output", str(tmp_path / "out")],
                               f"error: --model_dir={missing}: no such directory"),
     }

@@ -158,8 +158,9 @@ def pretrained(tmp_path_factory):
 
 def test_pretrain_binary_writes_logs_metrics_and_an_encoder_checkpoint(pretrained):
     model_dir, flags = pretrained
-    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
-                                             "metrics.json", "vocab.txt"]
+    assert sorted(os.listdir(model_dir)) == [".nlpzoo", ".nlpzoo.lock", "README.md",
+                                             "config.json", "encoder", "logs", "metrics.json",
+                                             "vocab.txt"]
     card = open(os.path.join(model_dir, "README.md"), encoding="utf-8").read()
     corpus = flags[2].split("=", 1)[1]
     lines = open(corpus, "rb").read().count(b"\n")

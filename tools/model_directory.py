@@ -71,15 +71,15 @@ def path(model_dir, name):
 write_json = write_json_atomically
 
 
-def read_json(file_path, expected=dict):
-    """The JSON content of a run directory's file, of the `expected` type; a file that is
-    not valid JSON, or holds another type, is a `UserError` naming it."""
+def read_json(file_path, expected=None):
+    """The JSON content of a run directory's file (of the `expected` type, when given); a
+    file that is not valid JSON, or holds another type, is a `UserError` naming it."""
     try:
         with open(file_path, encoding="utf-8") as f:
             content = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{file_path}: not valid JSON ({error}); was it written by nlpzoo?")
-    if not isinstance(content, expected):
+    if expected is not None and not isinstance(content, expected):
         raise UserError(f"{file_path}: expected a JSON {'object' if expected is dict else 'list'}"
                         f", found a {type(content).__name__}")
     return content
@@ -91,7 +91,7 @@ def _written_by_earlier_version(model_dir):
     if not set(os.listdir(model_dir)) <= set(_ARTEFACTS) | {LOCK}:
         return False
     try:
-        config = read_json(path(model_dir, CONFIG))
+        config = read_json(path(model_dir, CONFIG), dict)
     except (OSError, ValueError, UserError):
         return False
     return isinstance(config, dict) and "vocabulary_size" in config and "preset" in config
@@ -159,7 +159,7 @@ def prepare(model_dir, overwrite=False, tool=None):
 
 def check_resumable(model_dir, config, keys):
     """Refuses to resume when the settings that shape the model changed."""
-    saved = read_json(path(model_dir, CONFIG))
+    saved = read_json(path(model_dir, CONFIG), dict)
     changed = [k for k in keys if saved.get(k) != config.get(k)]
     if changed:
         details = ", ".join(f"{k}: {saved.get(k)!r} → {config.get(k)!r}" for k in changed)
@@ -249,7 +249,7 @@ def load_trained(model_dir=None, model_path=None):
     if metadata is not None:
         config = {}
         if model_dir is not None and os.path.exists(path(model_dir, CONFIG)):
-            config = read_json(path(model_dir, CONFIG))
+            config = read_json(path(model_dir, CONFIG), dict)
         preprocessor = model.preprocessor
         config.update(metadata)
         config.update(lowercase=preprocessor.lowercase,
@@ -263,7 +263,7 @@ def load_trained(model_dir=None, model_path=None):
         for name in (CONFIG, VOCAB, LABELS):
             if not os.path.exists(path(model_dir, name)):
                 raise UserError(f"{where} has no {name}: was training finished?")
-        config = read_json(path(model_dir, CONFIG))
+        config = read_json(path(model_dir, CONFIG), dict)
         preprocessor = None
         labels = read_json(path(model_dir, LABELS), expected=list)
     try:
@@ -363,7 +363,7 @@ def update_task_options(changes, tuned_on, model, model_dir=None, model_path=Non
         model.task_metadata["calibrated_on"] = os.path.abspath(tuned_on)
         save_model_atomically(model, model_path or path(model_dir, BEST_MODEL))
     if model_dir:
-        config = read_json(path(model_dir, CONFIG))
+        config = read_json(path(model_dir, CONFIG), dict)
         config["task_options"].update(changes)
         config["calibrated_on"] = os.path.abspath(tuned_on)
         write_json(config, path(model_dir, CONFIG))

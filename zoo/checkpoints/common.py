@@ -117,7 +117,8 @@ def check_config_fits_weights(config, weights, where):
 
     Args:
         config: `build_encoder` fields read from the checkpoint.
-        weights: the checkpoint's arrays (anything with `.size`), by name.
+        weights: the checkpoint's arrays (anything with `.size`), by name; the sizes are
+            not compared for anything else (a native checkpoint's saved model).
         where: the config file, named by the error.
 
     Examples:
@@ -145,6 +146,8 @@ def check_config_fits_weights(config, weights, where):
     block = 4 * hidden * hidden + 2 * hidden * config.get("intermediate_dim", 0)
     blocks = 1 if config.get("share_layers") else config.get("num_layers", 0)
     needed = int(embeddings + blocks * block)
+    if not isinstance(weights, dict):
+        return  # a saved Keras model (native checkpoints): built from its own config already
     held = sum(int(getattr(value, "size", 0)) for value in weights.values())
     # The estimate leaves out biases and norms, and a checkpoint may hold extra heads:
     # only a config that needs several times what is there is refused.

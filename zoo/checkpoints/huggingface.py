@@ -607,7 +607,7 @@ def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=Fa
     >>> directory = os.path.join(tempfile.mkdtemp(), "hf")
     >>> export_hf_checkpoint(encoder, directory, vocabulary, lowercase=True)
     >>> sorted(os.listdir(directory))
-    ['config.json', 'model.safetensors', 'tokenizer_config.json', 'vocab.txt']
+    ['.nlpzoo', 'config.json', 'model.safetensors', 'tokenizer_config.json', 'vocab.txt']
     >>> read_hf_config(directory)["num_layers"], read_hf_lowercase(directory)
     (1, True)
     """

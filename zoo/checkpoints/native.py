@@ -20,7 +20,7 @@ Examples:
 >>> directory = os.path.join(tempfile.mkdtemp(), "checkpoint")
 >>> save_encoder_checkpoint(encoder, directory, vocabulary, lowercase=True)
 >>> sorted(os.listdir(directory))
-['encoder.keras', 'tokenizer_config.json', 'vocab.txt']
+['.nlpzoo', 'encoder.keras', 'tokenizer_config.json', 'vocab.txt']
 >>> loaded = load_native_encoder(directory, dropout=0.0)
 >>> loaded.transformer.dropout, loaded.count_params() == encoder.count_params()
 (0.0, True)
