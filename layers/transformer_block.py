@@ -54,6 +54,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
     (2, 5, 8)
     """
 
+    # On packed rows' real tokens alone, the dropout masks are drawn over the rows' shape and
+    # gathered (the same seed, the same model as on the rows); False draws them over the
+    # tokens (as 6e66df7 did). Read when a call is traced: an instance may override it, to
+    # measure one against the other (benchmarks/token_dropout.py).
+    dropout_masks_from_rows = True
+
     def __init__(
         self,
         hidden_dim,
@@ -161,7 +167,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                      token_rows=token_rows, token_slots=token_slots)
 
         def dropout(y):
-            if token_slots is None:
+            if token_slots is None or not self.dropout_masks_from_rows:
                 return self.dropout_layer(y, training=training)
             # On the real tokens alone: the mask the rows would get (same seed, same model).
             return dropout_as_in_rows(self.dropout_layer, y, token_rows, token_slots,

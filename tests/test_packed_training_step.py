@@ -115,6 +115,20 @@ def test_every_block_shape_trains_the_same_weights_with_dropout(options):
                                        err_msg=variable.path)
 
 
+def test_masks_drawn_over_the_tokens_train_another_model():
+    # The check above can see the difference it guards against: with 6e66df7's masks (drawn
+    # over the tokens' shape) the same seed parts the weights by far more than the tolerance.
+    x, y = _batch()
+    tokens, rows = _twins("float32", 0.1)
+    for block in transformer_of(tokens.encoder).blocks:
+        block.dropout_masks_from_rows = False
+    _train(tokens, x, y, 3, run_eagerly=True)
+    _train(rows, x, y, 3, run_eagerly=True)
+    apart = max(np.max(np.abs(got - want))
+                for got, want in zip(tokens.get_weights(), rows.get_weights()))
+    assert apart > 100 * TOLERANCE["float32"]
+
+
 def test_gradients_reach_every_weight_alike_in_both_layouts():
     # Dropout off, one gradient: the gathers and scatters between the layouts pass every
     # weight's gradient through unchanged.
