@@ -86,6 +86,37 @@ def gather_tokens(tokens, index):
     return ops.take(padded, index, axis=0)
 
 
+def dropout_as_in_rows(dropout, tokens, token_rows, token_slots, training=None):
+    """`dropout` on [M, ...] tokens with the mask it would draw on their packed rows.
+
+    A `keras.layers.Dropout` draws one mask over whatever shape it is given, so on the
+    real tokens alone ([M, ...]) it would drop other units than on the packed rows
+    [R, L, ...] for the same seed: the same distribution, but not the same model trained.
+    Here the mask (already scaled by 1 / (1 - rate)) is drawn over the rows, as the layer
+    would on them, and its tokens' slots gathered (`token_slots`), so a packing encoder
+    trains the same weights from the same seed whichever layout its position-wise layers
+    compute on (`TransformerEncoder.position_wise_on_tokens`). `token_rows` [R, L] gives
+    the rows' shape; the layer's seed advances once per call, as it would on the rows.
+
+    Examples:
+    >>> import keras, numpy as np
+    >>> ids = np.array([[2, 7, 3, 0], [2, 3, 0, 0]])
+    >>> packed = PackedBatch(ids, np.zeros_like(ids), np.sign(ids), row_length=8)
+    >>> rows = np.random.default_rng(0).normal(size=(1, 8, 4)).astype("float32")
+    >>> on_rows, on_tokens = keras.layers.Dropout(0.5, seed=1), keras.layers.Dropout(0.5, seed=1)
+    >>> want = packed.to_tokens(on_rows(rows, training=True))
+    >>> got = dropout_as_in_rows(on_tokens, packed.to_tokens(rows), packed.token_rows,
+    ...                          packed.token_slots, training=True)
+    >>> bool(np.all(ops.convert_to_numpy(got) == ops.convert_to_numpy(want)))
+    True
+    """
+    if not training or not dropout.rate:
+        return tokens
+    rows_shape = tuple(ops.shape(token_rows)) + tuple(ops.shape(tokens)[1:])
+    keep = dropout(ops.ones(rows_shape, dtype=tokens.dtype), training=training)
+    return tokens * tokens_from_rows(ops.cast(keep, tokens.dtype), token_slots)
+
+
 class PackedBatch:
     """A right-padded batch packed into rows, and the way back.
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from layers.adapter import Adapter
 from layers.self_attention import MultiHeadSelfAttention
+from layers.sequence_packing import dropout_as_in_rows
 from layers.serialization import register
 
 
@@ -27,7 +28,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
     mask in attention (see `MultiHeadSelfAttention`). With `token_rows` and
     `token_slots` the input is packed rows' real tokens alone, [M, hidden_dim]:
     everything but the attention scores computes on no padding (see
-    `MultiHeadSelfAttention`).
+    `MultiHeadSelfAttention`), and the dropout masks are those the packed rows
+    would get (`layers.sequence_packing.dropout_as_in_rows`), so that the same
+    seed trains the same weights in either layout.
 
     Args:
         hidden_dim: width of inputs and outputs.
@@ -50,6 +53,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
     >>> tuple(block(x, padding_mask=np.ones((2, 5))).shape)
     (2, 5, 8)
     """
+
+    # On packed rows' real tokens alone, the dropout masks are drawn over the rows' shape and
+    # gathered (the same seed, the same model as on the rows); False draws them over the
+    # tokens (as 6e66df7 did). Read when a call is traced: an instance may override it, to
+    # measure one against the other (benchmarks/token_dropout.py).
+    dropout_masks_from_rows = True
 
     def __init__(
         self,
@@ -156,24 +165,28 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = inputs
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask,
                      token_rows=token_rows, token_slots=token_slots)
+
+        def dropout(y):
+            if token_slots is None or not self.dropout_masks_from_rows:
+                return self.dropout_layer(y, training=training)
+            # On the real tokens alone: the mask the rows would get (same seed, same model).
+            return dropout_as_in_rows(self.dropout_layer, y, token_rows, token_slots,
+                                      training=training)
+
         if self.norm_first:
             attended = self.attention(self.attention_norm(x), **where, training=training)
-            attended = self._adapted(self.attention_adapter,
-                                     self.dropout_layer(attended, training=training))
+            attended = self._adapted(self.attention_adapter, dropout(attended))
             x = x + attended
             transformed = self._feedforward(self.feedforward_norm(x))
-            transformed = self._adapted(self.feedforward_adapter,
-                                        self.dropout_layer(transformed, training=training))
+            transformed = self._adapted(self.feedforward_adapter, dropout(transformed))
             return x + transformed
         # Houlsby et al. place each adapter on the sublayer's output, after its
         # dropout and before the residual sum and layer norm.
         attended = self.attention(x, **where, training=training)
-        attended = self._adapted(self.attention_adapter,
-                                 self.dropout_layer(attended, training=training))
+        attended = self._adapted(self.attention_adapter, dropout(attended))
         x = self.attention_norm(x + attended)
         transformed = self._feedforward(x)
-        transformed = self._adapted(self.feedforward_adapter,
-                                    self.dropout_layer(transformed, training=training))
+        transformed = self._adapted(self.feedforward_adapter, dropout(transformed))
         return self.feedforward_norm(x + transformed)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
