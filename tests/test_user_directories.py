@@ -95,8 +95,10 @@ def test_no_binary_writes_into_the_working_directory_or_its_parent(trained_class
     before = _snapshot(home)
     processes = {}
     for target in (".", ".."):
-        for name, (tool, *flags) in _commands(target, trained_classifier_dir,
-                                              tmp_path).items():
+        commands = _commands(target, trained_classifier_dir, tmp_path)
+        if target == "..":  # the same check as "." (tasks.io.ownership): two binaries suffice
+            commands = {name: commands[name] for name in ("train", "convert")}
+        for name, (tool, *flags) in commands.items():
             process = subprocess.Popen(
                 [sys.executable, tool_path(tool), *flags], cwd=folder,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
