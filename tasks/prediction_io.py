@@ -118,12 +118,20 @@ def read_word_input(path, input_format, read_columns):
     return sentences
 
 
-def entity_record(sentence, start, end, label, **fields):
+def word_offsets(sentence):
+    """`words_with_offsets(sentence.text)` for plain-text input, None otherwise: what
+    `entity_record` takes, computed once per sentence."""
+    return words_with_offsets(sentence.text) if sentence.text else None
+
+
+def entity_record(sentence, start, end, label, offsets=None, **fields):
     """An entity of `tools/predict.py`'s JSONL: word offsets (`end` inclusive), label,
     `fields` (e.g. a score), its text and, for plain-text input, character offsets.
 
     `start_char` and `end_char` index the input line as given, so that
-    `line[start_char:end_char]` is the entity's surface form (the `text`).
+    `line[start_char:end_char]` is the entity's surface form (the `text`). `offsets`
+    is the sentence's `word_offsets`: pass it for every entity of a sentence (without
+    it each entity reads the whole line again, quadratic in a long line).
 
     Examples:
     >>> from tasks.tagging.readers import TaggedSentence
@@ -135,7 +143,7 @@ def entity_record(sentence, start, end, label, **fields):
     record = {"start": int(start), "end": int(end), "label": label, **fields}
     if not sentence.text:
         return {**record, "text": " ".join(sentence.words[start:end + 1])}
-    offsets = words_with_offsets(sentence.text)
+    offsets = word_offsets(sentence) if offsets is None else offsets
     start_char, end_char = offsets[start][1], offsets[end][2]
     return {**record, "text": sentence.text[start_char:end_char], "start_char": start_char,
             "end_char": end_char}

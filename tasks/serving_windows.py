@@ -13,7 +13,14 @@ import typing
 
 import tensorflow as tf
 
-from tasks.ragged_rows import concat_rows, row_prefix, row_slices, value_rowids
+from tasks.ragged_rows import (
+    concat_rows,
+    row_prefix,
+    row_slices,
+    row_suffix,
+    row_sums,
+    value_rowids,
+)
 from tasks.text_cleaning import split_words, split_words_with_offsets
 
 _FAR = 2 ** 30  # beyond any subword count: closes the prefix sums of shorter rows
@@ -98,6 +105,13 @@ def _only_where(values, keep):
     return row_prefix(values, tf.where(keep, lengths, tf.zeros_like(lengths)))
 
 
+def _at_most(values, count, last):
+    """values [B, (K)] ragged cut to the last (or first) `count` (scalar or [B]) items of
+    each row."""
+    lengths = tf.minimum(values.row_lengths(), tf.cast(count, tf.int64))
+    return row_suffix(values, lengths) if last else row_prefix(values, lengths)
+
+
 def windowed_word_inputs(preprocessor, text, left_context=None, right_context=None,
                          stride=0):
     """Raw texts [B] → `WordWindows`, with a `WordPreprocessor`.
@@ -109,17 +123,23 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
     """
     words, char_starts, char_ends = split_words_with_offsets(text)
     counts = tf.cast(preprocessor.word_pieces(words).row_lengths(axis=2), tf.int32)
-    rows, starts, ends = plan_windows(counts, preprocessor.max_seq_length - 2, stride)
+    budget = preprocessor.max_seq_length - 2
+    rows, starts, ends = plan_windows(counts, budget, stride)
     num_words = tf.cast(words.row_lengths(), tf.int32)
-    left = row_slices(words, 0, starts, rows)
-    right = row_slices(words, ends, tf.gather(num_words, rows), rows)
+    # At most as many context words a side as the window leaves subwords free: all that can
+    # be packed (`tasks.word_windows.context_words`), so windows stay linear in the text.
+    free = tf.maximum(budget - row_sums(row_slices(counts, starts, ends, rows)), 0)
+    left = row_slices(words, tf.maximum(starts - free, 0), starts, rows)
+    right = row_slices(words, ends, tf.minimum(ends + free, tf.gather(num_words, rows)), rows)
     if left_context is not None:
-        around = tf.gather(split_words(left_context), rows)
-        left = concat_rows([_only_where(around, tf.equal(starts, 0)), left])
+        around = tf.gather(_at_most(split_words(left_context), budget, last=True), rows)
+        left = _at_most(concat_rows([_only_where(around, tf.equal(starts, 0)), left]), free,
+                        last=True)
     if right_context is not None:
-        around = tf.gather(split_words(right_context), rows)
-        right = concat_rows(
-            [right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))])
+        around = tf.gather(_at_most(split_words(right_context), budget, last=False), rows)
+        right = _at_most(concat_rows(
+            [right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))]), free,
+            last=False)
     features, kept = preprocessor.encode_words(row_slices(words, starts, ends, rows), left, right)
     return WordWindows(words, char_starts, char_ends, preprocessor.pad(features), rows, starts,
                        ends, tf.cast(kept.row_lengths(), tf.int32))

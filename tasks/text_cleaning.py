@@ -20,6 +20,7 @@ A character is removed, not replaced by a space: "Ba\\u00adnk" is the word
 `split_words_with_offsets`) give the same results; a test keeps them so.
 """
 
+import re
 import unicodedata
 
 import tensorflow as tf
@@ -40,6 +41,8 @@ _REMOVED_PATTERN = (
     + "\\x{fffd}\\p{Cf}]"
 )
 _WHITESPACE_CODEPOINTS = tuple(sorted(ord(c) for c in PYTHON_WHITESPACE))
+# A run of non-whitespace: `\s` of a str pattern is exactly `str.isspace()` (a test checks).
+_RUN = re.compile(r"\S+")
 
 
 def is_removed_character(character):
@@ -78,14 +81,16 @@ def words_with_offsets(text):
     >>> words_with_offsets(" Ba\\u00adnk  of\\x07 \\u200b Rome")
     [('Bank', 1, 6), ('of', 8, 10), ('Rome', 14, 18)]
     """
-    words, kept = [], []
-    for index, character in enumerate(text + " "):
-        if character.isspace():
-            if kept:
-                words.append(("".join(c for _, c in kept), kept[0][0], kept[-1][0] + 1))
-            kept = []
-        elif not is_removed_character(character):
-            kept.append((index, character))
+    words = []
+    for match in _RUN.finditer(text):
+        run, start = match.group(), match.start()
+        if run.isprintable() and REPLACEMENT_CHARACTER not in run:  # nothing to remove
+            words.append((run, start, match.end()))
+            continue
+        kept = [(index, c) for index, c in enumerate(run) if not is_removed_character(c)]
+        if kept:
+            words.append(("".join(c for _, c in kept), start + kept[0][0],
+                          start + kept[-1][0] + 1))
     return words
 
 

@@ -241,12 +241,22 @@ def normalize_uncased(texts):
     after NFD, which is what `BertTokenizerFast` does for uncased
     vocabularies.
 
+    The text is lower-cased whole once every capital sigma is a small one:
+    the final-sigma rule is the only one of the root locale that looks at
+    the characters around, so this is the lower case of each character
+    (a test checks every code point; U+0000, which would end the text there,
+    is dropped first, as lower-casing it alone does). Splitting into
+    characters and joining them back (`tf.strings.reduce_join`) took memory
+    in [texts × the longest text]: 4 GB for 4,000 words beside a
+    100,000-character one.
+
     Examples:
-    >>> normalize_uncased(tf.constant(["Café Straße"])).numpy()[0].decode()
-    'cafe straße'
+    >>> normalize_uncased(tf.constant(["Café Straße ΟΔΟΣ"])).numpy()[0].decode()
+    'cafe straße οδοσ'
     """
-    characters = tf.strings.unicode_split(texts, "UTF-8")
-    lowered = tf.strings.reduce_join(tf.strings.lower(characters, encoding="utf-8"), axis=-1)
+    texts = tf.strings.regex_replace(tf.strings.regex_replace(texts, "\\x00", ""),
+                                     "\u03a3", "\u03c3")
+    lowered = tf.strings.lower(texts, encoding="utf-8")
     decomposed = tf_text.normalize_utf8(lowered, "NFD")
     return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
 

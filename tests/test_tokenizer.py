@@ -10,6 +10,7 @@ from tasks.tokenizer import (
     RESERVED_TOKENS,
     WordPieceTokenizer,
     build_vocabulary,
+    normalize_uncased,
     read_vocabulary,
     write_vocabulary,
 )
@@ -61,6 +62,26 @@ def test_vocabulary_file_round_trip_and_errors(tmp_path):
         read_vocabulary(str(tmp_path / "bad.txt"))
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         read_vocabulary(str(tmp_path / "missing.txt"))
+
+
+def test_normalize_uncased_lowers_each_character_and_is_linear_in_the_longest_text():
+    import sys
+
+    import tensorflow_text as tf_text
+
+    def one_by_one(texts):  # the definition: each character lower-cased alone
+        characters = tf.strings.unicode_split(texts, "UTF-8")
+        lowered = tf.strings.reduce_join(tf.strings.lower(characters, encoding="utf-8"), -1)
+        return tf.strings.regex_replace(tf_text.normalize_utf8(lowered, "NFD"), r"\p{Mn}", "")
+
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    texts = [every[k:k + 1000] for k in range(0, len(every), 1000)]
+    texts += ["ΟΔΟΣ ΣΑΣ", "aΣ", "Σ", "ς Σ σ", "İstanbul ǅ ﬁ ẞ", "a\x00B"]
+    assert normalize_uncased(tf.constant(texts)).numpy().tolist() == \
+        one_by_one(tf.constant(texts)).numpy().tolist()
+    # 4,000 words beside one of 1,000,000 characters: no [texts x longest] tensor.
+    many = tf.constant(["Abc"] * 4000 + ["Xy" * 500_000])
+    assert normalize_uncased(many)[-1].numpy() == b"xy" * 500_000
 
 
 def test_build_vocabulary_covers_frequent_words():

@@ -1,5 +1,6 @@
 """Long sentences in windows: the plan, the merge, and prediction through the word tasks."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -7,11 +8,12 @@ import pytest
 import tensorflow as tf
 
 from tasks import tags
+from tasks.length_sorting import encode_word_sentences
 from tasks.span_ner.readers import SpanSentence
 from tasks.span_ner.task import SpanNERTask
 from tasks.tagging.readers import TaggedSentence
 from tasks.tagging.task import TaggingTask
-from tasks.text_cleaning import split_clean_words
+from tasks.text_cleaning import is_removed_character, split_clean_words, words_with_offsets
 from tasks.word_preprocessor import WordPreprocessor
 from tasks.word_windows import (
     Window,
@@ -169,6 +171,24 @@ class _WordSpanModel:
         return tf.math.log(tf.reshape(probabilities, [tf.shape(features["token_ids"])[0], -1, 2]))
 
 
+class _ContextTagger:
+    """Tags each word by its window's every token, context included: (the sum of the
+    row's token ids + the word's position) mod 3. A window encoded with other context
+    than its words around it (or none) gets other tags."""
+
+    def predict_on_batch(self, features):
+        token_ids = np.asarray(features["token_ids"])
+        mask = np.asarray(features["word_mask"])
+        total = token_ids.sum(axis=1, keepdims=True)
+        return (total + np.arange(mask.shape[1])[None, :]) % 3 * mask
+
+    def decode(self, features):
+        tags = tf.numpy_function(lambda *args: self.predict_on_batch(
+            dict(zip(("token_ids", "word_mask"), args))).astype(np.int32),
+            [features["token_ids"], features["word_mask"]], tf.int32)
+        return tf.ensure_shape(tags, [None, None])
+
+
 def _long_text(num_words, rng):
     """`num_words` words ("w3", "w3s", ...), "Peter Blackburn" at the start, the middle and
     the end, and odd spacing and characters that the clean-up removes."""
@@ -250,6 +270,86 @@ def test_character_offsets_survive_accents_emoji_and_spacing(tmp_path):
     assert record["text"] == text
 
 
+def test_words_with_offsets_is_a_loop_over_the_characters():
+    def one_by_one(text):  # its definition, slow on a long line
+        words, kept = [], []
+        for index, character in enumerate(text + " "):
+            if character.isspace():
+                if kept:
+                    words.append(("".join(c for _, c in kept), kept[0][0], kept[-1][0] + 1))
+                kept = []
+            elif not is_removed_character(character):
+                kept.append((index, character))
+        return words
+
+    pieces = ["EU", "Café", "\u00ad", "\x07", "\u200b", "\ufeff", "\ufffd", "🙂", "\x00", "\x1c",
+              " ", "\t", "\u00a0", "\u2028", "\x85", "\u3000", "e\u0301", "\ud800"]
+    rng = np.random.default_rng(8)
+    for _ in range(500):
+        text = "".join(rng.choice(pieces, rng.integers(0, 12)))
+        assert words_with_offsets(text) == one_by_one(text), repr(text)
+
+
+def _with_all_context(window):
+    """`window` as it was made before contexts were cut: every word around it."""
+    parent, start, end = window.window.parent, window.window.start, window.window.end
+    left = (parent.left_context if start == 0 else ()) + parent.words[:start]
+    right = parent.words[end:] + (parent.right_context if end == len(parent.words) else ())
+    return dataclasses.replace(window, left_context=left, right_context=right)
+
+
+def _context_sentences(rng, num_words=300):
+    """A long sentence of words of one and two subwords with document context, and a short one."""
+    def words(count):
+        return tuple(str(rng.choice(FILLER)) + ("s" if rng.random() < 0.4 else "")
+                     for _ in range(count))
+    long = words(num_words)
+    return [TaggedSentence(long, ("O",) * len(long), left_context=words(40),
+                           right_context=words(3)),
+            TaggedSentence(("peter",), ("O",), left_context=long[-20:])]
+
+
+@pytest.mark.parametrize("stride", [None, 0, 5])
+def test_windows_carry_only_the_context_that_fits_and_encode_as_with_all_of_it(stride):
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
+    sentences = _context_sentences(np.random.default_rng(6))
+    windows = TaggingTask(stride=stride).prediction_examples(sentences, preprocessor)
+    assert len(windows) > 20 and windows[-1] == sentences[-1]
+    for window, counts in zip(windows, preprocessor.subword_counts([w.words for w in windows])):
+        if window.window:  # at most a word per subword the window leaves free
+            free = max(0, 14 - sum(counts))
+            assert len(window.left_context) <= free and len(window.right_context) <= free
+    full = [_with_all_context(w) for w in windows[:-1]] + windows[-1:]
+    encoded, expected = (encode_word_sentences(preprocessor, w) for w in (windows, full))
+    assert encoded.keys() == expected.keys()
+    for name in encoded:
+        assert [row.tolist() for row in encoded[name]] == \
+            [row.tolist() for row in expected[name]], name
+
+
+def test_prediction_of_a_long_sentence_is_the_merge_of_its_windows(tmp_path):
+    # The windows with all their context, predicted one by one and merged by owner, give
+    # what write_predictions gives (with cut contexts, in batches sorted by length).
+    text = _long_text(700, np.random.default_rng(7))
+    labels = ["O", "B-PER", "I-PER"]
+    task = TaggingTask(stride=4)
+    model = _ContextTagger()
+    record = _predict(task, model, text, tmp_path, max_seq_length=16, labels=labels)
+    preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
+    [sentence] = task.read_prediction_input(str(tmp_path / "input.txt"), "text")
+    windows = [_with_all_context(w) for w in task.prediction_examples([sentence], preprocessor)]
+    assert len(windows) > 80
+    encoded = encode_word_sentences(preprocessor, windows)
+    rows = []
+    for index in range(len(windows)):
+        features = {name: np.asarray(values[index])[None, :] for name, values in encoded.items()}
+        rows.append([labels[i] for i in model.predict_on_batch(features)[0]])
+    spans = [(w.window.start, w.window.end) for w in windows]
+    expected = [rows[k][word - spans[k][0]] for word, k in enumerate(owners(spans, 700))]
+    assert record["tags"] == expected
+    assert len(set(expected)) == 3
+
+
 # ---------------------------------------------------------------------------------------------
 # The exported graph reads long texts as tools/predict.py does
 # ---------------------------------------------------------------------------------------------
@@ -274,15 +374,24 @@ def test_graph_plan_equals_python_plan(stride):
     assert list(zip(rows, starts, ends)) == expected
 
 
-def test_exported_tagger_equals_predict_on_long_texts(tmp_path, stride=3):
+@pytest.mark.parametrize("context_sentences", [0, 1])
+def test_exported_tagger_equals_predict_on_long_texts(tmp_path, context_sentences, stride=3):
     texts = _texts(np.random.default_rng(4))
     labels = ["O", "B-PER", "I-PER"]
     preprocessor = WordPreprocessor(VOCABULARY, max_seq_length=16)
-    task = TaggingTask(stride=stride)
-    model = _WordTagger(positional=True)
-    serve = tf.function(lambda text: task.serving_outputs(model, preprocessor, labels, text),
-                        autograph=False)
-    served = {k: v.numpy().tolist() for k, v in serve(tf.constant(texts)).items()}
+    task = TaggingTask(stride=stride, context_sentences=context_sentences)
+    # With document context, a model that reads the context: the graph packs the same.
+    model = _ContextTagger() if context_sentences else _WordTagger(positional=True)
+    inputs = {"text": tf.constant(texts)}
+    if context_sentences:  # predict.py's neighbours: the lines around, blank ones skipped
+        lines = [text for text in texts if split_clean_words(text)]
+        before = {text: lines[k - 1] if k else "" for k, text in enumerate(lines)}
+        after = {text: lines[k + 1] if k + 1 < len(lines) else "" for k, text in enumerate(lines)}
+        inputs["left_context"] = tf.constant([before.get(text, "") for text in texts])
+        inputs["right_context"] = tf.constant([after.get(text, "") for text in texts])
+    serve = tf.function(lambda inputs: task.serving_outputs(model, preprocessor, labels,
+                                                            **inputs), autograph=False)
+    served = {k: v.numpy().tolist() for k, v in serve(inputs).items()}
     path = tmp_path / "input.txt"
     path.write_text("\n".join(texts) + "\n", encoding="utf-8")
     output = tmp_path / "output.jsonl"

@@ -1,5 +1,6 @@
 """Span-based NER (flat or nested) as a `Task`."""
 
+import bisect
 import dataclasses
 import json
 
@@ -19,6 +20,7 @@ from tasks.prediction_io import (
     read_word_input,
     sentence_record,
     wants_jsonl,
+    word_offsets,
     write_output,
 )
 from tasks.registry import register_task
@@ -274,8 +276,10 @@ class SpanNERTask(CasingFeaturesOption, Task):
         lines = []
         for sentence, found in zip(sentences, entities):
             if as_jsonl:
+                offsets = word_offsets(sentence)
                 lines.append(json.dumps(sentence_record(sentence, entities=[
-                    entity_record(sentence, start, end, label, score=round(float(score), 6))
+                    entity_record(sentence, start, end, label, offsets,
+                                  score=round(float(score), 6))
                     for start, end, label, score in found]), ensure_ascii=False) + "\n")
             else:
                 tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
@@ -298,9 +302,12 @@ class SpanNERTask(CasingFeaturesOption, Task):
 
 
 def _span_window(sentence, window, left, right):
+    # The parent's spans are sorted by start: only those starting in the window are looked
+    # at (all of them for every window made evaluating a long sentence quadratic).
+    first = bisect.bisect_left(sentence.spans, (window.start,))
+    last = bisect.bisect_left(sentence.spans, (window.end,), lo=first)
     spans = [(start - window.start, end - window.start, label)
-             for start, end, label in sentence.spans
-             if window.start <= start and end < window.end]
+             for start, end, label in sentence.spans[first:last] if end < window.end]
     return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
                                spans=spans, left_context=left, right_context=right,
                                window=window)

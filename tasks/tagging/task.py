@@ -19,6 +19,7 @@ from tasks.prediction_io import (
     read_word_input,
     sentence_record,
     wants_jsonl,
+    word_offsets,
     write_output,
 )
 from tasks.registry import register_task
@@ -286,7 +287,8 @@ def _tagged_window(sentence, window, left, right, scheme):
 def _tagging_lines(sentences, predictions, as_jsonl):
     for sentence, predicted in zip(sentences, predictions):
         if as_jsonl:
-            entities = [entity_record(sentence, start, end, label)
+            offsets = word_offsets(sentence)
+            entities = [entity_record(sentence, start, end, label, offsets)
                         for start, end, label in tags.tags_to_spans(predicted)]
             yield json.dumps(sentence_record(sentence, tags=predicted, entities=entities),
                              ensure_ascii=False) + "\n"
