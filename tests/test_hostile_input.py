@@ -17,13 +17,14 @@ import subprocess
 import sys
 import tracemalloc
 
+import numpy as np
 import pytest
 
 from tasks.bi_encoder.readers import read_tab_separated_pairs
 from tasks.classification.pipeline import encode_labels
 from tasks.classification.readers import read_jsonl, read_mrpc, read_trec
 from tasks.errors import DataFormatError
-from tasks.line_reader import read_lines
+from tasks.line_reader import MAX_LINE_BYTES, read_lines
 from tasks.prediction_io import read_text_lines
 from tasks.pretraining.corpus import iter_documents, read_corpus
 from tasks.sentence_embedding.readers import read_sentences
@@ -176,6 +177,8 @@ CASES = {
     "control and zero-width characters": lambda reader, data: data.replace(
         b"rejects", "rej\x07ec\u200bts\ufeff".encode(), 1),
     "emoji": lambda reader, data: data.replace(b"rejects", "rejects🙂".encode(), 1),
+    "a line over MAX_LINE_BYTES (1 MiB)": lambda reader, data: data.replace(
+        b"rejects", b"rejects " + b"x" * MAX_LINE_BYTES, 1),
     "2,000-word sentence": lambda reader, data: _long(reader).encode(),
     "too many columns": lambda reader, data: {
         "conll": _replace_line_2(reader, "rejects VBZ O\n"),
@@ -254,6 +257,9 @@ def _expected_table():
         "emoji": {reader: Records(_replaced(reader, "rejects", "rejects🙂"))
                   for reader in READERS},
         "2,000-word sentence": {reader: Records(_long_records(reader)) for reader in READERS},
+        "a line over MAX_LINE_BYTES (1 MiB)": {reader: Fails(
+            rf"{{path}}:2: a line longer than {MAX_LINE_BYTES:,} bytes .*; split it$")
+            for reader in READERS},
         "too many columns": {
             "conll": Fails(r"{path}:2: expected 2 columns \(word tag\), found 3"),
             "span_jsonl": SAME,  # other keys are ignored
@@ -398,6 +404,44 @@ def test_readers_are_lazy_and_stop_at_the_first_bad_line(tmp_path, monkeypatch):
     data = b"".join(b"a" * (n % 7) + b"\r\n" for n in range(300))
     path = _write(tmp_path, data, "crlf.txt")
     assert [text for _, text in read_lines(path)] == ["a" * (n % 7) for n in range(300)]
+
+
+def _lines_by_regex(data):
+    """What `read_lines` yields, from the whole file at once (no byte-order mark)."""
+    lines = re.split(r"\r\n|\r|\n", data.decode())
+    return list(enumerate(lines[:-1] if lines[-1] == "" else lines, 1))
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_lines_up_to_the_limit_are_read_and_the_first_longer_one_is_refused(
+        tmp_path, monkeypatch, block):
+    monkeypatch.setattr("tasks.line_reader.BLOCK_BYTES", block)
+    monkeypatch.setattr("tasks.line_reader.MAX_LINE_BYTES", 5)
+    pieces = [b"", b"a", b"abcd", b"abcde", b"\r", b"\n", b"\r\n", b"\r\r", b"\n\r"]
+    rng = np.random.default_rng(block)
+    for _ in range(300):
+        data = b"".join(pieces[k] for k in rng.integers(0, len(pieces), 8))
+        path = _write(tmp_path, data)
+        too_long = [n for n, line in _lines_by_regex(data) if len(line) > 5]
+        if not too_long:
+            assert list(read_lines(path)) == _lines_by_regex(data), data
+            continue
+        with pytest.raises(DataFormatError, match=rf"data.txt:{too_long[0]}: a line longer "
+                                                  r"than 5 bytes"):
+            list(read_lines(path))
+
+
+def test_a_5_mb_line_is_refused_having_held_about_the_limit(tmp_path):
+    path = _write(tmp_path, b"EU rejects\n" + b"x" * 5_000_000 + b"\nGerman\n")
+
+    def read():
+        with pytest.raises(DataFormatError, match=r"data.txt:2: a line longer than 1,048,576 "):
+            list(read_lines(path))
+
+    assert _peak_traced_bytes(read) < 3 * MAX_LINE_BYTES  # the line so far, and one read
+    at_limit = b"\xc3\xa9" * (MAX_LINE_BYTES // 2)  # bytes, not characters, count
+    path = _write(tmp_path, at_limit + b"\r\n" + at_limit + b"\r" + at_limit, "at_limit.txt")
+    assert [len(text) for _, text in read_lines(path)] == [MAX_LINE_BYTES // 2] * 3
 
 
 def _peak_traced_bytes(function):

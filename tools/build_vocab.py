@@ -22,7 +22,9 @@ import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it load
 
 from absl import flags  # noqa: E402
 
+from tasks.errors import DataFormatError  # noqa: E402
 from tasks.io.ownership import NotOurDirectory, check_output_file  # noqa: E402
+from tasks.line_reader import read_lines  # noqa: E402
 from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
 from tasks.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
 from tools.errors import UserError, run  # noqa: E402
@@ -55,10 +57,9 @@ def _lines(paths):
 
 def _is_vocabulary(path):
     """A WordPiece vocabulary: UTF-8 text, one token a line, no spaces inside a token."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return all(line.strip() and len(line.split()) == 1 for line in f)
-    except (OSError, UnicodeDecodeError):
+    try:  # read_lines: a long line (no vocabulary's) is not held whole
+        return all(line.strip() and len(line.split()) == 1 for _, line in read_lines(path))
+    except (OSError, DataFormatError):
         return False
 
 

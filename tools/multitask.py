@@ -57,6 +57,8 @@ from absl import flags  # noqa: E402
 from layers import transformer_of  # noqa: E402
 from tasks.atomic_files import FailedWrite  # noqa: E402
 from tasks.callbacks import BestModelCheckpoint  # noqa: E402
+from tasks.errors import DataFormatError  # noqa: E402
+from tasks.line_reader import read_lines  # noqa: E402
 from tasks.registry import get_task_class, task_names  # noqa: E402
 from tasks.shared_encoder_training import StepLog, shared_optimizer, train_step  # noqa: E402
 from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
@@ -157,13 +159,12 @@ def _entry_flags():
 
 def read_entries(path):
     """The `Entry`s of a --tasks file; errors name the file and line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-    except OSError as error:
-        raise UserError(f"--tasks={path}: {error.strerror or error}")
+    try:  # read_lines: streamed, with the line limit; errors name the file and line
+        lines = list(read_lines(path))
+    except DataFormatError as error:
+        raise UserError(f"--tasks={error}")
     entries = []
-    for number, line in enumerate(lines, 1):
+    for number, line in lines:
         where = f"{path}:{number}"
         try:
             words = shlex.split(line, comments=True)
