@@ -7,7 +7,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tasks.atomic_files import write_text_atomically
-from tasks.errors import DataFormatError
+from tasks.errors import DataFormatError, MissingDataFileError
+from tasks.line_reader import read_lines
 from tasks.progress import Progress
 from tasks.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 from tasks.text_cleaning import clean_texts
@@ -21,9 +22,10 @@ def read_vocabulary(path):
     text, not empty, no token listed twice, BERT's special tokens present.
 
     Raises:
-        FileNotFoundError: the file cannot be read.
-        DataFormatError: (a ValueError) it is not such a vocabulary; the message names the file (and
-            the line of a repeated token).
+        FileNotFoundError: no such file.
+        DataFormatError: (a ValueError) it cannot be read or is not such a vocabulary; the
+            message names the file (and the line of a repeated token, of invalid UTF-8 or of
+            a line over `tasks.line_reader.MAX_LINE_BYTES`).
 
     Examples:
     >>> import tempfile
@@ -34,14 +36,15 @@ def read_vocabulary(path):
     ...
     tasks.errors.DataFormatError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            tokens = [line.rstrip("\r\n") for line in f]
-    except UnicodeDecodeError as error:
-        raise DataFormatError(f"{path}: not a vocabulary: not UTF-8 text ({error.reason} at byte "
-                         f"{error.start}); expected one token per line") from None
-    except OSError as error:
-        raise FileNotFoundError(f"{path}: cannot read the vocabulary: {error.strerror}")
+    try:  # streamed, with the line limit: a 5 GB line is refused at 1 MiB, not held
+        tokens = [line for _, line in read_lines(path)]
+    except MissingDataFileError:
+        raise FileNotFoundError(f"{path}: cannot read the vocabulary: no such file") from None
+    except DataFormatError as error:  # not UTF-8, or a line longer than any token
+        line, _, problem = str(error).removeprefix(f"{path}:").partition(": ")
+        if not line.isdigit():
+            raise
+        raise DataFormatError(f"{path}:{line}: not a vocabulary: {problem}") from None
     while tokens and not tokens[-1]:
         tokens.pop()
     if not tokens:
