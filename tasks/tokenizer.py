@@ -52,8 +52,9 @@ def read_vocabulary(path):
     first_line = {}
     for number, token in enumerate(tokens, 1):
         if token in first_line:
-            raise DataFormatError(f"{path}:{number}: the token {token!r} is listed twice (first on "
-                             f"line {first_line[token]}): a vocabulary lists each token once")
+            raise DataFormatError(f"{path}:{number}: the token {token!r} is listed twice "
+                                  f"(first on line {first_line[token]}): a vocabulary lists "
+                                  "each token once")
         first_line[token] = number
     missing = [token for token in (PAD, UNK, CLS, SEP) if token not in first_line]
     if missing:
