@@ -1,5 +1,6 @@
 """What every task's prediction input and output share: plain-text lines, format choice."""
 
+import itertools
 import os
 import re
 import sys
@@ -31,10 +32,16 @@ def read_text_lines(path, strip=True):
     >>> read_text_lines(path)
     [(1, 'Who is he ?'), (3, 'What time')]
     """
+    return list(_iter_text_lines(path, strip))
+
+
+def _iter_text_lines(path, strip=True):
+    """`read_text_lines`, streamed."""
     if not os.path.isfile(path):
         raise DataFormatError(f"{path}: no such file")
-    return [(number, line.strip() if strip else line)
-            for number, line in read_lines(path, "replace") if cleaned(line).strip()]
+    for number, line in read_lines(path, "replace"):
+        if cleaned(line).strip():
+            yield number, line.strip() if strip else line
 
 
 _TAG = re.compile(r"^(O|[BIESLU]-\S+)$")
@@ -43,15 +50,7 @@ _SAMPLE_LINES = 50
 
 def _first_lines(path, count=_SAMPLE_LINES):
     """The first `count` non-blank lines of a prediction input file (stripped), read lazily."""
-    if not os.path.isfile(path):
-        raise DataFormatError(f"{path}: no such file")
-    found = []
-    for _, line in read_lines(path, "replace"):
-        if cleaned(line).strip():
-            found.append(line.strip())
-            if len(found) == count:
-                break
-    return found
+    return [line for _, line in itertools.islice(_iter_text_lines(path), count)]
 
 
 def looks_like_columns(path):

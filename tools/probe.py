@@ -107,7 +107,15 @@ flags.mark_flags_as_required(["train_data", "eval_data", "column", "output_dir"]
 PRETRAINED, CONTROL = "pretrained", "control"
 
 
+_OUTPUTS = ("probe.json", "probe.png", "logs")  # what a run writes; a rerun replaces them
+
+
 def _check_flags():
+    try:  # only a new or empty directory, or one of our earlier probes, is written into
+        check_output(FLAGS.output_dir, "--output_dir", overwrite=True, own_names=_OUTPUTS,
+                     adopt=lambda directory: set(os.listdir(directory)) <= set(_OUTPUTS))
+    except NotOurDirectory as error:
+        raise UserError(str(error))
     if bool(FLAGS.init_checkpoint) == bool(FLAGS.preset):
         raise UserError("give --init_checkpoint (a pretrained encoder, and its random control) "
                         "or --preset (a random encoder of that shape only), not both or neither")
@@ -217,16 +225,8 @@ def _print_table(layers, curves):
         print(f"{layer:>5}  {cells}")
 
 
-_OUTPUTS = ("probe.json", "probe.png", "logs")  # what a run writes; a rerun replaces them
-
-
 def main(argv):
     _check_flags()
-    try:  # only a new or empty directory, or one of our earlier probes, is written into
-        check_output(FLAGS.output_dir, "--output_dir", overwrite=True, own_names=_OUTPUTS,
-                     adopt=lambda directory: set(os.listdir(directory)) <= set(_OUTPUTS))
-    except NotOurDirectory as error:
-        raise UserError(str(error))
     if FLAGS.init_checkpoint:  # a tools/pretrain.py run directory stands for its encoder/
         FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
     keras.mixed_precision.set_global_policy("float32")
