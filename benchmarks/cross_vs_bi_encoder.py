@@ -44,7 +44,7 @@ FLAGS = flags.FLAGS
 
 def _test_sentences(test_file):
     """The distinct sentences of the MRPC test file, in first-seen order."""
-    from tasks.classification.readers import read_mrpc
+    from nlpzoo.tasks.classification.readers import read_mrpc
 
     seen = {}
     for example in read_mrpc(test_file):
@@ -67,9 +67,9 @@ def _timed_batches(model, dataset):
 
 def _bi_encoder_seconds(run, sentences):
     """(embedding seconds, similarity seconds) for all pairs of the N sentences."""
-    from tasks.registry import get_task
-    from tasks.sentence_embedding.readers import Sentence
-    from tools import model_directory as md
+    from nlpzoo.tasks.registry import get_task
+    from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    from nlpzoo.zoo.runs import directory as md
 
     trained = md.load_trained(model_dir=run)
     task = get_task("sentence_embedding")
@@ -88,8 +88,8 @@ def _bi_encoder_seconds(run, sentences):
 
 
 def _cross_encoder_pairs_per_second(run, sentences):
-    from tasks.classification.readers import ClassificationExample
-    from tools import model_directory as md
+    from nlpzoo.tasks.classification.readers import ClassificationExample
+    from nlpzoo.zoo.runs import directory as md
 
     trained = md.load_trained(model_dir=run)
     rng = np.random.default_rng(FLAGS.seed)

@@ -61,9 +61,9 @@ def main():
     import tensorflow as tf
 
     keras.mixed_precision.set_global_policy(args.policy)
-    import layers.transformer_encoder
-    import zoo
-    from layers.self_attention import MultiHeadSelfAttention
+    import nlpzoo.layers.transformer_encoder
+    import nlpzoo.zoo
+    from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 
     old_attention = _module_at(args.baseline, "layers/self_attention.py",
                                "_baseline_self_attention")
@@ -72,8 +72,8 @@ def main():
         [("from layers.self_attention import", "from _baseline_self_attention import")])
     classes = {
         "baseline": (old_block.TransformerEncoderBlock, old_attention.MultiHeadSelfAttention),
-        "current": (layers.transformer_encoder.TransformerEncoderBlock, MultiHeadSelfAttention),
-        "current_fused": (layers.transformer_encoder.TransformerEncoderBlock,
+        "current": (nlpzoo.layers.transformer_encoder.TransformerEncoderBlock, MultiHeadSelfAttention),
+        "current_fused": (nlpzoo.layers.transformer_encoder.TransformerEncoderBlock,
                           MultiHeadSelfAttention),
     }
 

@@ -41,7 +41,7 @@ def main():
     import numpy as np
     import tensorflow as tf
 
-    from zoo.hardware import cpu_model
+    from nlpzoo.zoo.hardware import cpu_model
 
     operations = 2 * args.rows * HIDDEN * INTERMEDIATE
     print(f"{cpu_model()}: [{args.rows}, {HIDDEN}] x [{HIDDEN}, {INTERMEDIATE}]")

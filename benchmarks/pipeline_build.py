@@ -33,13 +33,13 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    import tasks
-    from tasks.classification.pipeline import make_dataset
-    from tasks.classification.readers import ClassificationExample
-    from tasks.preprocessor import TextPreprocessor
-    from tasks.tokenizer import read_vocabulary
-    from tasks.word_pipeline import make_word_dataset
-    from tasks.word_preprocessor import WordPreprocessor
+    import nlpzoo.tasks
+    from nlpzoo.tasks.classification.pipeline import make_dataset
+    from nlpzoo.tasks.classification.readers import ClassificationExample
+    from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+    from nlpzoo.tasks.text.tokenizer import read_vocabulary
+    from nlpzoo.tasks.words.pipeline import make_word_dataset
+    from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 
     if not os.path.abspath(tasks.__file__).startswith(repo + os.sep):
         raise SystemExit(f"error: imported tasks from {tasks.__file__}, not from {repo}")

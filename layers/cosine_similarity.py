@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from layers.serialization import register
+from nlpzoo.layers.serialization import register
 
 EPSILON = 1e-12
 

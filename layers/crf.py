@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from layers.serialization import register
+from nlpzoo.layers.serialization import register
 
 # Added to the score of every transition (and start or end tag) that the
 # constraints forbid. Finite, so nothing ever computes inf - inf = NaN; its

@@ -2,9 +2,9 @@
 
 import keras
 
-from layers.layer_mix import LAYER_MIXES, LayerMix
-from layers.serialization import register
-from layers.transformer_encoder import TransformerEncoder
+from nlpzoo.layers.layer_mix import LAYER_MIXES, LayerMix
+from nlpzoo.layers.serialization import register
+from nlpzoo.layers.transformer_encoder import TransformerEncoder
 
 # The name of the `TransformerEncoder` layer inside every encoder model, this
 # class's and the plain functional ones that `.keras` files saved before it hold.

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from layers.serialization import register
+from nlpzoo.layers.serialization import register
 
 # What a head can read: the last layer, ELMo's learned scalar mix of every
 # layer, or the fixed mean of the last four (Devlin et al. 2019, §5.3).

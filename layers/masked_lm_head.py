@@ -2,9 +2,9 @@
 
 import keras
 
-from layers.position_gather import gather_positions
-from layers.serialization import register
-from layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
+from nlpzoo.layers.position_gather import gather_positions
+from nlpzoo.layers.serialization import register
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
 
 
 @register

@@ -2,7 +2,7 @@
 
 import keras
 
-from layers.serialization import register
+from nlpzoo.layers.serialization import register
 
 
 @register

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from layers.serialization import register
+from nlpzoo.layers.serialization import register
 
 # Each term of a combination, as a function of the two vectors.
 PAIR_TERMS = {

@@ -5,9 +5,9 @@ import math
 import keras
 from keras import ops
 
-from layers.lora_dense import LoraDense
-from layers.sequence_packing import gather_tokens, tokens_from_rows
-from layers.serialization import register
+from nlpzoo.layers.lora_dense import LoraDense
+from nlpzoo.layers.sequence_packing import gather_tokens, tokens_from_rows
+from nlpzoo.layers.serialization import register
 
 # Added to the scores of padded keys. Finite so that a row with no real key
 # gives a uniform distribution instead of NaN; large enough that exp() is 0.

@@ -1,7 +1,7 @@
 """A two-layer feed-forward network from span vectors to entity-type logits."""
 
-from layers.classification_head import ClassificationHead
-from layers.serialization import register
+from nlpzoo.layers.classification_head import ClassificationHead
+from nlpzoo.layers.serialization import register
 
 
 @register

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from layers.position_gather import gather_positions
-from layers.serialization import register
+from nlpzoo.layers.position_gather import gather_positions
+from nlpzoo.layers.serialization import register
 
 _TERMS = ("x", "y", "x*y", "x+y", "x-y")
 _POOLINGS = (None, "mean", "attention")

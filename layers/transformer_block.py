@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from layers.adapter import Adapter
-from layers.self_attention import MultiHeadSelfAttention
-from layers.sequence_packing import dropout_as_in_rows
-from layers.serialization import register
+from nlpzoo.layers.adapter import Adapter
+from nlpzoo.layers.self_attention import MultiHeadSelfAttention
+from nlpzoo.layers.sequence_packing import dropout_as_in_rows
+from nlpzoo.layers.serialization import register
 
 
 @register

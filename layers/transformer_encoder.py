@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from layers.embeddings import TextEmbeddings
-from layers.sequence_packing import PackedBatch
-from layers.serialization import register
-from layers.transformer_block import TransformerEncoderBlock
+from nlpzoo.layers.embeddings import TextEmbeddings
+from nlpzoo.layers.sequence_packing import PackedBatch
+from nlpzoo.layers.serialization import register
+from nlpzoo.layers.transformer_block import TransformerEncoderBlock
 
 
 @register

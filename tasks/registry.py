@@ -1,14 +1,23 @@
 """Task names → `Task` classes: the only place that maps a name to a task.
 
-Built-in tasks register themselves when this module is imported; a task of
-your own registers with the `register_task` decorator (and, for the binaries,
-lives in a module they import with `--task_module=your.module`).
+The registry imports no task family: the built-in ones register when
+`nlpzoo.tasks.builtin` is imported (`nlpzoo.zoo` does that), a task of your
+own with the `register_task` decorator (and, for the binaries, in a module
+they import with `--task_module=your.module`).
 
 Examples:
->>> {"classification", "sentence_embedding", "span_ner", "tagging"} <= set(task_names())
-True
->>> get_task("span_ner", max_span_width=4).max_span_width
+>>> import dataclasses
+>>> from nlpzoo.tasks.task import Task
+>>> @register_task
+... class EchoTask(Task):
+...     name = "echo_example"
+...     @dataclasses.dataclass(frozen=True)
+...     class Options:
+...         width: int = 2
+>>> get_task("echo_example", width=4).options.width
 4
+>>> "echo_example" in task_names()
+True
 """
 
 import difflib
@@ -74,10 +83,3 @@ def import_task_modules(modules):
         except ImportError as error:
             raise ValueError(f"cannot import task module {module!r}: {error}") from None
 
-
-# The built-in tasks; imported last, as they import this module to register.
-importlib.import_module("tasks.classification.task")
-importlib.import_module("tasks.tagging.task")
-importlib.import_module("tasks.span_ner.task")
-importlib.import_module("tasks.sentence_embedding.task")
-importlib.import_module("tasks.bi_encoder.task")

@@ -8,7 +8,7 @@ this class only, so a new task is one subclass in its own folder plus a
 `register_task` line; nothing central switches on task names.
 
 Examples:
->>> from tasks.registry import get_task
+>>> from nlpzoo.tasks.registry import get_task
 >>> task = get_task("classification")
 >>> task.name, task.monitor(num_classes=6)
 ('classification', ('val_accuracy', 'max'))
@@ -18,10 +18,10 @@ import dataclasses
 
 import numpy as np
 
-from tasks.evaluation_callback import EvaluationCallback
-from tasks.preprocessor import TextPreprocessor
-from tasks.progress import ProgressCallback
-from tasks.tensorboard_examples import (
+from nlpzoo.tasks.training.evaluation_callback import EvaluationCallback
+from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+from nlpzoo.tasks.io.progress import ProgressCallback
+from nlpzoo.tasks.training.tensorboard_examples import (
     ExampleTextLogger,
     first_batch,
     label_comparison,
@@ -144,7 +144,7 @@ class Task:
         Binaries call it once the vocabulary's casing is known (an uncased
         checkpoint's, or `--lowercase`), before `make_preprocessor`. The word
         tasks turn their casing features on for uncased text unless told
-        otherwise (`tasks.word_shapes`); other tasks are unchanged.
+        otherwise (`tasks.words.shapes`); other tasks are unchanged.
         """
         return self
 
@@ -168,7 +168,7 @@ class Task:
         """`examples` as the model predicts and evaluates them (unchanged by default).
 
         Word-level tasks cut sentences longer than the model's window into
-        overlapping windows (`tasks.word_windows`); their `evaluate` and
+        overlapping windows (`tasks.words.windows`); their `evaluate` and
         `write_predictions` merge the windows back. Every caller that builds
         a dataset for `evaluate`, `calibrate` or `tune_decoding` passes the
         examples through this first.
@@ -183,7 +183,7 @@ class Task:
         gives a new order at every pass over the dataset; `(seed, pass)`
         gives that pass its own order, the same at every iteration (how
         tools/train.py makes a resumed run replay the same batches). Built
-        on `tasks.batching.shuffle_batch_and_count`, which does both.
+        on `tasks.text.batching.shuffle_batch_and_count`, which does both.
         """
         raise NotImplementedError
 
@@ -289,7 +289,7 @@ class Task:
         be the same (labels and vocabularies are compared by whoever loads the
         models). Returns one line for an error message.
 
-        >>> from tasks.registry import get_task
+        >>> from nlpzoo.tasks.registry import get_task
         >>> tagging = get_task("tagging", tag_scheme="IOB2")
         >>> tagging.ensemble_conflict(tagging.with_options(stride=16)) is None
         True
@@ -323,7 +323,7 @@ class Task:
         return self.build_ensemble(models)
 
     def build_ensemble(self, models):
-        """The ensemble of two or more `models` (`tasks.ensemble.Ensemble`); none by default."""
+        """The ensemble of two or more `models` (`tasks.modeling.ensemble.Ensemble`); none by default."""
         raise ValueError(f"{self.name} models cannot be ensembled (the task defines no "
                          "average of its models' outputs)")
 

@@ -16,8 +16,9 @@ import textwrap
 from typing import NamedTuple
 
 import pytest
+from tests.helpers.paths import ROOT
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
 
 # What each source package may import from this repository (besides itself).
 # `tests` is ours too: no source package may import it.
@@ -32,12 +33,12 @@ OUR_PACKAGES = set(ALLOWED_IMPORTS) | {"tests"}
 
 class Import(NamedTuple):
     line: int
-    module: str  # absolute dotted name, e.g. "zoo.presets"
+    module: str  # absolute dotted name, e.g. "nlpzoo.zoo.presets"
     in_doctest: bool
 
 
 def module_name(relative_path):
-    """"tasks/tagging/model.py" → "tasks.tagging.model"; "tasks/__init__.py" → "tasks"."""
+    """"tasks/tagging/model.py" → "nlpzoo.tasks.tagging.model"; "tasks/__init__.py" → "tasks"."""
     parts = relative_path[: -len(".py")].split("/")
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -155,12 +156,12 @@ def test_package_imports_only_the_packages_below_it(package):
 _SOURCE_WITH_EVERY_KIND_OF_IMPORT = textwrap.dedent('''\
     """Module docstring.
 
-    >>> from zoo import build_model
-    >>> import tools.train, numpy
+    >>> from nlpzoo.zoo import build_model
+    >>> import nlpzoo.tools.train, numpy
     """
     import os
-    import layers.crf
-    from tasks import registry
+    import nlpzoo.layers.crf
+    from nlpzoo.tasks import registry
     from . import sibling
     from ..zoo.presets import TASK_PRESETS
 
@@ -177,8 +178,8 @@ _SOURCE_WITH_EVERY_KIND_OF_IMPORT = textwrap.dedent('''\
 
         def method(self):
             if True:
-                from zoo.builder import build_model
-            return importlib.import_module("tools.export")
+                from nlpzoo.zoo.builder import build_model
+            return importlib.import_module("nlpzoo.tools.export")
 
 
     def function():
@@ -193,15 +194,15 @@ def test_scanner_finds_imports_at_every_depth_and_in_doctests():
     assert found == [
         Import(3, "zoo", True),
         Import(4, "numpy", True),
-        Import(4, "tools.train", True),
+        Import(4, "nlpzoo.tools.train", True),
         Import(6, "os", False),
-        Import(7, "layers.crf", False),
+        Import(7, "nlpzoo.layers.crf", False),
         Import(8, "tasks", False),
-        Import(9, "tasks.tagging", False),
+        Import(9, "nlpzoo.tasks.tagging", False),
         Import(10, "tasks.zoo.presets", False),
         Import(20, "tests.conftest", True),
-        Import(25, "zoo.builder", False),
-        Import(26, "tools.export", False),
+        Import(25, "nlpzoo.zoo.builder", False),
+        Import(26, "nlpzoo.tools.export", False),
         Import(31, "zoo", False),
         Import(32, "keras.src.layers", False),
     ]
@@ -212,7 +213,7 @@ def test_scanner_finds_imports_at_every_depth_and_in_doctests():
                        "8 imports tasks", "10 imports zoo.presets",
                        "20 imports tests.conftest (doctest)",
                        "25 imports zoo.builder", "26 imports tools.export", "31 imports zoo"]),
-    ("tasks/serving.py", ["3 imports zoo (doctest)", "4 imports tools.train (doctest)",
+    ("tasks/modeling/serving.py", ["3 imports zoo (doctest)", "4 imports tools.train (doctest)",
                           "10 imports zoo.presets", "20 imports tests.conftest (doctest)",
                           "25 imports zoo.builder", "26 imports tools.export", "31 imports zoo"]),
     ("zoo/builder.py", ["4 imports tools.train (doctest)",
@@ -229,8 +230,8 @@ def test_violations_follow_the_direction_of_each_package(path, expected):
     ("tasks/tagging/model.py", "from .. import layers_of_tasks\n", "tasks"),
     ("tasks/tagging/model.py", "from ...zoo import presets\n", "zoo"),
     # In a package's __init__.py, `.` is the package itself.
-    ("tasks/tagging/__init__.py", "from .model import Tagger\n", "tasks.tagging.model"),
-    ("tasks/__init__.py", "from .registry import TASKS\n", "tasks.registry"),
+    ("tasks/tagging/__init__.py", "from .model import Tagger\n", "nlpzoo.tasks.tagging.model"),
+    ("tasks/__init__.py", "from .registry import TASKS\n", "nlpzoo.tasks.registry"),
 ])
 def test_relative_imports_resolve_against_the_importing_package(path, source, expected):
     [found] = imports_of_source(source, path)

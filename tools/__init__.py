@@ -4,7 +4,7 @@ Importing the package quiets TensorFlow's C++ start-up logging (before
 TensorFlow is imported), for every binary. When a binary is the program being
 run, a Ctrl-C during its start-up (importing TensorFlow takes seconds) ends it
 with one line and status 130 rather than an import traceback;
-`tools.errors.run` takes over once its `main` starts.
+`tools.cli.errors.run` takes over once its `main` starts.
 """
 
 import os

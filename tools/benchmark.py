@@ -35,14 +35,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tools import flops  # noqa: E402
-from tools.padded_batches import length_sorted_batches  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.zoo.benchmarking import flops  # noqa: E402
+from nlpzoo.zoo.benchmarking.padded_batches import length_sorted_batches  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
     define_packing_flag,
     resolve_pack_length,
@@ -93,7 +93,7 @@ flags.DEFINE_integer("kerashub_pad_multiple", 8, "finetune: KerasHub batches are
 # === Shared ===
 
 def _cpu_model():
-    from zoo.hardware import cpu_model  # TensorFlow comes with zoo: imported late
+    from nlpzoo.zoo.hardware import cpu_model  # TensorFlow comes with zoo: imported late
     return cpu_model()
 
 
@@ -109,7 +109,7 @@ def _accelerator():
 def _hardware_settings():
     """(policy, jit_compile) resolved from the flags as tools/train.py does, and applied."""
     import keras
-    from zoo.hardware import resolve_jit_compile, resolve_mixed_precision
+    from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision
     policy = resolve_mixed_precision(FLAGS.mixed_precision)
     jit_compile = resolve_jit_compile(FLAGS.jit_compile)
     keras.mixed_precision.set_global_policy(policy)
@@ -117,9 +117,9 @@ def _hardware_settings():
 
 
 def _optimizer(learning_rate):
-    """AdamW as our models are compiled with (`tasks.optimization.create_optimizer`): no
+    """AdamW as our models are compiled with (`tasks.training.optimization.create_optimizer`): no
     decay on biases and LayerNorm parameters, global clip norm 1; given to both models."""
-    from tasks.optimization import create_optimizer
+    from nlpzoo.tasks.training.optimization import create_optimizer
     return create_optimizer(learning_rate)
 
 
@@ -143,7 +143,7 @@ def encoder_shape(preset_name):
     Raises `UserError` for a preset KerasHub's BERT cannot take (ALBERT's
     factorised embeddings and shared layers, pre-LayerNorm blocks).
     """
-    from zoo.presets import ENCODER_PRESETS
+    from nlpzoo.zoo.presets import ENCODER_PRESETS
     if preset_name not in ENCODER_PRESETS:
         raise UserError(f"--preset={preset_name} is not an encoder preset; valid: "
                         f"{', '.join(sorted(ENCODER_PRESETS))}")
@@ -163,8 +163,8 @@ def encoder_shape(preset_name):
 
 
 def _ours_classifier(preset_name, learning_rate, jit_compile):
-    from tasks.classification.model import classification_loss
-    from zoo import build_model
+    from nlpzoo.tasks.classification.model import classification_loss
+    from nlpzoo.zoo import build_model
     model = build_model(f"{preset_name}_classifier", num_classes=2, compile=False)
     model.compile(optimizer=_optimizer(learning_rate), loss=classification_loss(),
                   jit_compile=jit_compile)
@@ -174,7 +174,7 @@ def _ours_classifier(preset_name, learning_rate, jit_compile):
 def _kerashub_classifier(shape, learning_rate, jit_compile):
     import keras
     import keras_hub
-    from tasks.classification.model import classification_loss
+    from nlpzoo.tasks.classification.model import classification_loss
     backbone = keras_hub.models.BertBackbone(**shape)
     pooled = backbone(backbone.input)["pooled_output"]
     dropped = keras.layers.Dropout(shape["dropout"])(pooled)
@@ -249,7 +249,7 @@ def encoder_speed():
                         f"{shape['max_sequence_length']} positions of --preset={FLAGS.preset}")
     policy, jit_compile = _hardware_settings()
     keras.utils.set_random_seed(0)
-    from zoo.presets import ENCODER_PRESETS
+    from nlpzoo.zoo.presets import ENCODER_PRESETS
     learning_rate = ENCODER_PRESETS[FLAGS.preset].fine_tuning.learning_rate
     models = {"ours": _ours_classifier(FLAGS.preset, learning_rate, jit_compile),
               "kerashub": _kerashub_classifier(shape, learning_rate, jit_compile)}
@@ -444,10 +444,10 @@ def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
     import tempfile
 
     import keras
-    from layers import transformer_of
-    from zoo import load_pretrained
-    from zoo.checkpoints import matching_encoder_preset, read_tokenizer_settings
-    from zoo.presets import ENCODER_PRESETS, FineTuningDefaults
+    from nlpzoo.layers import transformer_of
+    from nlpzoo.zoo import load_pretrained
+    from nlpzoo.zoo.checkpoints import matching_encoder_preset, read_tokenizer_settings
+    from nlpzoo.zoo.presets import ENCODER_PRESETS, FineTuningDefaults
 
     keras.utils.set_random_seed(0)
     try:
@@ -519,7 +519,7 @@ def _kerashub_tagger(backbone, num_classes, dropout):
 def _encode(preprocessor, sentences):
     """Token ids and first-subword positions per sentence, by our preprocessor (the same
     subwords both models see; KerasHub's own tokenizer drops accented words to [UNK])."""
-    from tasks.word_pipeline import ragged_words
+    from nlpzoo.tasks.words.pipeline import ragged_words
     features, _ = preprocessor.encode_words(ragged_words([s.words for s in sentences]))
     return features["token_ids"].to_list(), features["word_starts"].to_list()
 
@@ -532,7 +532,7 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
     import keras_hub
     import numpy as np
     import tensorflow as tf
-    from tasks.tagging.pipeline import encode_tags
+    from nlpzoo.tasks.tagging.pipeline import encode_tags
 
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.BertBackbone.from_preset(checkpoint)
@@ -597,7 +597,7 @@ def finetune():
     checkpoint = _checkpoint()
     policy, jit_compile = _hardware_settings()
     _pack_options(jit_compile)  # refused under XLA before anything is loaded
-    from tasks.registry import get_task
+    from nlpzoo.tasks.registry import get_task
     task = get_task("tagging")
     train = task.read(train_path)[:FLAGS.train_sentences]
     task = task.adapt(train)
@@ -684,7 +684,7 @@ def _peak_rss_mb():
 def span_step():
     """One span NER training step (run in a fresh process by span_memory)."""
     import numpy as np
-    from zoo import build_model
+    from nlpzoo.zoo import build_model
     batch, words, width = 32, 128, 10
     model = build_model("bert_mini_span_ner", num_classes=5, vocabulary_size=8000,
                         max_span_width=width, jit_compile=False)

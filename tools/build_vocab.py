@@ -7,7 +7,7 @@ The corpus is read as `tools/pretrain.py` reads it (blank-line or
 WikiText-style documents; comma-separate several files), streamed. The
 reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4 (more with
 --reserved_tokens). The file holds exactly --vocab_size tokens, reserved
-ones included (`tasks.tokenizer.build_vocabulary`: every character is kept,
+ones included (`tasks.text.tokenizer.build_vocabulary`: every character is kept,
 the rarest pieces dropped or `[unusedN]` placeholders added). Progress
 (lines and words counted, then each learning pass) goes to standard error
 (`--noprogress`: none).
@@ -18,17 +18,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tasks.errors import DataFormatError  # noqa: E402
-from tasks.io.ownership import NotOurDirectory, check_output_file  # noqa: E402
-from tasks.line_reader import read_lines  # noqa: E402
-from tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
-from tasks.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_progress_flag, enable_progress  # noqa: E402
+from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
+from nlpzoo.tasks.io.ownership import NotOurDirectory, check_output_file  # noqa: E402
+from nlpzoo.tasks.text.line_reader import read_lines  # noqa: E402
+from nlpzoo.tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import define_progress_flag, enable_progress  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("corpus", None, "Text file(s), comma-separated.")

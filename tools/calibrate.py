@@ -15,13 +15,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_model_flags,
     define_progress_flag,
     define_task_module_flag,

@@ -20,13 +20,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
+from nlpzoo.tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Checkpoint or model directory to convert.")
@@ -39,7 +39,7 @@ flags.mark_flags_as_required(["input", "output"])
 
 def _source(path):
     """(encoder, vocabulary, lowercase, what) read from --input."""
-    from zoo.checkpoints import load_encoder, read_tokenizer_settings
+    from nlpzoo.zoo.checkpoints import load_encoder, read_tokenizer_settings
 
     if not os.path.isdir(path):
         raise UserError(f"--input={path}: no such directory")
@@ -58,7 +58,7 @@ def _source(path):
 
 
 def main(argv):
-    from zoo.checkpoints import (
+    from nlpzoo.zoo.checkpoints import (
         export_hf_checkpoint,
         export_keras_hub_preset,
         save_encoder_checkpoint,
@@ -78,8 +78,8 @@ def main(argv):
         raise UserError(f"--output={FLAGS.output}: {error}")
     except ValueError as error:
         raise UserError(f"cannot write {what} as --output_format={FLAGS.output_format}: {error}")
-    from layers import transformer_of
-    from tools.model_card import conversion_card, write_model_card
+    from nlpzoo.layers import transformer_of
+    from nlpzoo.zoo.runs.model_card import conversion_card, write_model_card
 
     write_model_card(output, conversion_card(sys.argv, FLAGS.input, what, FLAGS.output_format,
                                              transformer_of(encoder).get_config(), lowercase))

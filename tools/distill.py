@@ -19,7 +19,7 @@ per-word marginals at T). The teacher runs once, before training, over the
 training data and --unlabeled_data (plain text, one example per line; only
 the soft-target loss sees it). The best model is picked on --eval_data by the
 task's metric, as tools/train.py does, and the training loop is the same
-(`tools.training_loop`): an interrupted run (killed, or stopped with Ctrl-C)
+(`zoo.runs.training_loop`): an interrupted run (killed, or stopped with Ctrl-C)
 resumes from its last saved step, on the same batches, when started again
 with the same flags.
 """
@@ -31,36 +31,36 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from layers import transformer_of  # noqa: E402
-from tasks.distillation import (  # noqa: E402
+from nlpzoo.layers import transformer_of  # noqa: E402
+from nlpzoo.tasks.distillation import (  # noqa: E402
     distillation_dataset,
     family_of,
     teacher_targets,
     use_distillation_loss,
 )
-from tasks.registry import get_task_class, task_names  # noqa: E402
-from tasks.tensorboard_hparams import write_hparams  # noqa: E402
-from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
+from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
     define_packing_flag,
     define_task_module_flag,
     define_training_loop_flags,
     resolve_pack_length,
 )
-from tools.model_card import file_facts, training_card, write_model_card  # noqa: E402
-from tools.training_loop import train_resumably  # noqa: E402
-from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from zoo.checkpoints import read_tokenizer_settings  # noqa: E402
-from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
+from nlpzoo.zoo.runs.model_card import file_facts, training_card, write_model_card  # noqa: E402
+from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
+from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
+from nlpzoo.zoo.checkpoints import read_tokenizer_settings  # noqa: E402
+from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 COMPARISON = "distillation.json"
 

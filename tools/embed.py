@@ -27,12 +27,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import define_encoder_source_flags, define_pooling_flags  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import define_encoder_source_flags, define_pooling_flags  # noqa: E402
 
 # TensorFlow and the model code are imported in `main`, once the flags are checked.
 
@@ -100,9 +100,9 @@ def _print_matches(queries, texts, indices, scores):
 
 def main(argv):
     _check_output()
-    from tasks.sentence_embedding import Sentence, top_k
-    from tasks.sentence_embedding.task import SentenceEmbeddingTask
-    from tools import model_directory as md
+    from nlpzoo.tasks.sentence_embedding import Sentence, top_k
+    from nlpzoo.tasks.sentence_embedding.task import SentenceEmbeddingTask
+    from nlpzoo.zoo.runs import directory as md
 
     task = SentenceEmbeddingTask()
     texts = task.read(FLAGS.input)

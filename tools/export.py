@@ -25,13 +25,13 @@ classification `label`, `label_id`, `probabilities`; tagging and span NER
 offsets, end inclusive, -1 as padding), `num_entities`, plus `tags` (tagging)
 or `entity_score` (span NER); bi-encoder (inputs `text` and `text_pair`)
 `cosine`, `embedding`, `pair_embedding`, plus the classification outputs for
-the softmax objective. See `tasks/serving.py` and each task's `serving.py`.
+the softmax objective. See `tasks/modeling/serving.py` and each task's `serving.py`.
 
     import tensorflow as tf
     serve = tf.saved_model.load("exported/conll").signatures["serving_default"]
     serve(tf.constant(["EU rejects German call to boycott British lamb ."]))
 
-The export holds a model card, README.md (tools/model_card.py). The output
+The export holds a model card, README.md (zoo/runs/model_card.py). The output
 is written into a temporary directory beside --output, then renamed; an
 existing --output is only replaced with --overwrite (and only when it is an
 earlier export); a write that fails leaves it as it was.
@@ -41,13 +41,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_encoder_source_flags,
     define_pooling_flags,
     define_stride_override_flag,
@@ -120,8 +120,8 @@ def _check_task_flags():
 
 def _task_model():
     """(task, model, preprocessor, labels, what): --task's model on the chosen encoder."""
-    from tasks.registry import get_task_class, task_names
-    from tools import model_directory as md
+    from nlpzoo.tasks.registry import get_task_class, task_names
+    from nlpzoo.zoo.runs import directory as md
 
     try:
         task = get_task_class(FLAGS.task)()
@@ -150,10 +150,10 @@ def main(argv):
     _check_task_flags()
     import tensorflow as tf
 
-    from tasks.atomic_files import write_directory_atomically
-    from tasks.serving import SIGNATURE, export_saved_model
-    from tools import model_directory as md
-    from tools.model_card import export_card, write_model_card
+    from nlpzoo.tasks.io.atomic_files import write_directory_atomically
+    from nlpzoo.tasks.modeling.serving import SIGNATURE, export_saved_model
+    from nlpzoo.zoo.runs import directory as md
+    from nlpzoo.zoo.runs.model_card import export_card, write_model_card
 
     if FLAGS.task:
         task, model, preprocessor, labels, what = _task_model()

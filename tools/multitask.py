@@ -14,7 +14,7 @@ Every entry gets its own head on the one encoder (of `--init_checkpoint`, or a
 new one of `--preset`), with one vocabulary and one optimizer for all. An
 epoch is as many batches as all the entries' training data holds; each batch
 comes from one entry, drawn with probability ∝ weight · batches^(1/T)
-(`tasks.task_sampling`; `--sampling=proportional` is T = 1). With `--target`,
+(`tasks.training.task_sampling`; `--sampling=proportional` is T = 1). With `--target`,
 the last `--target_epochs` epochs train that entry alone (its own number of
 batches per epoch). After every epoch each entry is evaluated on its
 validation data and its best model kept.
@@ -47,39 +47,39 @@ import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
 
-from layers import transformer_of  # noqa: E402
-from tasks.atomic_files import FailedWrite  # noqa: E402
-from tasks.callbacks import BestModelCheckpoint  # noqa: E402
-from tasks.errors import DataFormatError  # noqa: E402
-from tasks.line_reader import read_lines  # noqa: E402
-from tasks.registry import get_task_class, task_names  # noqa: E402
-from tasks.shared_encoder_training import StepLog, shared_optimizer, train_step  # noqa: E402
-from tasks.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
-from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from tasks.training_state import stop_on_interrupt  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.console import fit_verbosity  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.layers import transformer_of  # noqa: E402
+from nlpzoo.tasks.io.atomic_files import FailedWrite  # noqa: E402
+from nlpzoo.tasks.training.callbacks import BestModelCheckpoint  # noqa: E402
+from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
+from nlpzoo.tasks.text.line_reader import read_lines  # noqa: E402
+from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
+from nlpzoo.tasks.training.shared_encoder_training import StepLog, shared_optimizer, train_step  # noqa: E402
+from nlpzoo.tasks.training.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from nlpzoo.tasks.training.training_state import stop_on_interrupt  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tasks.io.console import fit_verbosity  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
     define_packing_flag,
     define_task_module_flag,
     define_training_loop_flags,
     resolve_pack_length,
 )
-from tools.model_card import training_card, write_model_card  # noqa: E402
-from tools.training_loop import training_stream  # noqa: E402
-from zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from zoo.checkpoints import read_tokenizer_settings  # noqa: E402
-from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
-from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
+from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
+from nlpzoo.zoo.runs.training_loop import training_stream  # noqa: E402
+from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
+from nlpzoo.zoo.checkpoints import read_tokenizer_settings  # noqa: E402
+from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
+from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()

@@ -24,14 +24,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 from absl import flags  # noqa: E402
 
-from tasks.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.tasks.io.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_model_flags,
     define_progress_flag,
     define_stride_override_flag,

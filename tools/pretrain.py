@@ -37,39 +37,40 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 from absl import flags  # noqa: E402
 
-from tasks.callbacks import StepLogger  # noqa: E402
-from tasks.errors import DataFormatError  # noqa: E402
-from tasks.optimization import create_optimizer  # noqa: E402
-from layers import transformer_of  # noqa: E402
-from tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
-from tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
-from tasks.pretraining.model import Pretrainer  # noqa: E402
-from tasks.pretraining.pipeline import OBJECTIVES, default_max_predictions  # noqa: E402
-from tasks.training_state import TrainingState  # noqa: E402
-from tasks.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
-from tools import distribution  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.tasks.training.callbacks import StepLogger  # noqa: E402
+from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
+from nlpzoo.tasks.training.optimization import create_optimizer  # noqa: E402
+from nlpzoo.layers import transformer_of  # noqa: E402
+from nlpzoo.tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
+from nlpzoo.tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
+from nlpzoo.tasks.pretraining.model import Pretrainer  # noqa: E402
+from nlpzoo.tasks.pretraining.pipeline import OBJECTIVES  # noqa: E402
+from nlpzoo.tasks.text.masking import default_max_predictions  # noqa: E402
+from nlpzoo.tasks.training.training_state import TrainingState  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary  # noqa: E402
+from nlpzoo.tasks.training import distribution  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
     define_progress_flag,
     vocabulary_progress,
 )
-from tools.model_card import pretraining_card, write_model_card  # noqa: E402
-from tools.training_loop import fit_or_exit  # noqa: E402
-from zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
-from zoo.checkpoints import (  # noqa: E402
+from nlpzoo.zoo.runs.model_card import pretraining_card, write_model_card  # noqa: E402
+from nlpzoo.zoo.runs.training_loop import fit_or_exit  # noqa: E402
+from nlpzoo.zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
+from nlpzoo.zoo.checkpoints import (  # noqa: E402
     load_pretrainer,
     matching_encoder_preset,
     read_tokenizer_settings,
 )
-from zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
-from zoo.hardware import (  # noqa: E402
+from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
+from nlpzoo.zoo.hardware import (  # noqa: E402
     resolve_jit_compile,
     resolve_mixed_precision,
 )

@@ -32,17 +32,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
 
-from layers import transformer_of  # noqa: E402
-from tasks.atomic_files import write_json_atomically  # noqa: E402
-from tasks.errors import DataFormatError  # noqa: E402
-from tasks.io.ownership import NotOurDirectory, check_output, claim  # noqa: E402
-from tasks.probing import (  # noqa: E402
+from nlpzoo.layers import transformer_of  # noqa: E402
+from nlpzoo.tasks.io.atomic_files import write_json_atomically  # noqa: E402
+from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
+from nlpzoo.tasks.io.ownership import NotOurDirectory, check_output, claim  # noqa: E402
+from nlpzoo.tasks.probing import (  # noqa: E402
     CONLL2003_COLUMNS,
     accuracy_plot,
     extract_word_features,
@@ -55,13 +55,13 @@ from tasks.probing import (  # noqa: E402
     save_png,
     train_probes,
 )
-from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from tasks.word_pipeline import make_word_dataset  # noqa: E402
-from tasks.word_preprocessor import WordPreprocessor  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from zoo import build_encoder  # noqa: E402
-from zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from nlpzoo.tasks.words.pipeline import make_word_dataset  # noqa: E402
+from nlpzoo.tasks.words.preprocessor import WordPreprocessor  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.zoo import build_encoder  # noqa: E402
+from nlpzoo.zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
 
 FLAGS = flags.FLAGS
 _CONLL_NAMES = ", ".join(f"{number} {name}" for number, name in CONLL2003_COLUMNS.items())

@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import flags  # noqa: E402
 
-from tools.errors import UserError, run  # noqa: E402
-from tools.tensorboard_server import TensorBoardServer  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.tensorboard_server import TensorBoardServer  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("logdir", None, "The folder of runs to show (a model_dir's logs/, or a "

@@ -21,23 +21,23 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
+import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from layers import LAYER_MIXES, transformer_of  # noqa: E402
-from tasks.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
-from tasks.gradual_unfreezing import GradualUnfreezing  # noqa: E402
-from tasks.optimization import SCHEDULES  # noqa: E402
-from tasks.registry import get_task_class, task_names  # noqa: E402
-from tasks.tensorboard_hparams import write_hparams  # noqa: E402
-from tasks.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from tools import distribution  # noqa: E402
-from tools import model_directory as md  # noqa: E402
-from tools.errors import UserError, run  # noqa: E402
-from tools.flags import (  # noqa: E402
+from nlpzoo.layers import LAYER_MIXES, transformer_of  # noqa: E402
+from nlpzoo.tasks.modeling.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
+from nlpzoo.tasks.training.gradual_unfreezing import GradualUnfreezing  # noqa: E402
+from nlpzoo.tasks.training.optimization import SCHEDULES  # noqa: E402
+from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
+from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
+from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
+from nlpzoo.tasks.training import distribution  # noqa: E402
+from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
     define_packing_flag,
     define_progress_flag,
@@ -46,21 +46,21 @@ from tools.flags import (  # noqa: E402
     resolve_pack_length,
     vocabulary_progress,
 )
-from tools.model_card import training_card, write_model_card  # noqa: E402
-from tools.training_loop import train_resumably  # noqa: E402
-from zoo import (  # noqa: E402
+from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
+from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
+from nlpzoo.zoo import (  # noqa: E402
     ENCODER_PRESETS,
     TASK_PRESETS,
     build_task_model,
     check_adaptation,
     get_preset,
 )
-from zoo.checkpoints import (  # noqa: E402
+from nlpzoo.zoo.checkpoints import (  # noqa: E402
     load_encoder,
     matching_encoder_preset,
     read_tokenizer_settings,
 )
-from zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
+from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()

@@ -1,12 +1,14 @@
 """The model zoo: named presets that build compiled Keras models.
 
->>> from zoo import build_model
+>>> from nlpzoo.zoo import build_model
 >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
 >>> model.output_shape
 (None, 6)
 """
 
-from zoo.builder import (
+# The built-in task families register themselves (the registry imports none of them).
+from nlpzoo.tasks import builtin as _builtin_tasks  # noqa: F401
+from nlpzoo.zoo.builder import (
     build_encoder,
     build_model,
     build_task_model,
@@ -14,14 +16,14 @@ from zoo.builder import (
     get_preset,
     list_presets,
 )
-from zoo.checkpoints import (
+from nlpzoo.zoo.checkpoints import (
     load_encoder,
     load_hf_encoder,
     load_hf_tokenizer,
     load_pretrained,
     load_tokenizer,
 )
-from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset
+from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset
 
 __all__ = [
     "ENCODER_PRESETS",

@@ -4,12 +4,12 @@ import dataclasses
 import difflib
 
 
-from layers import LAYER_MIXES, Encoder, rebuild_encoder, transformer_of
-from tasks.l2sp import attach_l2sp
-from tasks.optimization import SCHEDULES, create_optimizer
-from tasks.registry import get_task
-from zoo.hardware import resolve_jit_compile
-from zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
+from nlpzoo.layers import LAYER_MIXES, Encoder, rebuild_encoder, transformer_of
+from nlpzoo.tasks.training.l2sp import attach_l2sp
+from nlpzoo.tasks.training.optimization import SCHEDULES, create_optimizer
+from nlpzoo.tasks.registry import get_task
+from nlpzoo.zoo.hardware import resolve_jit_compile
+from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
 
 ENCODER_INPUTS = Encoder.INPUTS
 _ENCODER_FIELDS = tuple(
@@ -168,7 +168,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             `span_hidden_dim`, `none_weight`, and `num_classes` counts NONE)
             training fields (`learning_rate`, `warmup_steps`, `total_steps`,
             `weight_decay`, `jit_compile`; `schedule`, one of
-            `tasks.optimization.SCHEDULES`; `head_learning_rate` and
+            `tasks.training.optimization.SCHEDULES`; `head_learning_rate` and
             `layer_lr_decay` for per-part rates; `learning_rate` defaults to
             the encoder preset's `fine_tuning.learning_rate`, and with a
             pretrained `encoder` `head_learning_rate` to its
@@ -183,7 +183,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             padding; needs `jit_compile` off: see
             `layers.TransformerEncoder.pack_length`). Gradual unfreezing changes what trains
             during `fit`: it is a callback,
-            `tasks.gradual_unfreezing.GradualUnfreezing`. Unknown names or
+            `tasks.training.gradual_unfreezing.GradualUnfreezing`. Unknown names or
             bad values raise `ValueError`.
 
     Examples:

@@ -1,7 +1,7 @@
 """Sentence-BERT bi-encoders: one shared encoder reads each text of a pair."""
 
-from tasks.bi_encoder.metrics import average_ranks, pearson, spearman
-from tasks.bi_encoder.model import (
+from nlpzoo.tasks.bi_encoder.metrics import average_ranks, pearson, spearman
+from nlpzoo.tasks.bi_encoder.model import (
     BI_ENCODER_INPUTS,
     OBJECTIVES,
     PAIR_PREFIX,
@@ -12,9 +12,9 @@ from tasks.bi_encoder.model import (
     pair_inputs,
     split_towers,
 )
-from tasks.bi_encoder.pipeline import encode_pairs, make_dataset
-from tasks.bi_encoder.predictions import predict_pairs, prediction_records
-from tasks.bi_encoder.readers import FORMATS, read_pairs, score_of
+from nlpzoo.tasks.bi_encoder.pipeline import encode_pairs, make_dataset
+from nlpzoo.tasks.bi_encoder.predictions import predict_pairs, prediction_records
+from nlpzoo.tasks.bi_encoder.readers import FORMATS, read_pairs, score_of
 
 __all__ = [
     "BI_ENCODER_INPUTS",

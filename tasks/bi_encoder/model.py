@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from layers import ClassificationHead, CosineSimilarity, Encoder, PairFeatures, SequencePooling
-from layers import POOLINGS, cosine_similarity
-from tasks.classification.model import classification_loss, classification_metrics
-from tasks.encoder_task_model import EncoderTaskModel
+from nlpzoo.layers import ClassificationHead, CosineSimilarity, Encoder, PairFeatures, SequencePooling
+from nlpzoo.layers import POOLINGS, cosine_similarity
+from nlpzoo.tasks.classification.model import classification_loss, classification_metrics
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
 OBJECTIVES = ("softmax", "cosine")
 # The second tower's inputs are the encoder's, with this prefix.

@@ -3,11 +3,11 @@
 import numpy as np
 import tensorflow as tf
 
-from tasks.batching import shuffle_batch_and_count
-from tasks.bi_encoder.model import PAIR_PREFIX, pair_inputs
-from tasks.bi_encoder.readers import score_of
-from tasks.classification.pipeline import encode_labels
-from tasks.preprocessor import as_preprocessor
+from nlpzoo.tasks.text.batching import shuffle_batch_and_count
+from nlpzoo.tasks.bi_encoder.model import PAIR_PREFIX, pair_inputs
+from nlpzoo.tasks.bi_encoder.readers import score_of
+from nlpzoo.tasks.classification.pipeline import encode_labels
+from nlpzoo.tasks.text.preprocessor import as_preprocessor
 
 _TOKENIZE_BATCH = 512
 LENGTH_FEATURES = ("token_ids", PAIR_PREFIX + "token_ids")

@@ -5,9 +5,9 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from tasks.bi_encoder.pipeline import make_dataset
-from tasks.classification.predictions import label_fields, softmax_probabilities
-from tasks.progress import track
+from nlpzoo.tasks.bi_encoder.pipeline import make_dataset
+from nlpzoo.tasks.classification.predictions import label_fields, softmax_probabilities
+from nlpzoo.tasks.io.progress import track
 
 
 def predict_pairs(model, preprocessor, examples, labels, objective="softmax", batch_size=64):
@@ -32,7 +32,7 @@ def prediction_records(examples, outputs, labels):
     and every class's `probabilities`, then `cosine`; numbers rounded to 6 places.
 
     Examples:
-    >>> from tasks.classification import ClassificationExample
+    >>> from nlpzoo.tasks.classification import ClassificationExample
     >>> pair = ClassificationExample("a b", "", "b a")
     >>> outputs = {"cosine": np.array([0.5]), "logits": np.log([[1.0, 3.0]])}
     >>> prediction_records([pair], outputs, ["0", "1"])[0]

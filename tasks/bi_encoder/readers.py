@@ -15,15 +15,15 @@ Errors name the file and the 1-based line.
 
 import math
 
-from tasks.classification.readers import (
+from nlpzoo.tasks.classification.readers import (
     ClassificationExample,
     infer_format,
     read_jsonl,
     read_mrpc,
 )
-from tasks.errors import DataFormatError
-from tasks.line_reader import cleaned
-from tasks.prediction_io import read_text_lines
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.line_reader import cleaned
+from nlpzoo.tasks.io.prediction_io import read_text_lines
 
 FORMATS = ("mrpc", "jsonl")
 # The JSONL field of each objective's target.

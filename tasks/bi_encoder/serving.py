@@ -1,4 +1,4 @@
-"""The serving outputs of a bi-encoder, from raw text (see `tasks.serving`).
+"""The serving outputs of a bi-encoder, from raw text (see `tasks.modeling.serving`).
 
 Inputs `text` and `text_pair`, 1-D strings; each is packed alone as
 `[CLS] text [SEP]` and truncated to `max_seq_length` by the model's
@@ -12,8 +12,8 @@ label-id order).
 
 from keras import ops
 
-from tasks.bi_encoder.model import pair_inputs
-from tasks.classification.serving import label_outputs
+from nlpzoo.tasks.bi_encoder.model import pair_inputs
+from nlpzoo.tasks.classification.serving import label_outputs
 
 
 def bi_encoder_outputs(model, preprocessor, labels, text, text_pair):

@@ -6,25 +6,25 @@ import json
 import numpy as np
 from absl import flags
 
-from layers import POOLINGS
-from tasks.bi_encoder import readers
-from tasks.bi_encoder.metrics import pearson, spearman
-from tasks.bi_encoder.model import (
+from nlpzoo.layers import POOLINGS
+from nlpzoo.tasks.bi_encoder import readers
+from nlpzoo.tasks.bi_encoder.metrics import pearson, spearman
+from nlpzoo.tasks.bi_encoder.model import (
     OBJECTIVES,
     BiEncoder,
     bi_encoder_loss,
     bi_encoder_metrics,
 )
-from tasks.bi_encoder.pipeline import make_dataset
-from tasks.bi_encoder.predictions import predict_pairs, prediction_records
-from tasks.bi_encoder.serving import bi_encoder_outputs
-from tasks.classification.model import classification_monitor, define_pooling_flag
-from tasks.errors import DataFormatError
-from tasks.labels import sorted_label_names
-from tasks.prediction_io import looks_like_jsonl, write_output
-from tasks.progress import ProgressCallback
-from tasks.registry import register_task
-from tasks.task import Task
+from nlpzoo.tasks.bi_encoder.pipeline import make_dataset
+from nlpzoo.tasks.bi_encoder.predictions import predict_pairs, prediction_records
+from nlpzoo.tasks.bi_encoder.serving import bi_encoder_outputs
+from nlpzoo.tasks.classification.model import classification_monitor, define_pooling_flag
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.labels import sorted_label_names
+from nlpzoo.tasks.io.prediction_io import looks_like_jsonl, write_output
+from nlpzoo.tasks.io.progress import ProgressCallback
+from nlpzoo.tasks.registry import register_task
+from nlpzoo.tasks.task import Task
 
 
 @dataclasses.dataclass(frozen=True)

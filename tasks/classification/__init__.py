@@ -1,13 +1,13 @@
 """Single-text and text-pair classification."""
 
-from tasks.classification.metrics import BinaryF1
-from tasks.classification.model import (
+from nlpzoo.tasks.classification.metrics import BinaryF1
+from nlpzoo.tasks.classification.model import (
     Classifier,
     classification_loss,
     classification_metrics,
 )
-from tasks.classification.pipeline import encode_labels, make_dataset
-from tasks.classification.readers import (
+from nlpzoo.tasks.classification.pipeline import encode_labels, make_dataset
+from nlpzoo.tasks.classification.readers import (
     FORMATS,
     ClassificationExample,
     infer_format,

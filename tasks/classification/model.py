@@ -3,9 +3,9 @@
 import keras
 from absl import flags
 
-from layers import ClassificationHead, Encoder, SequencePooling
-from tasks.classification.metrics import BinaryF1
-from tasks.encoder_task_model import EncoderTaskModel
+from nlpzoo.layers import ClassificationHead, Encoder, SequencePooling
+from nlpzoo.tasks.classification.metrics import BinaryF1
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
 CLASSIFIER_INPUTS = Encoder.INPUTS
 POOLINGS = ("pooler", "cls", "mean", "max")

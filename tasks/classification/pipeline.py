@@ -3,9 +3,9 @@
 import numpy as np
 import tensorflow as tf
 
-from tasks.batching import shuffle_batch_and_count
-from tasks.labels import LabelSet
-from tasks.preprocessor import as_preprocessor
+from nlpzoo.tasks.text.batching import shuffle_batch_and_count
+from nlpzoo.tasks.text.labels import LabelSet
+from nlpzoo.tasks.text.preprocessor import as_preprocessor
 
 _TOKENIZE_BATCH = 512
 
@@ -25,7 +25,7 @@ def text_columns(examples):
             first that differs from the first example: its file and line).
 
     Examples:
-    >>> from tasks.classification.readers import ClassificationExample
+    >>> from nlpzoo.tasks.classification.readers import ClassificationExample
     >>> text_columns([ClassificationExample("a", "x", text_pair="b")])
     (['a'], ['b'])
     """

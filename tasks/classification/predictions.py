@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from tasks.classification.pipeline import text_columns
-from tasks.length_sorting import (
+from nlpzoo.tasks.classification.pipeline import text_columns
+from nlpzoo.tasks.text.length_sorting import (
     compiles_each_shape,
     encode_texts,
     predict_encoded_in_length_order,
@@ -39,7 +39,7 @@ def class_probabilities(model, preprocessor, examples, batch_size):
     """Class probabilities [N, C] (float64) of `examples`, in order, batched by length.
 
     The examples are encoded once and predicted in dense batches of similar
-    lengths (`tasks.length_sorting.predict_encoded_in_length_order`); the rows
+    lengths (`tasks.text.length_sorting.predict_encoded_in_length_order`); the rows
     come back in the order of `examples`.
 
     Args:
@@ -50,8 +50,8 @@ def class_probabilities(model, preprocessor, examples, batch_size):
 
     Examples:
     >>> import keras
-    >>> from tasks.classification.readers import ClassificationExample
-    >>> from tasks.preprocessor import TextPreprocessor
+    >>> from nlpzoo.tasks.classification.readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
     >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
     >>> class Length(keras.Model):  # logits [0, real tokens]: the batch's padding is masked
     ...     def call(self, features):

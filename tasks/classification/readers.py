@@ -1,10 +1,10 @@
 """Readers for text classification data: TREC label files, the MRPC TSV and JSONL.
 
 Every reader returns a list of `ClassificationExample`; errors name the file and
-the 1-based line. Files are streamed (`tasks.line_reader`); lines may end in
+the 1-based line. Files are streamed (`tasks.text.line_reader`); lines may end in
 `\\n`, `\\r\\n` or `\\r`; a byte-order mark is dropped; lines of only whitespace
 or control characters are blank and skipped; a text that is empty after BERT's
-clean-up (`tasks.text_cleaning.clean_text`) is an error. Texts are kept as
+clean-up (`tasks.text.text_cleaning.clean_text`) is an error. Texts are kept as
 written: the tokenizer cleans them.
 """
 
@@ -12,8 +12,8 @@ import dataclasses
 import json
 import os
 
-from tasks.errors import DataFormatError, MissingDataFileError
-from tasks.line_reader import cleaned, read_lines
+from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
+from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 
 FORMATS = ("trec", "trec_fine", "mrpc", "jsonl")
 
@@ -39,7 +39,7 @@ class ClassificationExample:
 
 
 def _read_lines(path, invalid_utf8="error"):
-    """Yields (line_number, text), streamed (`tasks.line_reader.read_lines`).
+    """Yields (line_number, text), streamed (`tasks.text.line_reader.read_lines`).
 
     Invalid UTF-8 is an error naming the file, line and byte, except with
     `invalid_utf8="latin-1"` (TREC: `train_5500.label` has one Latin-1 byte,

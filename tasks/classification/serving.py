@@ -1,4 +1,4 @@
-"""The serving outputs of a classifier, from raw text (see `tasks.serving`).
+"""The serving outputs of a classifier, from raw text (see `tasks.modeling.serving`).
 
 Inputs `text` (and `text_pair` for a pair classifier), 1-D strings, packed
 as `[CLS] text [SEP]` (or `[CLS] a [SEP] b [SEP]`) and truncated to
@@ -10,7 +10,7 @@ the logits, columns in label-id order).
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import first_max_index
+from nlpzoo.tasks.modeling.serving import first_max_index
 
 
 def label_outputs(logits, labels):

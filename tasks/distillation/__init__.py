@@ -8,9 +8,9 @@ marginals), `teacher_targets` runs the teacher once over the training data,
 (1 − α) · hard + α · T² · KL(teacher_T ‖ student_T).
 """
 
-from tasks.distillation.families import ClassificationFamily, TaggingFamily, family_of
-from tasks.distillation.mixed_loss import use_distillation_loss
-from tasks.distillation.soft_targets import (
+from nlpzoo.tasks.distillation.families import ClassificationFamily, TaggingFamily, family_of
+from nlpzoo.tasks.distillation.mixed_loss import use_distillation_loss
+from nlpzoo.tasks.distillation.soft_targets import (
     LABELS,
     TARGETS,
     distillation_dataset,

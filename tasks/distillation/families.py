@@ -13,9 +13,9 @@ import dataclasses
 import numpy as np
 from keras import ops
 
-from tasks.classification.task import ClassificationTask
-from tasks.losses import masked_sparse_cross_entropy
-from tasks.tagging.task import TaggingTask
+from nlpzoo.tasks.classification.task import ClassificationTask
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.tagging.task import TaggingTask
 
 
 def _softmax(logits, temperature):
@@ -60,7 +60,7 @@ class TaggingFamily:
     teacher did not see (cut off by its `max_seq_length`) have no target.
 
     Examples:
-    >>> from tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.tagging import TaggedSentence
     >>> sentence = TaggedSentence(("Anna", "sees", "Rome"), ("B-PER", "O", "B-LOC"))
     >>> scores = np.array([[[2.0, 0.0], [0.0, 0.0], [5.0, 5.0]]])  # a softmax teacher's
     >>> rows = TaggingFamily().teacher_rows(None, scores, {"word_mask": np.array([[1, 1, 0]])},

@@ -4,8 +4,8 @@
 import tensorflow as tf
 from keras import ops
 
-from tasks.distillation.soft_targets import LABELS, TARGETS
-from tasks.losses import distillation_loss
+from nlpzoo.tasks.distillation.soft_targets import LABELS, TARGETS
+from nlpzoo.tasks.modeling.losses import distillation_loss
 
 
 def use_distillation_loss(student, family, alpha, temperature):
@@ -34,9 +34,9 @@ def use_distillation_loss(student, family, alpha, temperature):
 
     Examples:
     >>> import numpy as np
-    >>> from layers import Encoder
-    >>> from tasks.classification.model import Classifier
-    >>> from tasks.distillation.families import ClassificationFamily
+    >>> from nlpzoo.layers import Encoder
+    >>> from nlpzoo.tasks.classification.model import Classifier
+    >>> from nlpzoo.tasks.distillation.families import ClassificationFamily
     >>> student = Classifier(Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
     ...                              hidden_dim=8, intermediate_dim=16), num_classes=2)
     >>> _ = use_distillation_loss(student, ClassificationFamily(), alpha=0.5, temperature=2.0)

@@ -12,7 +12,7 @@ example, or [words, K] per sentence (CoNLL-2003's 14,041 training sentences ×
 import numpy as np
 import tensorflow as tf
 
-from tasks.batching import shuffle_batch_and_count
+from nlpzoo.tasks.text.batching import shuffle_batch_and_count
 
 TARGETS = "teacher_probabilities"
 LABELS = "labels"

@@ -17,7 +17,7 @@ True
 import fcntl
 import os
 
-from tasks.io.ownership import LOCK
+from nlpzoo.tasks.io.ownership import LOCK
 
 _held = {}  # real path → open lock file, for the life of the process
 

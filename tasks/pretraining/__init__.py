@@ -1,12 +1,12 @@
 """Pretraining: masked LM (token / whole-word), SpanBERT span masking, NSP pairs.
 
 The masking functions are TensorFlow-only and meant for `tf.data.Dataset.map`
-(see `tasks.pretraining.masking` for seeding and determinism); the heads live
+(see `tasks.text.masking` for seeding and determinism); the heads live
 in `layers.masked_lm_head`, `layers.span_boundary_head` and
 `layers.next_sentence_head`.
 """
 
-from tasks.pretraining.masking import (
+from nlpzoo.tasks.text.masking import (
     KEEP,
     MASK,
     RANDOM,

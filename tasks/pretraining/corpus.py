@@ -14,10 +14,10 @@ Two layouts are understood:
 `"auto"` picks `"wikitext"` when the first non-blank line starts with a
 level-1 heading, else `"blank_lines"`.
 
-The file is streamed (`tasks.line_reader.read_lines`: `\\n`, `\\r\\n` and `\\r`
+The file is streamed (`tasks.text.line_reader.read_lines`: `\\n`, `\\r\\n` and `\\r`
 line endings, a byte-order mark dropped, invalid UTF-8 an error naming the file,
 line and byte); `iter_documents` yields one document at a time. Lines are
-cleaned as BERT does (`tasks.text_cleaning.clean_text`), so a line of only
+cleaned as BERT does (`tasks.text.text_cleaning.clean_text`), so a line of only
 control characters is blank.
 """
 
@@ -25,8 +25,8 @@ import html
 import itertools
 import re
 
-from tasks.errors import DataFormatError
-from tasks.line_reader import cleaned, read_lines
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 
 CORPUS_FORMATS = ("auto", "blank_lines", "wikitext")
 

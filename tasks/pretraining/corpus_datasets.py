@@ -8,7 +8,7 @@ with a model loaded on its own, a benchmark) builds them with the same code:
 the corpus's unigram distribution for random replacements).
 
 Examples:
->>> from tasks.tokenizer import WordPieceTokenizer
+>>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 >>> tokenizer = WordPieceTokenizer(
 ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "sky", "is", "blue", "."])
 >>> documents = [["The sky is blue ."] * 3] * 8
@@ -25,14 +25,14 @@ Examples:
 
 import numpy as np
 
-from tasks.pretraining.masking import unigram_distribution
-from tasks.pretraining.packing import (
+from nlpzoo.tasks.text.masking import unigram_distribution
+from nlpzoo.tasks.pretraining.packing import (
     continuation_flags,
     pack_sentence_pairs,
     pack_single_segments,
     tokenize_documents,
 )
-from tasks.pretraining.pipeline import make_pretraining_dataset
+from nlpzoo.tasks.pretraining.pipeline import make_pretraining_dataset
 
 
 def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,

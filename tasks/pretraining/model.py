@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from layers import Encoder, MaskedLMHead, NextSentenceHead, SpanBoundaryHead, transformer_of
-from tasks.encoder_task_model import EncoderTaskModel, MaskedAccuracy
-from tasks.losses import masked_sparse_cross_entropy
-from tasks.pretraining.pipeline import OBJECTIVES
+from nlpzoo.layers import Encoder, MaskedLMHead, NextSentenceHead, SpanBoundaryHead, transformer_of
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel, MaskedAccuracy
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.pretraining.pipeline import OBJECTIVES
 
 _SPAN_INPUTS = ("span_left", "span_right", "span_offset")
 

@@ -18,7 +18,7 @@ at a word start.
 
 import numpy as np
 
-from tasks.pretraining.masking import make_nsp_pairs
+from nlpzoo.tasks.text.masking import make_nsp_pairs
 
 
 def tokenize_documents(documents, tokenizer, batch_size=2048):
@@ -27,7 +27,7 @@ def tokenize_documents(documents, tokenizer, batch_size=2048):
     Empty lines (after tokenization) are dropped.
 
     Examples:
-    >>> from tasks.tokenizer import WordPieceTokenizer
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
     >>> tokenizer = WordPieceTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "it", "is", "blue", "."])
     >>> [[ids.tolist() for ids in doc]

@@ -22,14 +22,9 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from tasks.pretraining.masking import mlm_mask, span_mask
+from nlpzoo.tasks.text.masking import mlm_mask, span_mask
 
 OBJECTIVES = ("mlm", "mlm_nsp", "span_sbo")
-
-
-def default_max_predictions(max_seq_length, mask_rate=0.15):
-    """Prediction slots per sequence: the 15% budget of a full sequence, rounded up."""
-    return int(np.ceil(mask_rate * max_seq_length))
 
 
 def _mask_function(objective, *, vocabulary_size, mask_id, special_ids, max_predictions,

@@ -12,9 +12,9 @@ frozen and only read. So it is a library of three steps that a binary or a
 notebook chains:
 
 >>> import os, tempfile
->>> from layers import Encoder
->>> from tasks.word_pipeline import make_word_dataset
->>> from tasks.word_preprocessor import WordPreprocessor
+>>> from nlpzoo.layers import Encoder
+>>> from nlpzoo.tasks.words.pipeline import make_word_dataset
+>>> from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 >>> path = os.path.join(tempfile.mkdtemp(), "tiny.conll")
 >>> with open(path, "w") as file:
 ...     _ = file.write("the DT\\ncat NN\\n\\na DT\\ndog NN\\n")
@@ -31,13 +31,13 @@ notebook chains:
 3
 """
 
-from tasks.probing.classifier import (
+from nlpzoo.tasks.probing.classifier import (
     build_probes,
     majority_accuracy,
     probe_accuracies,
     train_probes,
 )
-from tasks.probing.data import (
+from nlpzoo.tasks.probing.data import (
     CONLL2003_COLUMNS,
     WORD_COLUMN,
     label_ids,
@@ -45,13 +45,13 @@ from tasks.probing.data import (
     read_probing_column,
     take_sentences,
 )
-from tasks.probing.features import (
+from nlpzoo.tasks.probing.features import (
     WordFeatures,
     extract_word_features,
     random_encoder_like,
     word_vector_model,
 )
-from tasks.probing.plot import accuracy_plot, save_png
+from nlpzoo.tasks.probing.plot import accuracy_plot, save_png
 
 __all__ = [
     "CONLL2003_COLUMNS",

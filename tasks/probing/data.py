@@ -9,7 +9,7 @@ they are (no tag scheme is checked).
 
 import numpy as np
 
-from tasks.tagging.readers import read_column_file
+from nlpzoo.tasks.tagging.readers import read_column_file
 
 WORD_COLUMN = 1
 # What the columns of CoNLL-2003 hold, by their 1-based number.
@@ -77,7 +77,7 @@ def probing_labels(sentences):
     """The label set of training sentences, sorted: label id = index.
 
     Examples:
-    >>> from tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.tagging import TaggedSentence
     >>> probing_labels([TaggedSentence(("EU", "rejects"), ("NNP", "VBZ")),
     ...                 TaggedSentence(("it",), ("PRP",))])
     ['NNP', 'PRP', 'VBZ']
@@ -92,7 +92,7 @@ def label_ids(sentences, labels):
     `len(labels)`, which no probe predicts: such words count as errors.
 
     Examples:
-    >>> from tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.tagging import TaggedSentence
     >>> [ids.tolist() for ids in label_ids([TaggedSentence(("a", "b"), ("NN", "XX"))],
     ...                                    ["DT", "NN"])]
     [[1, 2]]

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from layers import Encoder, PositionGather, encoder_config
+from nlpzoo.layers import Encoder, PositionGather, encoder_config
 
 WORD_STARTS = "word_starts"
 
@@ -81,7 +81,7 @@ def extract_word_features(encoder, dataset):
     Args:
         encoder: an encoder with `hidden_states` (run in inference mode: no dropout).
         dataset: `(features, label ids)` batches in sentence order, from
-            `tasks.word_pipeline.make_word_dataset(words, label_ids, preprocessor)`
+            `tasks.words.pipeline.make_word_dataset(words, label_ids, preprocessor)`
             (it tokenizes once and caches: the same dataset feeds every encoder).
 
     Returns:
@@ -90,8 +90,8 @@ def extract_word_features(encoder, dataset):
 
     Examples:
     >>> import numpy as np
-    >>> from tasks.word_pipeline import make_word_dataset
-    >>> from tasks.word_preprocessor import WordPreprocessor
+    >>> from nlpzoo.tasks.words.pipeline import make_word_dataset
+    >>> from nlpzoo.tasks.words.preprocessor import WordPreprocessor
     >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s", "cafe"]
     >>> encoder = Encoder(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
     ...                   hidden_dim=8, intermediate_dim=16, max_sequence_length=16)

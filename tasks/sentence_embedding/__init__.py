@@ -1,13 +1,13 @@
 """Sentence embeddings: one vector per text from an encoder, as sentence-transformers makes them."""
 
-from tasks.sentence_embedding.model import (
+from nlpzoo.tasks.sentence_embedding.model import (
     EXTRACTION_MIXES,
     SentenceEmbedder,
     build_embedding_model,
     parse_layer,
 )
-from tasks.sentence_embedding.readers import FORMATS, Sentence, read_sentences
-from tasks.sentence_embedding.similarity import cosine_similarities, top_k
+from nlpzoo.tasks.sentence_embedding.readers import FORMATS, Sentence, read_sentences
+from nlpzoo.tasks.sentence_embedding.similarity import cosine_similarities, top_k
 
 __all__ = [
     "EXTRACTION_MIXES",

@@ -2,8 +2,8 @@
 
 import keras
 
-from layers import LAYER_MIXES, POOLINGS, Encoder, LayerMix, SequencePooling, transformer_of
-from tasks.encoder_task_model import EncoderTaskModel
+from nlpzoo.layers import LAYER_MIXES, POOLINGS, Encoder, LayerMix, SequencePooling, transformer_of
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
 # The mixes an embedding can read without training (a scalar mix is learned).
 EXTRACTION_MIXES = tuple(mix for mix in LAYER_MIXES if mix != "scalar_mix")

@@ -1,4 +1,4 @@
-"""The serving output of a sentence embedding model, from raw text (see `tasks.serving`).
+"""The serving output of a sentence embedding model, from raw text (see `tasks.modeling.serving`).
 
 Input `text`, 1-D strings, packed as `[CLS] text [SEP]` and truncated to
 `max_seq_length` by the model's `TextPreprocessor` (the same `encode` as

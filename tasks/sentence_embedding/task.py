@@ -4,15 +4,15 @@ import json
 
 import numpy as np
 
-from tasks.atomic_files import write_binary_atomically
-from tasks.classification.pipeline import make_dataset as make_classification_dataset
-from tasks.classification.readers import ClassificationExample
-from tasks.prediction_io import write_output
-from tasks.registry import register_task
-from tasks.sentence_embedding import readers
-from tasks.sentence_embedding.model import SentenceEmbedder
-from tasks.sentence_embedding.serving import embedding_outputs
-from tasks.task import Task
+from nlpzoo.tasks.io.atomic_files import write_binary_atomically
+from nlpzoo.tasks.classification.pipeline import make_dataset as make_classification_dataset
+from nlpzoo.tasks.classification.readers import ClassificationExample
+from nlpzoo.tasks.io.prediction_io import write_output
+from nlpzoo.tasks.registry import register_task
+from nlpzoo.tasks.sentence_embedding import readers
+from nlpzoo.tasks.sentence_embedding.model import SentenceEmbedder
+from nlpzoo.tasks.sentence_embedding.serving import embedding_outputs
+from nlpzoo.tasks.task import Task
 
 # What embeddings are written as: a NumPy array, or JSON lines with their texts.
 OUTPUT_KINDS = ("npy", "jsonl")

@@ -4,15 +4,15 @@ Pure Python and NumPy; the Keras span models live elsewhere. Spans are `(start, 
 over word positions with an inclusive `end`.
 """
 
-from tasks.span_ner.decoding import (
+from nlpzoo.tasks.span_ner.decoding import (
     Calibration,
     calibrate_threshold,
     decode_flat,
     decode_nested,
     spans_overlap,
 )
-from tasks.span_ner.metrics import span_scores
-from tasks.span_ner.readers import (
+from nlpzoo.tasks.span_ner.metrics import span_scores
+from nlpzoo.tasks.span_ner.readers import (
     NONE_LABEL,
     DataFormatError,
     SpanSentence,

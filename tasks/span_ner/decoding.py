@@ -28,7 +28,7 @@ import typing
 
 import numpy as np
 
-from tasks.span_ner.metrics import span_scores
+from nlpzoo.tasks.span_ner.metrics import span_scores
 
 FLAT_METHODS = ("greedy", "exact")
 MODES = ("flat", "nested")

@@ -2,7 +2,7 @@
 
 from keras import ops
 
-from tasks.ensemble import Ensemble, mean_log_probabilities
+from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities
 
 
 class SpanEnsemble(Ensemble):

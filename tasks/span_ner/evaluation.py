@@ -2,15 +2,15 @@
 
 import numpy as np
 
-from tasks.length_sorting import (
+from nlpzoo.tasks.text.length_sorting import (
     compiles_each_shape,
     encode_word_sentences,
     predict_encoded_in_length_order,
 )
-from tasks.progress import track
-from tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
-from tasks.span_ner.metrics import span_scores
-from tasks.word_windows import merge_span_scores, parents
+from nlpzoo.tasks.io.progress import track
+from nlpzoo.tasks.span_ner.decoding import calibrate_threshold, decode_flat, decode_nested
+from nlpzoo.tasks.span_ner.metrics import span_scores
+from nlpzoo.tasks.words.windows import merge_span_scores, parents
 
 
 def span_rows(model, features, max_span_width):
@@ -35,7 +35,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
     """Per sentence: (probabilities [S, C], starts [S], ends [S]) of its valid spans.
 
     `dataset` is the order-preserving dataset of `sentences` (see `span_rows`).
-    When `sentences` holds windows of longer sentences (`tasks.word_windows`),
+    When `sentences` holds windows of longer sentences (`tasks.words.windows`),
     their spans are merged: one triple per original sentence.
     """
     results = [row for features, _ in track(dataset, "predicting")
@@ -48,7 +48,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
 def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_width,
                                        batch_size):
     """`span_probabilities` in batches of similar lengths, each padded little
-    (`tasks.length_sorting.predict_encoded_in_length_order`): the same scores.
+    (`tasks.text.length_sorting.predict_encoded_in_length_order`): the same scores.
 
     Args:
         model: the span model (or an ensemble).

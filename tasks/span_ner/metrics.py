@@ -2,10 +2,10 @@
 
 Pure Python. On spans read from tags with `tags_to_spans`, the scores equal
 `tasks.tagging.metrics.entity_scores`, and so `seqeval`'s default mode: both count
-with `tasks.entity_scores.score_entities`.
+with `tasks.words.entity_scores.score_entities`.
 """
 
-from tasks.entity_scores import score_entities
+from nlpzoo.tasks.words.entity_scores import score_entities
 
 
 def _span_set(sentences, what):

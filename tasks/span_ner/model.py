@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
-from layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
-from tasks.encoder_task_model import EncoderTaskModel
-from tasks.losses import masked_sparse_cross_entropy
-from tasks.word_shapes import CASING_INPUT, concat_word_shape_embedding
+from nlpzoo.layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
 
 SPAN_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
 
@@ -27,7 +27,7 @@ class SpanNER(EncoderTaskModel):
     by `none_weight` (below 1 to favour recall on rare entities).
 
     With `casing_dim > 0` the model takes one more input, `word_shapes`
-    [batch, words] (`tasks.word_shapes`), and each word's vector carries a
+    [batch, words] (`tasks.words.shapes`), and each word's vector carries a
     learned embedding of its capitalisation into the span representation.
 
     Args:

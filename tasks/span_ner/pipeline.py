@@ -1,18 +1,18 @@
 """tf.data pipeline for span NER: word features plus a [words, L] span label grid.
 
-Features are those of `tasks.word_pipeline`. The label of the span that starts
+Features are those of `tasks.words.pipeline`. The label of the span that starts
 at word i and ends at word i + w sits at `labels[i, w]`: 0 for NONE, the
 entity type id otherwise, -1 where the span runs past the last kept word.
 Sentences that carry document context (`left_context`, `right_context`, see
-`tasks.document_context`) are encoded with it; spans stay inside the sentence.
+`tasks.words.document_context`) are encoded with it; spans stay inside the sentence.
 """
 
 import numpy as np
 import tensorflow as tf
 
-from tasks.document_context import context_lists
-from tasks.labels import LabelSet
-from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
+from nlpzoo.tasks.words.document_context import context_lists
+from nlpzoo.tasks.text.labels import LabelSet
+from nlpzoo.tasks.words.pipeline import LABEL_PADDING, make_word_dataset
 
 
 def span_label_grid(sentence, labels, max_span_width):
@@ -25,7 +25,7 @@ def span_label_grid(sentence, labels, max_span_width):
     span keep the first in sorted order.
 
     Examples:
-    >>> from tasks.span_ner import SpanSentence
+    >>> from nlpzoo.tasks.span_ner import SpanSentence
     >>> s = SpanSentence(("New", "York", "rocks"), ((0, 1, "LOC"),))
     >>> span_label_grid(s, LabelSet(["NONE", "LOC"]), 2).tolist()
     [[0, 1], [0, 0], [0, -1]]

@@ -3,7 +3,7 @@
 Pure Python, no TensorFlow.
 
 Spans are `(start, end, label)` over word positions with an INCLUSIVE `end`: `(0, 1, "ORG")`
-covers words 0 and 1. This is the convention of `tasks.tags.tags_to_spans`, so spans
+covers words 0 and 1. This is the convention of `tasks.words.tags.tags_to_spans`, so spans
 read from tags and spans read from JSONL mean the same thing. Unlike tags, spans may nest
 ("United Airlines" inside "United Airlines Holding") or overlap.
 """
@@ -12,10 +12,10 @@ import dataclasses
 import json
 import os
 
-from tasks.errors import DataFormatError
-from tasks.line_reader import cleaned
-from tasks.tagging.readers import TaggedSentence, decoded_lines, read_column_file
-from tasks.tags import split_tag, tags_to_spans
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.line_reader import cleaned
+from nlpzoo.tasks.tagging.readers import TaggedSentence, decoded_lines, read_column_file
+from nlpzoo.tasks.words.tags import split_tag, tags_to_spans
 
 NONE_LABEL = "NONE"
 DATA_FORMATS = ("jsonl", "conll")
@@ -42,10 +42,10 @@ class SpanSentence:
         document: 0-based index of the sentence's document in `source` (see `read_span_jsonl`
             and `tasks.tagging.readers.read_column_file`); 0 when built by hand.
         left_context, right_context: words of the neighbouring sentences of the document,
-            encoded as unlabelled context (`tasks.document_context`); empty by default.
+            encoded as unlabelled context (`tasks.words.document_context`); empty by default.
         text: the raw line the words were split from (plain-text prediction input), so
             that entities get character offsets into it; "" otherwise.
-        window: a `tasks.word_windows.Window` when this sentence is one window of a
+        window: a `tasks.words.windows.Window` when this sentence is one window of a
             longer one (prediction and evaluation); None otherwise.
 
     Raises:
@@ -206,7 +206,7 @@ def read_span_jsonl(path):
     without one) are one document, numbered from 0 in each sentence's `document` (a file
     without the key is one document). Other keys of the object are ignored, blank lines are
     skipped, `\\r\\n` and `\\r` line endings and a UTF-8 byte-order mark are accepted. Tokens
-    are cleaned as BERT does (`tasks.text_cleaning.clean_text`); a token that cleans to
+    are cleaned as BERT does (`tasks.text.text_cleaning.clean_text`); a token that cleans to
     nothing is dropped (the spans after it move left), or is an error inside a span.
 
     Args:
@@ -282,7 +282,7 @@ def from_tagged_sentences(tagged):
             message names the file and line of the tag).
 
     Examples:
-    >>> from tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
     >>> tagged = TaggedSentence(("Peter", "Blackburn", "visits", "Paris"),
     ...                         ("B-PER", "I-PER", "O", "B-LOC"))
     >>> from_tagged_sentences([tagged])[0].spans

@@ -1,4 +1,4 @@
-"""The serving outputs of a span NER model, from raw sentences (see `tasks.serving`).
+"""The serving outputs of a span NER model, from raw sentences (see `tasks.modeling.serving`).
 
 Words, windows and character offsets as for tagging (`tasks.tagging.serving`):
 `words`, `num_words`, `word_start_char`, `word_end_char`, `entity_label`,
@@ -14,13 +14,13 @@ or nested, at its threshold. A model trained with document context also takes
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import (
+from nlpzoo.tasks.modeling.serving import (
     dense_rows,
     entity_outputs,
     first_max_index,
     word_outputs,
 )
-from tasks.serving_windows import merge_window_spans, windowed_word_inputs
+from nlpzoo.tasks.words.serving_windows import merge_window_spans, windowed_word_inputs
 
 
 def _greedy(scores, qualifies, starts, ends, width):

@@ -7,15 +7,15 @@ import json
 import numpy as np
 from absl import flags
 
-from tasks.document_context import (
+from nlpzoo.tasks.words.document_context import (
     add_document_context,
     check_context_sentences,
     define_context_flag,
     serving_input_names,
 )
-from tasks.encoder_task_model import MaskedAccuracy
-from tasks.errors import DataFormatError
-from tasks.prediction_io import (
+from nlpzoo.tasks.modeling.encoder_task_model import MaskedAccuracy
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.prediction_io import (
     entity_record,
     read_word_input,
     sentence_record,
@@ -23,26 +23,26 @@ from tasks.prediction_io import (
     word_offsets,
     write_output,
 )
-from tasks.registry import register_task
-from tasks.span_ner import readers
-from tasks.span_ner.ensemble import SpanEnsemble
-from tasks.span_ner.evaluation import (
+from nlpzoo.tasks.registry import register_task
+from nlpzoo.tasks.span_ner import readers
+from nlpzoo.tasks.span_ner.ensemble import SpanEnsemble
+from nlpzoo.tasks.span_ner.evaluation import (
     calibrate,
     decode_all,
     evaluate_span_model,
     span_probabilities,
     span_probabilities_in_length_order,
 )
-from tasks.span_ner.model import SpanNER
-from tasks.span_ner.pipeline import make_dataset
-from tasks.span_ner.serving import span_ner_outputs
-from tasks.tagging.readers import read_column_file
-from tasks.tags import spans_to_tags
-from tasks.task import Task
-from tasks.tensorboard_examples import entity_comparison, first_batch
-from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CasingFeaturesOption, define_casing_flag
-from tasks.word_windows import (
+from nlpzoo.tasks.span_ner.model import SpanNER
+from nlpzoo.tasks.span_ner.pipeline import make_dataset
+from nlpzoo.tasks.span_ner.serving import span_ner_outputs
+from nlpzoo.tasks.tagging.readers import read_column_file
+from nlpzoo.tasks.words.tags import spans_to_tags
+from nlpzoo.tasks.task import Task
+from nlpzoo.tasks.training.tensorboard_examples import entity_comparison, first_batch
+from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+from nlpzoo.tasks.words.shapes import CasingFeaturesOption, define_casing_flag
+from nlpzoo.tasks.words.windows import (
     check_stride,
     define_stride_flag,
     log_truncated,
@@ -66,9 +66,9 @@ class SpanNEROptions:
     "exact" (weighted interval scheduling). threshold: minimum best non-NONE
     probability of an entity (see `tools/calibrate.py`). context_sentences:
     encode each sentence with up to this many sentences before and after it
-    in its document, as unlabelled context (`tasks.document_context`); 0:
+    in its document, as unlabelled context (`tasks.words.document_context`); 0:
     alone. casing_features: give the model each word's capitalisation as
-    written (`tasks.word_shapes`): what an uncased encoder cannot see; None:
+    written (`tasks.words.shapes`): what an uncased encoder cannot see; None:
     on for uncased text once `for_text_casing` knows, off until then."""
 
     max_span_width: int = 10
@@ -261,7 +261,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
         """JSONL entities with scores, or CoNLL tags (flat decoding only). Sentences are
-        batched by length (`tasks.length_sorting`) and written in input order."""
+        batched by length (`tasks.text.length_sorting`) and written in input order."""
         as_jsonl = wants_jsonl(output, output_format)
         if not as_jsonl and self.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "

@@ -1,11 +1,11 @@
 """Sequence tagging (NER, chunking): readers, tag schemes and entity-level metrics.
 
-The tag-scheme names are re-exported from their home, `tasks.tags`.
+The tag-scheme names are re-exported from their home, `tasks.words.tags`.
 """
 
-from tasks.tagging.metrics import entity_scores
-from tasks.tagging.readers import DataFormatError, TaggedSentence, label_list, read_column_file
-from tasks.tags import (
+from nlpzoo.tasks.tagging.metrics import entity_scores
+from nlpzoo.tasks.tagging.readers import DataFormatError, TaggedSentence, label_list, read_column_file
+from nlpzoo.tasks.words.tags import (
     SCHEMES,
     detect_scheme,
     iob1_to_iob2,

@@ -15,9 +15,9 @@
 
 import numpy as np
 
-from layers import CRF
-from tasks.ensemble import Ensemble, mean_log_probabilities, mean_outputs
-from tasks.tagging.model import SequenceTagger
+from nlpzoo.layers import CRF
+from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities, mean_outputs
+from nlpzoo.tasks.tagging.model import SequenceTagger
 
 
 def merged_crf(crfs):

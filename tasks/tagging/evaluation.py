@@ -2,14 +2,14 @@
 
 import numpy as np
 
-from tasks.length_sorting import (
+from nlpzoo.tasks.text.length_sorting import (
     compiles_each_shape,
     encode_word_sentences,
     predict_encoded_in_length_order,
 )
-from tasks.progress import track
-from tasks.tagging.metrics import entity_scores
-from tasks.word_windows import merge_word_values, parents
+from nlpzoo.tasks.io.progress import track
+from nlpzoo.tasks.tagging.metrics import entity_scores
+from nlpzoo.tasks.words.windows import merge_word_values, parents
 
 
 def tag_rows(model, features, labels):
@@ -23,7 +23,7 @@ def sentence_tags(sentences, rows):
     """One tag per word of every original sentence, from `tag_rows` of `sentences`.
 
     `rows` has one tag list per sentence of `sentences` (windows of longer
-    sentences merged here, `tasks.word_windows`). Words cut off by
+    sentences merged here, `tasks.words.windows`). Words cut off by
     `max_seq_length` get "O", so that their gold entities still count as missed.
     """
     if len(rows) != len(sentences):
@@ -37,7 +37,7 @@ def predict_tags(model, dataset, sentences, labels):
 
     `dataset` must be the order-preserving (non-training) dataset of
     `sentences`. When `sentences` holds windows of longer sentences
-    (`tasks.word_windows`), their tags are merged: one list per original
+    (`tasks.words.windows`), their tags are merged: one list per original
     sentence (see `sentence_tags`).
     """
     rows = [row for features, _ in track(dataset, "predicting")
@@ -47,7 +47,7 @@ def predict_tags(model, dataset, sentences, labels):
 
 def predict_tags_in_length_order(model, preprocessor, sentences, labels, batch_size):
     """`predict_tags` in batches of similar lengths, each padded little
-    (`tasks.length_sorting.predict_encoded_in_length_order`): the same tags.
+    (`tasks.text.length_sorting.predict_encoded_in_length_order`): the same tags.
 
     Args:
         model: the tagger (or an ensemble).

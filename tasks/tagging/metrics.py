@@ -3,8 +3,8 @@
 Pure Python; `seqeval` itself is only used by the tests, as the reference.
 """
 
-from tasks.entity_scores import score_entities
-from tasks.tags import tags_to_spans
+from nlpzoo.tasks.words.entity_scores import score_entities
+from nlpzoo.tasks.words.tags import tags_to_spans
 
 
 def _check_same_shape(true_tag_sequences, pred_tag_sequences):

@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from layers import CRF, Encoder, PositionGather
-from tasks.encoder_task_model import EncoderTaskModel
-from tasks.losses import masked_sparse_cross_entropy
-from tasks.tags import allowed_transitions
-from tasks.word_shapes import CASING_INPUT, concat_word_shape_embedding
+from nlpzoo.layers import CRF, Encoder, PositionGather
+from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.words.tags import allowed_transitions
+from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
 
 HEADS = ("softmax", "crf")
 TAGGER_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
@@ -35,7 +35,7 @@ class SequenceTagger(EncoderTaskModel):
     Labels are tag ids [batch, words], -1 at padded words.
 
     With `casing_dim > 0` the model takes one more input, `word_shapes`
-    [batch, words] (`tasks.word_shapes`: each word's capitalisation as
+    [batch, words] (`tasks.words.shapes`: each word's capitalisation as
     written), and each word's vector is concatenated with a learned
     `casing_dim`-wide embedding of its shape before the tag scores: the
     capitalisation an uncased encoder lower-cased away.

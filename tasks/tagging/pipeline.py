@@ -1,16 +1,16 @@
 """tf.data pipeline for word tagging: one tag id per word, on its first subword.
 
-See `tasks.word_pipeline` for the features. Labels are tag ids [W], -1 at
+See `tasks.words.pipeline` for the features. Labels are tag ids [W], -1 at
 padded words. Sentences that carry document context (`left_context`,
-`right_context`, see `tasks.document_context`) are encoded with it.
+`right_context`, see `tasks.words.document_context`) are encoded with it.
 """
 
 import numpy as np
 
-from tasks.document_context import context_lists
-from tasks.labels import LabelSet
-from tasks.tags import split_tag
-from tasks.word_pipeline import LABEL_PADDING, make_word_dataset
+from nlpzoo.tasks.words.document_context import context_lists
+from nlpzoo.tasks.text.labels import LabelSet
+from nlpzoo.tasks.words.tags import split_tag
+from nlpzoo.tasks.words.pipeline import LABEL_PADDING, make_word_dataset
 
 __all__ = ["LABEL_PADDING", "continuation_ids", "encode_tags", "make_dataset"]
 

@@ -1,7 +1,7 @@
 """Readers for column-formatted tagging data (CoNLL-2003 and `word tag` files).
 
 Pure Python, no TensorFlow: everything here can be used and tested without a model. Tag schemes
-(IOB2, IOB1, BIOES) and tags <-> spans live in `tasks.tags`; the names other modules import
+(IOB2, IOB1, BIOES) and tags <-> spans live in `tasks.words.tags`; the names other modules import
 from here (`SCHEMES`, `split_tag`, `tags_to_spans`, `spans_to_tags`, `iob1_to_iob2`,
 `detect_scheme`) are re-exported from there.
 """
@@ -10,9 +10,9 @@ import dataclasses
 import re
 import sys
 
-from tasks.errors import DataFormatError
-from tasks.line_reader import cleaned, read_lines
-from tasks.tags import (  # noqa: F401 (re-exported: the old home of these names)
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.line_reader import cleaned, read_lines
+from nlpzoo.tasks.words.tags import (  # noqa: F401 (re-exported: the old home of these names)
     PREFIXES,
     SCHEMES,
     canonical_scheme,
@@ -44,12 +44,12 @@ class TaggedSentence:
         document: 0-based index of the sentence's document in `source` (`-DOCSTART-` lines
             start documents); 0 when built by hand.
         left_context, right_context: words of the neighbouring sentences of the document,
-            encoded as unlabelled context (`tasks.document_context`); empty by default.
+            encoded as unlabelled context (`tasks.words.document_context`); empty by default.
         word_lines: the line of each word, when they are not consecutive (a reader dropped
             a word that cleaned to nothing); empty: word `k` is on line `line + k`.
         text: the raw line the words were split from (plain-text prediction input), so
             that entities get character offsets into it; "" otherwise.
-        window: a `tasks.word_windows.Window` when this sentence is one window of a
+        window: a `tasks.words.windows.Window` when this sentence is one window of a
             longer one (prediction and evaluation); None otherwise.
 
     Examples:
@@ -133,7 +133,7 @@ def label_list(sentences):
 def decoded_lines(path):
     """Yields `(line_number, text)` for each line of a UTF-8 file, without the line ending.
 
-    `tasks.line_reader.read_lines`: streamed, `\\n`, `\\r\\n` and `\\r` endings, a UTF-8
+    `tasks.text.line_reader.read_lines`: streamed, `\\n`, `\\r\\n` and `\\r` endings, a UTF-8
     byte-order mark at the start dropped, invalid UTF-8 an error naming file, line and byte.
 
     Raises:
@@ -227,7 +227,7 @@ def _raw_file_sentences(path, num_columns, word_column, tag_column):
 
 
 def _clean_words(sentence):
-    """`sentence` with its words cleaned (`tasks.text_cleaning.clean_text`); a word that
+    """`sentence` with its words cleaned (`tasks.text.text_cleaning.clean_text`); a word that
     cleans to nothing is dropped when tagged `O` and an error when it carries a label.
     None when no word is left."""
     words = [cleaned(word) for word in sentence.words]
@@ -324,7 +324,7 @@ def read_column_file(
     also end a sentence, and start a new document: each sentence's `document`). Lines end in
     `\\n`, `\\r\\n` or `\\r`; a UTF-8 byte-order mark is accepted; lines of only whitespace
     or control characters are blank. Words are cleaned as BERT does
-    (`tasks.text_cleaning.clean_text`); a word that cleans to nothing (only control or
+    (`tasks.text.text_cleaning.clean_text`); a word that cleans to nothing (only control or
     format characters) is dropped when tagged `O` and is an error otherwise. With
     `any_tags=True` the tag column may hold any labels (the POS or chunk column of
     CoNLL-2003, for probing classifiers). The file is streamed (`iter_column_file`); the
@@ -337,7 +337,7 @@ def read_column_file(
         num_columns: number of columns on every line; by default the first word line fixes it.
         scheme: `None` accepts any `O`/`B-`/`I-`/`E-`/`S-` tags without checking their order;
             `"IOB2"` (or `"BIO"`), `"IOB1"` or `"BIOES"` also rejects prefixes and transitions
-            the scheme forbids (e.g. `I-PER` after `O` in IOB2), as `tasks.tags.transition_error`
+            the scheme forbids (e.g. `I-PER` after `O` in IOB2), as `tasks.words.tags.transition_error`
             words them.
         convert_iob1: convert IOB1 tags to IOB2 while reading (only `O`/`B-`/`I-` allowed;
             valid IOB2 passes through unchanged). Needs `scheme` to be `None` or `"IOB1"`.

@@ -1,9 +1,9 @@
-"""The serving outputs of a tagger, from raw sentences (see `tasks.serving`).
+"""The serving outputs of a tagger, from raw sentences (see `tasks.modeling.serving`).
 
 Each text is cleaned and split into words as `tools/predict.py` does with
-plain-text input (`tasks.text_cleaning`: control and format characters
+plain-text input (`tasks.text.text_cleaning`: control and format characters
 removed, then `str.split()`). A text longer than the model's window is read
-in overlapping windows (`tasks.serving_windows`, the model's `stride`), so
+in overlapping windows (`tasks.words.serving_windows`, the model's `stride`), so
 every word gets a tag. Outputs, padded to the longest row: `words` (string
 [B, W], "" as padding), `num_words` (int32 [B]), `word_start_char`,
 `word_end_char` (int32 [B, W], -1), `tags` (string [B, W], ""),
@@ -18,15 +18,15 @@ from the tags as `tasks.tagging.tags_to_spans` (conlleval) reads them.
 A model trained with document context (`context_sentences` > 0) also takes
 `left_context` and `right_context`: [B] raw strings, the words of the
 sentences before and after each sentence in its document ("" for none),
-packed around it as the training pipeline does (`tasks.document_context`).
+packed around it as the training pipeline does (`tasks.words.document_context`).
 """
 
 import tensorflow as tf
 from keras import ops
 
-from tasks.serving import entity_outputs, word_outputs
-from tasks.serving_windows import merge_window_words, windowed_word_inputs
-from tasks.tags import tag_parts
+from nlpzoo.tasks.modeling.serving import entity_outputs, word_outputs
+from nlpzoo.tasks.words.serving_windows import merge_window_words, windowed_word_inputs
+from nlpzoo.tasks.words.tags import tag_parts
 
 
 def tags_to_entities(prefixes, types, type_names):
@@ -36,7 +36,7 @@ def tags_to_entities(prefixes, types, type_names):
     `B-x`/`I-x` of the same type, which extends it.
 
     Args:
-        prefixes: int32 [B, W] tag prefixes, indices of `tasks.tags.PREFIXES`
+        prefixes: int32 [B, W] tag prefixes, indices of `tasks.words.tags.PREFIXES`
             (0 `O`, 1 `B`, 2 `I`, 3 `E`, 4 `S`).
         types: int32 [B, W] entity type ids (anything at `O`).
         type_names: the entity type names, by type id.

@@ -7,14 +7,14 @@ import json
 import numpy as np
 from absl import flags
 
-from tasks.document_context import (
+from nlpzoo.tasks.words.document_context import (
     add_document_context,
     check_context_sentences,
     define_context_flag,
     serving_input_names,
 )
-from tasks.encoder_task_model import MaskedAccuracy
-from tasks.prediction_io import (
+from nlpzoo.tasks.modeling.encoder_task_model import MaskedAccuracy
+from nlpzoo.tasks.io.prediction_io import (
     entity_record,
     read_word_input,
     sentence_record,
@@ -22,19 +22,19 @@ from tasks.prediction_io import (
     word_offsets,
     write_output,
 )
-from tasks.registry import register_task
-from tasks import tags
-from tasks.tagging import readers
-from tasks.tagging.ensemble import TaggerEnsemble
-from tasks.tagging.evaluation import evaluate_tagger, predict_tags_in_length_order
-from tasks.tagging.model import HEADS, SequenceTagger
-from tasks.tagging.pipeline import make_dataset
-from tasks.tagging.serving import tagging_outputs
-from tasks.task import Task
-from tasks.tensorboard_examples import entity_comparison, first_batch
-from tasks.word_preprocessor import WordPreprocessor
-from tasks.word_shapes import CasingFeaturesOption, define_casing_flag
-from tasks.word_windows import (
+from nlpzoo.tasks.registry import register_task
+from nlpzoo.tasks.words import tags
+from nlpzoo.tasks.tagging import readers
+from nlpzoo.tasks.tagging.ensemble import TaggerEnsemble
+from nlpzoo.tasks.tagging.evaluation import evaluate_tagger, predict_tags_in_length_order
+from nlpzoo.tasks.tagging.model import HEADS, SequenceTagger
+from nlpzoo.tasks.tagging.pipeline import make_dataset
+from nlpzoo.tasks.tagging.serving import tagging_outputs
+from nlpzoo.tasks.task import Task
+from nlpzoo.tasks.training.tensorboard_examples import entity_comparison, first_batch
+from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+from nlpzoo.tasks.words.shapes import CasingFeaturesOption, define_casing_flag
+from nlpzoo.tasks.words.windows import (
     check_stride,
     define_stride_flag,
     kept_word_counts,
@@ -51,11 +51,11 @@ class TaggingOptions:
     subword (B-x continues as I-x). tag_scheme: the scheme of the training data
     (detected by `adapt`), which constrains a CRF. context_sentences: encode
     each sentence with up to this many sentences before and after it in its
-    document, as unlabelled context (`tasks.document_context`); 0: alone.
+    document, as unlabelled context (`tasks.words.document_context`); 0: alone.
     stride: overlap, in subwords, of the windows a sentence longer than the
-    model's window is predicted in (`tasks.word_windows`); None: half the window.
+    model's window is predicted in (`tasks.words.windows`); None: half the window.
     casing_features: give the head each word's capitalisation as written
-    (`tasks.word_shapes`, a `CASING_DIM`-wide embedding beside the word's
+    (`tasks.words.shapes`, a `CASING_DIM`-wide embedding beside the word's
     vector): what an uncased encoder cannot see; None: on for uncased text
     once `for_text_casing` knows (the binaries' default), off until then."""
 
@@ -85,7 +85,7 @@ class TaggingTask(CasingFeaturesOption, Task):
     whose signature then also takes `left_context` and `right_context`).
 
     Examples:
-    >>> from tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.tagging import TaggedSentence
     >>> TaggingTask().label_names([TaggedSentence(("Paris",), ("B-LOC",))])
     ['O', 'B-LOC', 'I-LOC']
     """
@@ -249,7 +249,7 @@ class TaggingTask(CasingFeaturesOption, Task):
                           output_format="auto", batch_size=64):
         """CoNLL (`word tag` lines) or JSONL with the words, tags and entities (word
         offsets, and character offsets for plain-text input). Sentences are batched
-        by length (`tasks.length_sorting`) and written in input order."""
+        by length (`tasks.text.length_sorting`) and written in input order."""
         preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
         # Batched by length (tasks.length_sorting): the same tags, less padding.

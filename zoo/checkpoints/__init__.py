@@ -6,14 +6,14 @@ directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
 (`export_keras_hub_preset` writes one) and a Hugging Face BERT directory
 (`export_hf_checkpoint` writes one).
 
->>> from zoo.checkpoints import checkpoint_format
+>>> from nlpzoo.zoo.checkpoints import checkpoint_format
 >>> checkpoint_format("/no/such/checkpoint")
 Traceback (most recent call last):
 ...
 FileNotFoundError: /no/such/checkpoint: no such checkpoint directory
 """
 
-from zoo.checkpoints.formats import (
+from nlpzoo.zoo.checkpoints.formats import (
     checkpoint_format,
     load_encoder,
     load_pretrained,
@@ -21,7 +21,7 @@ from zoo.checkpoints.formats import (
     matching_encoder_preset,
     read_tokenizer_settings,
 )
-from zoo.checkpoints.huggingface import (
+from nlpzoo.zoo.checkpoints.huggingface import (
     export_hf_checkpoint,
     hf_tensors,
     load_hf_encoder,
@@ -32,14 +32,14 @@ from zoo.checkpoints.huggingface import (
     read_hf_weights,
     read_sentence_transformers_max_seq_length,
 )
-from zoo.checkpoints.keras_hub import (
+from nlpzoo.zoo.checkpoints.keras_hub import (
     export_keras_hub_preset,
     load_keras_hub_encoder,
     load_keras_hub_tokenizer,
     read_keras_hub_config,
 )
-from zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
-from zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
+from nlpzoo.zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
+from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
 
 __all__ = [
     "checkpoint_format",

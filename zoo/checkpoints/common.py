@@ -359,7 +359,7 @@ def load_checkpoint_encoder(path, overrides, read_config, read_weights, load_wei
     >>> encoder.name, len(encoder.output["hidden_states"])  # embeddings, then 1 block
     ('encoder', 2)
     """
-    from zoo.builder import build_encoder  # zoo.builder pulls in the task modules
+    from nlpzoo.zoo.builder import build_encoder  # zoo.builder pulls in the task modules
 
     config = read_config(path)
     config.update(overrides)

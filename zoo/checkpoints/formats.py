@@ -19,8 +19,8 @@ GELU, one from Hugging Face the exact GELU.
 
 Examples (a tiny encoder saved first; any of the three formats loads alike):
 >>> import os, tempfile
->>> from zoo import build_encoder
->>> from zoo.checkpoints import save_encoder_checkpoint
+>>> from nlpzoo.zoo import build_encoder
+>>> from nlpzoo.zoo.checkpoints import save_encoder_checkpoint
 >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"]
 >>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary))
 >>> directory = os.path.join(tempfile.mkdtemp(), "checkpoint")
@@ -39,9 +39,9 @@ import logging
 import math
 import os
 
-from layers import transformer_of
-from zoo.checkpoints import huggingface, keras_hub, native
-from zoo.checkpoints.common import checkpoint_directory
+from nlpzoo.layers import transformer_of
+from nlpzoo.zoo.checkpoints import huggingface, keras_hub, native
+from nlpzoo.zoo.checkpoints.common import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def read_tokenizer_settings(path):
     `tokenizer_config.json`'s `do_lower_case` (native, Hugging Face) or from
     KerasHub's `tokenizer.json`.
     """
-    from tasks.tokenizer import read_vocabulary
+    from nlpzoo.tasks.text.tokenizer import read_vocabulary
 
     directory = checkpoint_directory(path)
     form = checkpoint_format(directory)
@@ -131,7 +131,7 @@ def load_tokenizer(path):
     See `read_tokenizer_settings` for where the vocabulary and lower-casing
     come from.
     """
-    from tasks.tokenizer import WordPieceTokenizer
+    from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 
     tokens, lowercase = read_tokenizer_settings(path)
     return WordPieceTokenizer(tokens, lowercase=lowercase)
@@ -139,7 +139,7 @@ def load_tokenizer(path):
 
 def matching_encoder_preset(transformer):
     """The encoder preset with `transformer`'s shape, else the nearest in width and depth."""
-    from zoo.presets import ENCODER_PRESETS
+    from nlpzoo.zoo.presets import ENCODER_PRESETS
 
     shape = {field: getattr(transformer, field) for field in _SHAPE_FIELDS}
     for name, preset in ENCODER_PRESETS.items():
@@ -191,8 +191,8 @@ def load_pretrained(path, task, **options):
         ValueError: an unknown task, a bad option, or a checkpoint that
             cannot be loaded (see `load_encoder`).
     """
-    from tasks.registry import get_task_class
-    from zoo.builder import _ENCODER_FIELDS, build_task_model
+    from nlpzoo.tasks.registry import get_task_class
+    from nlpzoo.zoo.builder import _ENCODER_FIELDS, build_task_model
 
     task_class = get_task_class(task) if isinstance(task, str) else type(task)
     option_names = set(task_class.option_names())

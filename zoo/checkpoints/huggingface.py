@@ -54,9 +54,9 @@ import os
 
 import numpy as np
 
-from layers import transformer_of
-from tasks.tokenizer import WordPieceTokenizer
-from zoo.checkpoints.common import (
+from nlpzoo.layers import transformer_of
+from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
     WeightSource,
     assign_weights,
@@ -512,7 +512,7 @@ def hf_tensors(encoder):
             embeddings, shared layers, pre-LN, adapters); the message says why.
 
     Examples:
-    >>> from zoo import build_encoder
+    >>> from nlpzoo.zoo import build_encoder
     >>> encoder = build_encoder("bert_tiny", vocabulary_size=30, num_layers=1)
     >>> tensors = hf_tensors(encoder)
     >>> tensors["encoder.layer.0.intermediate.dense.weight"].shape  # [out, in]
@@ -601,7 +601,7 @@ def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=Fa
 
     Examples:
     >>> import os, tempfile
-    >>> from zoo import build_encoder
+    >>> from nlpzoo.zoo import build_encoder
     >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
     >>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary), num_layers=1)
     >>> directory = os.path.join(tempfile.mkdtemp(), "hf")
@@ -613,9 +613,9 @@ def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=Fa
     """
     from safetensors.numpy import save_file
 
-    from tasks.atomic_files import write_directory_atomically, write_json_atomically
-    from tasks.tokenizer import write_vocabulary
-    from zoo.checkpoints.native import as_functional_encoder, check_vocabulary
+    from nlpzoo.tasks.io.atomic_files import write_directory_atomically, write_json_atomically
+    from nlpzoo.tasks.text.tokenizer import write_vocabulary
+    from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
     tensors = hf_tensors(transformer)  # refuses what BertModel cannot hold

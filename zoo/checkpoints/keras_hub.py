@@ -45,7 +45,7 @@ reshaped to and from our [hidden, hidden] Dense kernels):
 
 Examples:
 >>> import os, tempfile
->>> from zoo import build_encoder
+>>> from nlpzoo.zoo import build_encoder
 >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
 >>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary), num_layers=1,
 ...                         gelu_approximate=True)
@@ -64,10 +64,10 @@ import os
 
 import numpy as np
 
-from tasks.atomic_files import write_directory_atomically
-from layers import transformer_of
-from tasks.tokenizer import WordPieceTokenizer
-from zoo.checkpoints.common import (
+from nlpzoo.tasks.io.atomic_files import write_directory_atomically
+from nlpzoo.layers import transformer_of
+from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
     WeightSource,
     assign_weights,
@@ -75,7 +75,7 @@ from zoo.checkpoints.common import (
     load_checkpoint_encoder,
     read_json,
 )
-from zoo.checkpoints.common import checkpoint_directory
+from nlpzoo.zoo.checkpoints.common import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def read_keras_hub_tokenizer(path):
     a warning, not refused: stripping maps "café" to "cafe" where KerasHub
     gives [UNK].
     """
-    from tasks.tokenizer import read_vocabulary
+    from nlpzoo.tasks.text.tokenizer import read_vocabulary
 
     directory = checkpoint_directory(path)
     config_path = os.path.join(directory, TOKENIZER_FILE)
@@ -398,7 +398,7 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     import keras
     import keras_hub
 
-    from zoo.checkpoints.native import as_functional_encoder, check_vocabulary
+    from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
     if transformer.adapter_size:

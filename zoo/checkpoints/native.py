@@ -14,7 +14,7 @@ every weight.
 
 Examples:
 >>> import os, tempfile
->>> from zoo import build_encoder
+>>> from nlpzoo.zoo import build_encoder
 >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
 >>> encoder = build_encoder("bert_tiny", vocabulary_size=len(vocabulary), num_layers=1)
 >>> directory = os.path.join(tempfile.mkdtemp(), "checkpoint")
@@ -29,19 +29,19 @@ Examples:
 import logging
 import os
 
-from tasks.atomic_files import (
+from nlpzoo.tasks.io.atomic_files import (
     write_directory_atomically,
     write_json_atomically,
     write_text_atomically,
 )
-from zoo.checkpoints.common import (
+from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
     WeightSource,
     assign_weights,
     load_checkpoint_encoder,
 )
 
-from layers import transformer_of
+from nlpzoo.layers import transformer_of
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ def is_native_checkpoint(path):
 
 def as_functional_encoder(encoder):
     """`encoder` as a functional model with a "transformer" layer."""
-    from layers import TransformerEncoder
-    from zoo.builder import ENCODER_INPUTS
+    from nlpzoo.layers import TransformerEncoder
+    from nlpzoo.zoo.builder import ENCODER_INPUTS
 
     import keras
 
@@ -87,7 +87,7 @@ def as_functional_encoder(encoder):
 
 def check_vocabulary(vocabulary, transformer):
     """The tokens of `vocabulary`, checked to fit `transformer` (a ValueError says why not)."""
-    from tasks.tokenizer import PAD, UNK, CLS, SEP
+    from nlpzoo.tasks.text.tokenizer import PAD, UNK, CLS, SEP
 
     tokens = list(vocabulary)
     missing = [token for token in (PAD, UNK, CLS, SEP) if token not in tokens]

@@ -20,8 +20,8 @@ head of `span_sbo` is SpanBERT's own and always starts fresh.
 
 Examples (a tiny Hugging Face directory without heads):
 >>> import os, tempfile
->>> from zoo import build_encoder
->>> from zoo.checkpoints import export_hf_checkpoint
+>>> from nlpzoo.zoo import build_encoder
+>>> from nlpzoo.zoo.checkpoints import export_hf_checkpoint
 >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
 >>> directory = os.path.join(tempfile.mkdtemp(), "hf")
 >>> export_hf_checkpoint(build_encoder("bert_tiny", vocabulary_size=7), directory,
@@ -35,14 +35,14 @@ import logging
 
 import numpy as np
 
-from zoo.checkpoints.common import (
+from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
     WeightSource,
     assign_weights,
     checkpoint_directory,
 )
-from zoo.checkpoints.formats import HUGGINGFACE, checkpoint_format, load_encoder
-from zoo.checkpoints.huggingface import read_hf_weights
+from nlpzoo.zoo.checkpoints.formats import HUGGINGFACE, checkpoint_format, load_encoder
+from nlpzoo.zoo.checkpoints.huggingface import read_hf_weights
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def load_pretrainer(path, objective="mlm", **overrides):
         (model, loaded): the uncompiled `Pretrainer` and the names of the
         heads set from the checkpoint, e.g. ("mlm_head",) or ().
     """
-    from tasks.pretraining.model import Pretrainer
+    from nlpzoo.tasks.pretraining.model import Pretrainer
 
     path = checkpoint_directory(path)
     encoder = load_encoder(path, **overrides)

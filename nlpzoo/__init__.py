@@ -1,0 +1,50 @@
+"""nlpzoo: a Keras 3 model zoo for transfer learning in NLP (the front door).
+
+>>> import nlpzoo
+>>> model = nlpzoo.build_model("bert_tiny_classifier", num_classes=3, vocabulary_size=1000)
+>>> model.output_shape
+(None, 3)
+>>> "bert_tiny_classifier" in nlpzoo.list_presets()
+True
+
+The packages: `nlpzoo.layers` (Keras layers), `nlpzoo.tasks` (one folder per
+task family and the machinery they share), `nlpzoo.zoo` (presets, checkpoints,
+trained runs) and `nlpzoo.tools` (the command-line binaries). Installed, they
+sit under this package; in a clone of the repository they are the top-level
+folders `layers/`, `tasks/`, `zoo/` and `tools/`, which this package reaches
+through its `__path__`. The names below load TensorFlow on first use only, so
+that `import nlpzoo.tools` can quiet TensorFlow's logging before it starts.
+"""
+
+import importlib
+import os
+
+_CLONE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if (not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers"))
+        and os.path.isfile(os.path.join(_CLONE_ROOT, "layers", "__init__.py"))):
+    # Running from a clone (or an editable install): the packages are its top-level folders.
+    __path__.append(_CLONE_ROOT)
+
+# Front-door name -> the module that defines it.
+_FRONT_DOOR = {
+    "build_model": "nlpzoo.zoo.builder",
+    "build_encoder": "nlpzoo.zoo.builder",
+    "get_preset": "nlpzoo.zoo.builder",
+    "list_presets": "nlpzoo.zoo.builder",
+    "load_pretrained": "nlpzoo.zoo.checkpoints",
+    "load_trained": "nlpzoo.zoo.runs.directory",
+}
+
+__all__ = sorted(_FRONT_DOOR)
+
+
+def __getattr__(name):
+    if name in _FRONT_DOOR:
+        value = getattr(importlib.import_module(_FRONT_DOOR[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nlpzoo' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FRONT_DOOR))

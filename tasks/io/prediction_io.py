@@ -1,0 +1,166 @@
+"""What every task's prediction input and output share: plain-text lines, format choice."""
+
+import itertools
+import os
+import re
+import sys
+
+from nlpzoo.tasks.io.atomic_files import write_text_atomically
+from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.line_reader import cleaned, read_lines
+from nlpzoo.tasks.text.text_cleaning import split_clean_words, words_with_offsets
+
+INPUT_FORMATS = ("auto", "text", "data")
+OUTPUT_FORMATS = ("auto", "conll", "jsonl")
+
+
+def read_text_lines(path, strip=True):
+    """`(line number, stripped line)` of every non-blank line of a UTF-8 file.
+
+    Prediction input, read as the exported model reads text: lines end in `\\n`,
+    `\\r\\n` or `\\r`, a byte-order mark is dropped, invalid UTF-8 becomes U+FFFD
+    (removed by the clean-up; one warning names the first place), and a line of
+    only whitespace and control or format characters is blank. Lines are kept as
+    written (character offsets index them); models clean them. With `strip=True`
+    surrounding whitespace is removed; with `strip=False` the line is kept as given,
+    less its line break.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write("Who is he ?\\n\\n  What time\\r\\n\\x07\\u200b\\n")
+    >>> read_text_lines(path)
+    [(1, 'Who is he ?'), (3, 'What time')]
+    """
+    return list(_iter_text_lines(path, strip))
+
+
+def _iter_text_lines(path, strip=True):
+    """`read_text_lines`, streamed."""
+    if not os.path.isfile(path):
+        raise DataFormatError(f"{path}: no such file")
+    for number, line in read_lines(path, "replace"):
+        if cleaned(line).strip():
+            yield number, line.strip() if strip else line
+
+
+_TAG = re.compile(r"^(O|[BIESLU]-\S+)$")
+_SAMPLE_LINES = 50
+
+
+def _first_lines(path, count=_SAMPLE_LINES):
+    """The first `count` non-blank lines of a prediction input file (stripped), read lazily."""
+    return [line for _, line in itertools.islice(_iter_text_lines(path), count)]
+
+
+def looks_like_columns(path):
+    """Whether the file is a CoNLL-style column file: its first 50 non-blank lines all
+    one token then tag columns (≥ 2 columns, the same count on each line, the last
+    one a tag: `O` or `B-`/`I-`/`E-`/`S-`/`L-`/`U-` and a type).
+
+    Plain text whose lines happen to hold the same number of words is text.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write("EU NNP B-ORG\\nrejects VBZ O\\n\\nGerman JJ B-MISC\\n")
+    >>> looks_like_columns(path)
+    True
+    >>> _ = open(path, "w").write("He flew to Paris .\\nShe went to Rome .\\n")
+    >>> looks_like_columns(path)
+    False
+    """
+    lines = [line.split() for line in _first_lines(path)]
+    return (bool(lines) and all(len(columns) >= 2 and _TAG.match(columns[-1])
+                                for columns in lines)
+            and len({len(columns) for columns in lines}) == 1)
+
+
+def looks_like_jsonl(path):
+    """Whether the file's first non-blank line is a JSON object (`{...`): JSON lines,
+    which are read as such (and refused, naming the line, when they are not valid),
+    never as plain text.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> _ = open(path, "w").write('\\n{"text": "Who is he ?"}\\n')
+    >>> looks_like_jsonl(path)
+    True
+    """
+    first = _first_lines(path, 1)
+    return bool(first) and first[0].startswith("{")
+
+
+def wants_jsonl(output, output_format):
+    """JSONL when asked, or with `auto` for a `.jsonl` file; CoNLL otherwise."""
+    return output_format == "jsonl" or (output_format == "auto" and output.endswith(".jsonl"))
+
+
+def read_word_input(path, input_format, read_columns):
+    """Sentences to tag: `(words, source, line, document, text)` from plain text or a column file.
+
+    Plain text is one sentence per line, cleaned and split into words as
+    `tasks.text.text_cleaning.split_clean_words` does (what exported models do), and one
+    document (`document` 0); the line as given is returned too, for character offsets
+    (`text`: "" for a data file). With `input_format="data"`, or `"auto"` when the
+    file looks like columns, `read_columns(path)` reads it and must return
+    objects with `words`, `source`, `line` and `document` (their labels are
+    not used).
+    """
+    if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
+        return [(tuple(s.words), s.source, s.line, s.document, "") for s in read_columns(path)]
+    sentences = [(tuple(split_clean_words(line)), path, number, 0, line)
+                 for number, line in read_text_lines(path, strip=False)]
+    if not sentences:
+        raise DataFormatError(f"{path}: no sentences found")
+    return sentences
+
+
+def word_offsets(sentence):
+    """`words_with_offsets(sentence.text)` for plain-text input, None otherwise: what
+    `entity_record` takes, computed once per sentence."""
+    return words_with_offsets(sentence.text) if sentence.text else None
+
+
+def entity_record(sentence, start, end, label, offsets=None, **fields):
+    """An entity of `tools/predict.py`'s JSONL: word offsets (`end` inclusive), label,
+    `fields` (e.g. a score), its text and, for plain-text input, character offsets.
+
+    `start_char` and `end_char` index the input line as given, so that
+    `line[start_char:end_char]` is the entity's surface form (the `text`). `offsets`
+    is the sentence's `word_offsets`: pass it for every entity of a sentence (without
+    it each entity reads the whole line again, quadratic in a long line).
+
+    Examples:
+    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> line = "  Peter\u00a0Blackburn visited  Zürich"
+    >>> sentence = TaggedSentence(tuple(line.split()), ("O",) * 4, text=line)
+    >>> entity_record(sentence, 0, 1, "PER")
+    {'start': 0, 'end': 1, 'label': 'PER', 'text': 'Peter\xa0Blackburn', 'start_char': 2, 'end_char': 17}
+    """
+    record = {"start": int(start), "end": int(end), "label": label, **fields}
+    if not sentence.text:
+        return {**record, "text": " ".join(sentence.words[start:end + 1])}
+    offsets = word_offsets(sentence) if offsets is None else offsets
+    start_char, end_char = offsets[start][1], offsets[end][2]
+    return {**record, "text": sentence.text[start_char:end_char], "start_char": start_char,
+            "end_char": end_char}
+
+
+def sentence_record(sentence, **fields):
+    """A sentence of `tools/predict.py`'s JSONL: its words, `fields`, and the input
+    line as given (`text`) for plain-text input."""
+    record = {"words": list(sentence.words), **fields}
+    if sentence.text:
+        record["text"] = sentence.text
+    return record
+
+
+def write_output(output, lines):
+    """Writes prediction lines to `output` atomically, or to standard output for "-"."""
+    if output == "-":
+        sys.stdout.writelines(lines)
+        sys.stdout.flush()
+    else:
+        write_text_atomically(output, lines)

@@ -1,0 +1,1 @@
+"""Text input: tokenizers, cleaning, line reading, token masking, batching and preprocessors."""

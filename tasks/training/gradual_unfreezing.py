@@ -1,0 +1,219 @@
+"""Gradual unfreezing (ULMFiT; Howard & Ruder 2018): the encoder thaws from the top down.
+
+Training starts with the head alone; every `every_steps` steps one more
+group of the encoder becomes trainable, from the top block (with the pooler)
+down to the embeddings, so the randomly initialised head settles before its
+gradients reach the pretrained layers that need the least change.
+"""
+
+import logging
+from typing import NamedTuple
+
+import keras
+
+from nlpzoo.layers import transformer_of
+
+
+class UnfreezingGroup(NamedTuple):
+    """One group of encoder variables that gradual unfreezing releases together."""
+
+    layers: tuple  # the names of the transformer's sublayers, e.g. ("block_1", "pooler")
+    variables: list
+
+
+def unfreezing_groups(transformer):
+    """The transformer's weights in the order gradual unfreezing makes them trainable.
+
+    Group 1 is the top block with what sits on top of it (`final_norm` when
+    the encoder has one, and the pooler); groups 2 … L the blocks below it,
+    one by one, downwards (L is the number of distinct blocks: 1 when
+    `share_layers` makes every layer the same block); group L + 1 the
+    embeddings, with any weight that no other group holds.
+
+    Args:
+        transformer: a `layers.TransformerEncoder`, or an encoder that holds one.
+
+    Returns:
+        A list of `UnfreezingGroup`s.
+
+    Examples:
+    >>> from nlpzoo.layers import Encoder
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=3, num_heads=2,
+    ...                   hidden_dim=8, intermediate_dim=16)
+    >>> [group.layers for group in unfreezing_groups(encoder)]
+    [('block_2', 'pooler'), ('block_1',), ('block_0',), ('embeddings',)]
+    """
+    transformer = transformer_of(transformer)
+    top = [transformer.blocks[-1]]
+    if transformer.final_norm is not None:
+        top.append(transformer.final_norm)
+    top.append(transformer.pooler)
+    layer_groups = [top] + [[block] for block in reversed(transformer.blocks[:-1])]
+    layer_groups.append([transformer.embeddings])
+    groups, seen = [], set()
+    for group in layer_groups:
+        variables = [v for layer in group for v in layer.weights if id(v) not in seen]
+        seen.update(id(v) for v in variables)
+        groups.append(UnfreezingGroup(tuple(layer.name for layer in group), variables))
+    # Anything else the transformer owns (a future sublayer) thaws last, with the embeddings.
+    groups[-1].variables.extend(v for v in transformer.weights if id(v) not in seen)
+    return groups
+
+
+class GradualUnfreezing(keras.callbacks.Callback):
+    """Keras callback: unfreezes the encoder group by group, top first, every `every_steps`.
+
+    At global step s (`model.optimizer.iterations`) the stage is
+    min(s // every_steps, L + 1), L the number of distinct blocks:
+
+    - stage 0: the head only (every variable of the transformer frozen);
+    - stage k, 1 ≤ k ≤ L: the top k blocks trainable; stage 1 also the
+      pooler and `final_norm`, which sit on top;
+    - stage L + 1: the embeddings too, i.e. everything.
+
+    `unfreezing_groups` lists the groups; `trainable_groups(stage)` the
+    ones a stage trains. The stage is read from the optimizer's iteration
+    count at every batch, so a resumed run (`BackupAndRestore` restores the
+    count) lands in the right stage. With `steps_per_execution` > 1 a stage
+    starts at the first execution that begins at or after its step.
+
+    How: the flag of each transformer variable (`variable.trainable`, not
+    `layer.trainable`, so the head and Keras's compiled trainable state are
+    untouched); when the trainable set changes the train step is traced again
+    (`make_train_function(force=True)`), under XLA if the model compiles
+    with it. The TensorFlow trainer looks the train function up at every
+    step, so the next step takes it.
+
+    The optimizer holds slots only for the variables it was built for, so
+    start `fit` with the whole encoder trainable: at the start of training
+    the callback builds the optimizer for `model.trainable_variables` if
+    Keras has not yet (without a distribution strategy Keras would build it
+    in the first step, for the head alone), checks that it tracks every
+    transformer variable, and freezes on the first batch. At the end of
+    training every flag is put back as it was at the start.
+
+    Note: a frozen variable's Adam moments stay 0, while Adam's bias
+    correction follows the global step, not the variable's own count: just
+    after thawing, a steady gradient moves it by up to about 6× the
+    learning rate for some steps, where a fresh Adam moves by 1×. A warm-up per
+    stage is not part of this callback.
+
+    Args:
+        every_steps: the length of each stage, in optimizer steps (≥ 1).
+        transformer: the `TransformerEncoder` (or encoder) to thaw; by
+            default that of `model.encoder`.
+
+    Examples:
+    >>> callback = GradualUnfreezing(every_steps=100)
+    >>> [callback.stage(step, num_blocks=2) for step in (0, 99, 100, 250, 300, 10_000)]
+    [0, 0, 1, 2, 3, 3]
+    """
+
+    def __init__(self, every_steps, transformer=None):
+        super().__init__()
+        if int(every_steps) != every_steps or every_steps < 1:
+            raise ValueError(f"every_steps must be a whole number >= 1, got {every_steps}")
+        self.every_steps = int(every_steps)
+        self.transformer = transformer
+        self._groups = None
+        self._flags_at_start = None
+        self._stage = None
+
+    def stage(self, step, num_blocks=None):
+        """The stage at global step `step` (by default for the transformer in use)."""
+        if num_blocks is None:
+            num_blocks = len(self.groups) - 1
+        return min(int(step) // self.every_steps, num_blocks + 1)
+
+    @property
+    def groups(self):
+        """`unfreezing_groups` of the transformer (found at the start of training)."""
+        if self._groups is None:
+            self._groups = unfreezing_groups(self._transformer())
+        return self._groups
+
+    def trainable_groups(self, stage):
+        """The `UnfreezingGroup`s that are trainable at `stage`, in thawing order."""
+        return self.groups[:stage]
+
+    def _transformer(self):
+        if self.transformer is not None:
+            return transformer_of(self.transformer)
+        if self.model is None or not hasattr(self.model, "encoder"):
+            raise ValueError("GradualUnfreezing needs `transformer`, or a model with `.encoder`")
+        return transformer_of(self.model.encoder)
+
+    def on_train_begin(self, logs=None):
+        self._groups = None
+        variables = [v for group in self.groups for v in group.variables]
+        if not self.model.optimizer.built:
+            # Without a distribution strategy Keras's TF trainer builds the optimizer
+            # lazily, in the first traced step, for the variables trainable *then*: after
+            # the first batch has frozen the encoder. Build it now, for all of them.
+            self.model.optimizer.build(self.model.trainable_variables)
+        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
+        # The optimizer's own table of the variables it was built for (Keras keeps no
+        # public one); a variable missing from it could never be trained once thawed.
+        known = optimizer._trainable_variables_indices
+        untracked = [v.path for v in variables if optimizer._var_key(v) not in known]
+        if untracked:
+            raise ValueError(
+                f"GradualUnfreezing: the optimizer does not train {len(untracked)} encoder "
+                f"variables (e.g. {untracked[0]}): start fit with a trainable encoder (no "
+                "freeze_encoder, no trainable=False); the callback freezes it on the first "
+                "batch")
+        self._flags_at_start = [(v, v.trainable) for v in variables]
+        self._stage = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        stage = self.stage(step)
+        if stage == self._stage:
+            return
+        self._stage = stage
+        thawed = {id(v) for group in self.trainable_groups(stage) for v in group.variables}
+        if self._set_flags({id(v): id(v) in thawed for v, _ in self._flags_at_start}):
+            self.model.make_train_function(force=True)
+        logging.info("gradual unfreezing: step %d, %s", step, self.describe(stage))
+
+    def on_train_end(self, logs=None):
+        if self._flags_at_start is None:
+            return
+        if self._set_flags({id(v): flag for v, flag in self._flags_at_start}):
+            # The last train function was traced for a partly frozen encoder: a later fit
+            # without this callback must trace again.
+            self.model.make_train_function(force=True)
+        self._flags_at_start = None
+        self._stage = None
+
+    def _set_flags(self, flags):
+        """Sets each variable's trainable flag by id; True if any changed."""
+        changed = False
+        for variable, _ in self._flags_at_start:
+            if variable.trainable != flags[id(variable)]:
+                variable.trainable = flags[id(variable)]
+                changed = True
+        return changed
+
+    def describe(self, stage):
+        """What trains at `stage`, in words (the log line's text).
+
+        Examples:
+        >>> from nlpzoo.layers import Encoder
+        >>> encoder = Encoder(vocabulary_size=50, num_layers=4, num_heads=2,
+        ...                   hidden_dim=8, intermediate_dim=16)
+        >>> callback = GradualUnfreezing(10, transformer=encoder)
+        >>> [callback.describe(stage) for stage in (0, 1, 3, 5)]
+        ['head only (encoder frozen)', 'block 3 and pooler trainable',
+         'blocks 1-3 and pooler trainable', 'everything trainable (embeddings too)']
+        """
+        num_blocks = len(self.groups) - 1
+        if stage == 0:
+            return "head only (encoder frozen)"
+        if stage > num_blocks:
+            return "everything trainable (embeddings too)"
+        top = [name for name in self.groups[0].layers if not name.startswith("block_")]
+        lowest = num_blocks - stage
+        blocks = (f"block {lowest}" if stage == 1
+                  else f"blocks {lowest}-{num_blocks - 1}")
+        return f"{blocks} and {' and '.join(top)} trainable"

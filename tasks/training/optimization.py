@@ -1,0 +1,249 @@
+"""Learning-rate schedules and the optimizer for fine-tuning and pretraining."""
+
+import keras
+from keras import ops
+
+from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
+
+# The names `learning_rate_schedule` and `create_optimizer` take.
+SCHEDULES = ("linear", "cosine", "slanted_triangular", "constant")
+# Variables AdamW leaves out of its weight decay, as BERT does (biases, LayerNorm scales and
+# offsets), matched by name. Keras keeps this out of an optimizer's config.
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak_learning_rate`, then linear decay to 0.
+
+    The schedule of BERT: over `warmup_steps` the rate rises linearly, then it
+    falls linearly to 0 at `total_steps` and stays there.
+
+    Examples:
+    >>> schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=110)
+    >>> [round(float(schedule(step)), 6) for step in (0, 5, 10, 60, 110, 200)]
+    [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps):
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+        if self.total_steps < 1 or not 0 <= self.warmup_steps <= self.total_steps:
+            raise ValueError(
+                f"need 0 <= warmup_steps ({warmup_steps}) <= total_steps ({total_steps})"
+            )
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = ops.cast(max(self.warmup_steps, 1), "float32")
+        decay = ops.cast(max(self.total_steps - self.warmup_steps, 1), "float32")
+        rising = step / warmup
+        falling = (self.total_steps - step) / decay
+        fraction = ops.where(step < self.warmup_steps, rising, falling)
+        return self.peak_learning_rate * ops.clip(fraction, 0.0, 1.0)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+        }
+
+
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
+    """ULMFiT's slanted triangular learning rate (Howard & Ruder 2018, eq. 3).
+
+    A short linear rise over the first `warmup_steps` (the paper's
+    cut = ⌊T · cut_frac⌋) and a long linear fall to `total_steps` (T), from
+    and to η_max / `ratio` rather than 0:
+
+        p = t / cut                      for t < cut,
+        p = 1 − (t − cut) / (T − cut)    otherwise;
+        η_t = η_max · (1 + p · (ratio − 1)) / ratio.
+
+    Past `total_steps` the rate stays at η_max / ratio (p is clipped at 0).
+
+    Args:
+        peak_learning_rate: η_max, reached at step `warmup_steps`.
+        warmup_steps: cut, the length of the rise (0: start at the peak).
+        total_steps: T; needs warmup_steps < total_steps.
+        ratio: how much smaller the lowest rate is than the peak (32 in the paper).
+
+    Examples:
+    >>> schedule = SlantedTriangular(3.2e-3, warmup_steps=10, total_steps=110, ratio=32)
+    >>> [round(float(schedule(step)), 6) for step in (0, 5, 10, 60, 110, 200)]
+    [0.0001, 0.00165, 0.0032, 0.00165, 0.0001, 0.0001]
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, ratio=32.0):
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+        self.ratio = float(ratio)
+        if not 0 <= self.warmup_steps < self.total_steps:
+            raise ValueError(
+                f"need 0 <= warmup_steps ({warmup_steps}) < total_steps ({total_steps})"
+            )
+        if self.ratio < 1:
+            raise ValueError(f"ratio must be >= 1, got {ratio}")
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        cut = float(self.warmup_steps)
+        rising = step / max(cut, 1.0)  # unused when cut is 0
+        falling = 1.0 - (step - cut) / float(self.total_steps - self.warmup_steps)
+        fraction = ops.clip(ops.where(step < cut, rising, falling), 0.0, 1.0)
+        return self.peak_learning_rate * (1.0 + fraction * (self.ratio - 1.0)) / self.ratio
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+            "ratio": self.ratio,
+        }
+
+
+def learning_rate_schedule(name, peak_learning_rate, total_steps=None, warmup_steps=0,
+                           ratio=32.0):
+    """The learning rate an optimizer takes: a schedule by name, or a float.
+
+    - "linear": `WarmupLinearDecay` (BERT): linear warm-up from 0 over
+      `warmup_steps`, linear decay to 0 at `total_steps`;
+    - "cosine": linear warm-up from 0 over `warmup_steps`, then cosine decay
+      from the peak to 0 at `total_steps` (Keras's `CosineDecay`);
+    - "slanted_triangular": ULMFiT's `SlantedTriangular` (the warm-up is its
+      cut; the rate runs from and to peak / `ratio`);
+    - "constant": the peak rate throughout (`warmup_steps` is ignored).
+
+    Without `total_steps` every schedule is the constant peak rate. "cosine"
+    and "slanted_triangular" need warmup_steps < total_steps.
+
+    Args:
+        name: one of `SCHEDULES`.
+        peak_learning_rate: the highest rate.
+        total_steps: the number of training steps (None: constant rate).
+        warmup_steps: the length of the warm-up.
+        ratio: "slanted_triangular" only: peak / lowest rate.
+
+    Raises:
+        ValueError: an unknown name, or steps the schedule cannot take.
+
+    Examples:
+    >>> schedule = learning_rate_schedule("cosine", 1e-3, total_steps=110, warmup_steps=10)
+    >>> [round(float(schedule(step)), 6) for step in (0, 5, 10, 60, 110, 200)]
+    [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+    >>> learning_rate_schedule("cosine", 1e-3), learning_rate_schedule("constant", 1e-3, 100)
+    (0.001, 0.001)
+    """
+    if name not in SCHEDULES:
+        raise ValueError(f"unknown learning-rate schedule {name!r}; valid: "
+                         f"{', '.join(SCHEDULES)}")
+    peak_learning_rate = float(peak_learning_rate)
+    if not total_steps or name == "constant":
+        return peak_learning_rate
+    if name == "linear":
+        return WarmupLinearDecay(peak_learning_rate, warmup_steps, total_steps)
+    if name == "slanted_triangular":
+        return SlantedTriangular(peak_learning_rate, warmup_steps, total_steps, ratio=ratio)
+    if not 0 <= warmup_steps < total_steps:
+        raise ValueError(f"the cosine schedule needs 0 <= warmup_steps ({warmup_steps}) < "
+                         f"total_steps ({total_steps})")
+    # Keras's CosineDecay is exactly this: a linear warm-up from initial_learning_rate
+    # (0.0, a float so its dtype is float32) to warmup_target, then 0.5·(1 + cos(π·t/D))
+    # over D = decay_steps, clamped at the end.
+    return keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0, decay_steps=int(total_steps) - int(warmup_steps), alpha=0.0,
+        warmup_target=peak_learning_rate, warmup_steps=int(warmup_steps))
+
+
+def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_decay=0.01,
+                     head_learning_rate=None, layer_lr_decay=1.0, num_layers=None,
+                     schedule="linear"):
+    """AdamW as BERT uses it: no weight decay on biases and LayerNorm parameters.
+
+    With `total_steps` the rate follows `schedule` (one of `SCHEDULES`, see
+    `learning_rate_schedule`; "linear" is BERT's `WarmupLinearDecay`) and
+    peaks at `learning_rate`; without, it is constant. `head_learning_rate`
+    (the peak rate of everything outside the encoder) and `layer_lr_decay`
+    (ξ < 1: block l of `num_layers` at ξ^(num_layers − 1 − l) × the rate)
+    give a `LayerwiseAdamW`; the head's rate follows the same schedule, scaled.
+
+    Examples:
+    >>> create_optimizer(1e-4, total_steps=100).__class__.__name__
+    'AdamW'
+    >>> optimizer = create_optimizer(1e-4, head_learning_rate=1e-3)
+    >>> type(optimizer).__name__, optimizer.multiplier("emissions/kernel")
+    ('LayerwiseAdamW', 10.0)
+    >>> optimizer = create_optimizer(3.2e-3, total_steps=110, warmup_steps=10,
+    ...                              schedule="slanted_triangular")
+    >>> [round(float(learning_rate_at(optimizer, step)), 6) for step in (0, 10, 110)]
+    [0.0001, 0.0032, 0.0001]
+    """
+    schedule = learning_rate_schedule(schedule, learning_rate, total_steps, warmup_steps)
+    options = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9,
+                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
+    head_multiplier = 1.0 if head_learning_rate is None else head_learning_rate / learning_rate
+    if head_multiplier == 1 and layer_lr_decay == 1:
+        optimizer = keras.optimizers.AdamW(**options)
+    else:
+        optimizer = LayerwiseAdamW(head_multiplier=head_multiplier, layer_decay=layer_lr_decay,
+                                   num_layers=num_layers, **options)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    return optimizer
+
+
+def copy_optimizer(optimizer):
+    """A new, unbuilt optimizer like `optimizer` (`create_optimizer`'s): class, schedule,
+    per-part rates and the variables left out of weight decay.
+
+    Keras's config round trip (`keras.optimizers.deserialize(serialize(...))`)
+    keeps the first three but not the last: the copy would decay biases and
+    LayerNorm parameters too. This one applies `NO_WEIGHT_DECAY` again when
+    the original excludes them. A `LossScaleOptimizer` is copied with its inner
+    optimizer.
+
+    Examples:
+    >>> original = create_optimizer(1e-4, total_steps=100, head_learning_rate=1e-3)
+    >>> copy = copy_optimizer(original)
+    >>> bias = keras.Variable([0.0], name="bias")
+    >>> type(copy).__name__, copy.multiplier("crf/transitions"), copy._use_weight_decay(bias)
+    ('LayerwiseAdamW', 10.0, False)
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    copy = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    copy_inner = getattr(copy, "inner_optimizer", copy)
+    excluded = [name for name in NO_WEIGHT_DECAY
+                if not inner._use_weight_decay(keras.Variable([0.0], name=name))]
+    if excluded:
+        copy_inner.exclude_from_weight_decay(var_names=excluded)
+    return copy
+
+
+def learning_rate_at(optimizer, step):
+    """The (base) learning rate `optimizer` applies at 0-based `step`.
+
+    A schedule is evaluated at `step`; a fixed rate (a float, or the variable
+    that `ReduceLROnPlateau` changes) is returned as it stands now. A
+    `LossScaleOptimizer` (mixed_float16) is looked through. Per-part factors
+    (`LayerwiseAdamW.multiplier`) are not applied.
+
+    Examples:
+    >>> optimizer = keras.optimizers.AdamW(WarmupLinearDecay(1e-3, 10, 110))
+    >>> [round(float(learning_rate_at(optimizer, step)), 6) for step in (5, 60)]
+    [0.0005, 0.0005]
+    >>> round(float(learning_rate_at(keras.optimizers.AdamW(2e-5), 1000)), 8)
+    2e-05
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    # Keras keeps the schedule itself private: `optimizer.learning_rate` is its value at
+    # the *next* step (`optimizer.iterations`), not at an arbitrary one.
+    rate = optimizer._learning_rate
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        return rate(step)
+    if callable(rate) and not isinstance(rate, keras.Variable):
+        return rate()
+    # A variable's current value: under a strategy it is mirrored, which float() refuses.
+    return ops.convert_to_tensor(rate.numpy() if isinstance(rate, keras.Variable) else rate)

@@ -1,0 +1,105 @@
+"""Running the binaries of tools/ from tests: one at a time or several at once."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from tests.helpers.paths import ROOT
+
+TOOL_TIMEOUT_S = 600
+
+
+def tool_path(name):
+    """tools/<name>, e.g. tool_path("train.py")."""
+    return os.path.join(ROOT, "tools", name)
+
+
+def start_python(*arguments, preexec_fn=None):
+    """Starts `python *arguments` in the repository root; see `finish_processes`.
+
+    Output goes to temporary files, not pipes, so that many processes can run
+    at once without one blocking on a full pipe. `preexec_fn` runs in the child
+    before Python starts (e.g. to set a `resource` limit).
+    """
+    stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=ROOT,
+                               preexec_fn=preexec_fn)
+    process.output_files = (stdout, stderr)
+    return process
+
+
+def start_tool(tool, *flags, preexec_fn=None):
+    """Starts tools/<tool> with `flags`; see `finish_processes`."""
+    return start_python(tool_path(tool), *flags, preexec_fn=preexec_fn)
+
+
+def finish_processes(processes):
+    """Waits for {name: process}; returns {name: CompletedProcess} with their output."""
+    results = {}
+    try:
+        for name, process in processes.items():
+            process.wait(timeout=TOOL_TIMEOUT_S)
+            stdout, stderr = process.output_files
+            stdout.seek(0)
+            stderr.seek(0)
+            results[name] = subprocess.CompletedProcess(
+                process.args, process.returncode, stdout.read(), stderr.read())
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            for f in process.output_files:
+                f.close()
+    return results
+
+
+def run_tool(tool, *flags):
+    """Runs tools/<tool> with `flags` to the end; a `subprocess.CompletedProcess`."""
+    return finish_processes({tool: start_tool(tool, *flags)})[tool]
+
+
+def run_tools(commands, at_once=None, preexec_fn=None):
+    """Runs {name: (tool, *flags)} at the same time; {name: CompletedProcess}.
+
+    With `at_once`, at most that many run together (the next starts as one ends:
+    a cap on the memory many TensorFlow processes take). `preexec_fn`: see
+    `start_python`.
+    """
+    if at_once is None:
+        return finish_processes({name: start_tool(*command, preexec_fn=preexec_fn)
+                                 for name, command in commands.items()})
+    waiting, running, results = list(commands.items()), {}, {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < at_once:
+                name, command = waiting.pop(0)
+                running[name] = start_tool(*command, preexec_fn=preexec_fn)
+                running[name].started = time.monotonic()
+            done = [name for name, process in running.items() if process.poll() is not None
+                    or time.monotonic() - process.started > TOOL_TIMEOUT_S]
+            if done:
+                results.update(finish_processes({name: _killed(running.pop(name))
+                                                 for name in done}))
+            else:
+                time.sleep(0.1)
+    finally:
+        finish_processes({name: _killed(process) for name, process in running.items()})
+    return {name: results[name] for name in commands}
+
+
+def _killed(process):
+    """`process`, killed if it still runs (out of time, or the caller failed)."""
+    if process.poll() is None:
+        process.kill()
+    return process
+
+
+def json_line(stdout):
+    """The first line of `stdout` that is a JSON object (what evaluate.py prints)."""
+    return json.loads([line for line in stdout.splitlines() if line.startswith("{")][0])

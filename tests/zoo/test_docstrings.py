@@ -1,0 +1,10 @@
+"""The docstring examples of nlpzoo.zoo run and print what they show."""
+
+import pytest
+
+from tests.helpers.doctests import module_names, run_docstring_examples
+
+
+@pytest.mark.parametrize("module_name", module_names("nlpzoo.zoo"))
+def test_docstring_examples(module_name):
+    run_docstring_examples(module_name)

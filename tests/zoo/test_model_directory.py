@@ -1,0 +1,67 @@
+import os
+
+import pytest
+
+from nlpzoo.tasks.io.ownership import MARKER, write_marker
+from nlpzoo.zoo.runs import directory as md
+from nlpzoo.tools.cli.errors import UserError
+
+
+def _our_run(directory, config=None):
+    """A run directory of ours holding `config` as config.json (what a killed run leaves)."""
+    os.makedirs(directory, exist_ok=True)
+    write_marker(str(directory), "test")
+    md.write_json(config or {"preset": "a"}, str(os.path.join(directory, "config.json")))
+
+
+def test_new_and_empty_directories_start_fresh(tmp_path):
+    assert md.prepare(str(tmp_path / "new")) is False
+    assert md.prepare(str(tmp_path / "new")) is False  # exists but empty
+
+
+def test_foreign_directory_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not written by nlpzoo .*notes.txt.*: refusing"):
+        md.prepare(str(tmp_path))
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_interrupted_run_resumes_and_finished_run_needs_overwrite(tmp_path):
+    _our_run(tmp_path)
+    (tmp_path / "checkpoints").mkdir()
+    assert md.inspect(str(tmp_path)) == "resume"
+    assert md.prepare(str(tmp_path)) is True
+    md.check_resumable(str(tmp_path), {"preset": "a"}, ["preset"])
+    with pytest.raises(UserError, match="other settings \\(preset: 'a' → 'b'\\)"):
+        md.check_resumable(str(tmp_path), {"preset": "b"}, ["preset"])
+    # Killed during the final evaluation: checkpoints gone, no metrics.json yet.
+    os.rmdir(tmp_path / "checkpoints")
+    (tmp_path / "best_model.keras").write_text("x")
+    assert md.prepare(str(tmp_path)) is True
+    # Only the final metrics.json makes a run finished.
+    md.write_json({"accuracy": 0.5}, str(tmp_path / "metrics.json"))
+    with pytest.raises(UserError, match="already holds a trained model"):
+        md.prepare(str(tmp_path))
+    assert md.inspect(str(tmp_path), overwrite=True) == "overwrite"
+    before = sorted(os.listdir(tmp_path))
+    assert md.inspect(str(tmp_path), overwrite=True) == "overwrite"
+    assert sorted(os.listdir(tmp_path)) == before  # inspect changes nothing
+    assert md.prepare(str(tmp_path), overwrite=True) is False
+    assert sorted(os.listdir(tmp_path)) == [MARKER, ".nlpzoo.lock"]
+
+
+def test_overwrite_refuses_a_run_directory_holding_a_users_file(tmp_path):
+    _our_run(tmp_path)
+    md.write_json({"accuracy": 0.5}, str(tmp_path / "metrics.json"))
+    (tmp_path / "user_file.txt").write_text("kept")
+    with pytest.raises(UserError, match="files nlpzoo did not write \\(user_file.txt\\)"):
+        md.prepare(str(tmp_path), overwrite=True)
+    assert (tmp_path / "user_file.txt").read_text() == "kept"
+    assert (tmp_path / "metrics.json").exists()
+
+
+def test_run_killed_in_its_first_epoch_resumes(tmp_path):
+    # config.json is written before the first epoch; nothing else yet.
+    _our_run(tmp_path)
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    assert md.prepare(str(tmp_path)) is True

@@ -1,0 +1,154 @@
+"""How a binary ends when something goes wrong: one line on stderr and a non-zero exit.
+
+User errors (a flag, a file, a model directory) print `error: <what is wrong>` and
+exit 1; Ctrl-C at any moment exits 130 with one line; a reader that closes the
+output early (`predict ... | head`) ends the program quietly. Anything else is a
+bug of ours: one line saying so and where the full traceback was written.
+"""
+
+import datetime
+import math
+import os
+import signal
+import sys
+import tempfile
+import traceback
+
+from absl import app, flags
+
+from nlpzoo.tasks.io.atomic_files import FailedWrite
+from nlpzoo.tasks.io.errors import DataFormatError
+
+
+class UserError(Exception):
+    """Bad input from the user: a flag, a file, a model directory."""
+
+
+# FailedWrite: a save refused by the disk (full, read-only, no permission); its
+# message says what was kept.
+USER_ERRORS = (UserError, DataFormatError, FileNotFoundError, FailedWrite)
+
+# Set to print the full traceback of an unexpected error on stderr as well.
+TRACEBACK_VARIABLE = "NLPZOO_TRACEBACK"
+
+
+def check_numbers(flag_values=flags.FLAGS):
+    """Refuses float flags that are NaN or infinite, and learning rates that are not > 0.
+
+    absl's bounds let NaN through (every comparison with NaN is false), and a
+    NaN learning rate trains a NaN model that looks finished.
+
+    Raises:
+        UserError: naming the flag.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_float("learning_rate", None, "", flag_values=values)
+    >>> _ = values(["prog", "--learning_rate=nan"])
+    >>> check_numbers(values)
+    Traceback (most recent call last):
+    ...
+    tools.errors.UserError: --learning_rate=nan: expected a finite number
+    """
+    for name in flag_values:
+        flag = flag_values[name]
+        if not isinstance(flag.parser, flags.FloatParser) or flag.value is None:
+            continue
+        values = flag.value if isinstance(flag.value, list) else [flag.value]
+        for value in values:
+            if not math.isfinite(value):
+                raise UserError(f"--{name}={value}: expected a finite number")
+            if name.endswith("learning_rate") and value <= 0:
+                raise UserError(f"--{name}={value}: a learning rate must be > 0")
+
+
+_PATH_FLAGS = ("model_dir", "output", "input", "model", "vocab", "init_checkpoint", "teacher",
+               "tasks", "corpus")
+_PATH_SUFFIXES = ("_data", "_dir", "_file", "_path", "_checkpoint")
+
+
+def check_paths(flag_values=flags.FLAGS):
+    """Refuses path flags given as an empty string (`--model_dir=`), naming the flag.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_string("model_dir", None, "", flag_values=values)
+    >>> _ = values(["prog", "--model_dir="])
+    >>> check_paths(values)
+    Traceback (most recent call last):
+    ...
+    tools.errors.UserError: --model_dir is empty: give a path
+    """
+    for name in flag_values:
+        flag = flag_values[name]
+        if not flag.present or not (name in _PATH_FLAGS or name.endswith(_PATH_SUFFIXES)):
+            continue
+        values = flag.value if isinstance(flag.value, list) else [flag.value]
+        if not values or any(isinstance(value, str) and not value.strip() for value in values):
+            raise UserError(f"--{name} is empty: give a path")
+
+
+def _report_internal_error(error):
+    """Writes the traceback to a file; returns the one line that points at it."""
+    text = "".join(traceback.format_exception(error))
+    name = os.path.splitext(os.path.basename(sys.argv[0] or "nlpzoo"))[0]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:
+        handle, where = tempfile.mkstemp(prefix=f"nlpzoo-{name}-{stamp}-", suffix=".traceback")
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        where = None
+    if os.environ.get(TRACEBACK_VARIABLE):
+        sys.stderr.write(text)
+    summary = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    place = f"the full traceback is in {where}" if where else "no traceback file could be written"
+    return f"error: internal error ({summary[:300]}); {place}; please report it"
+
+
+def _quiet_broken_pipe():
+    """The reader of our output went away: end without a word (as `head` expects)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not fail again
+    except (OSError, ValueError):
+        pass
+    os._exit(141)  # 128 + SIGPIPE, as a shell reports a program killed by it
+
+
+def run(main):
+    """`absl.app.run(main)`, ending every failure in one line (see the module docstring)."""
+
+    def guarded(argv):
+        # From here on Ctrl-C raises KeyboardInterrupt, so that `finally` blocks clean up.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            if len(argv) > 1:
+                raise UserError(f"unexpected arguments: {' '.join(argv[1:])} (flags are "
+                                "written --name=value)")
+            check_numbers()
+            check_paths()
+            return main(argv)
+        except USER_ERRORS as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(1)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except KeyboardInterrupt:
+            print("interrupted (Ctrl-C): nothing more was written", file=sys.stderr)
+            sys.exit(130)
+        except OSError as error:  # a read-only or missing folder, a permission, a full disk
+            where = f"{error.filename}: " if error.filename else ""
+            print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+            sys.exit(1)
+        except (SystemExit, app.UsageError):
+            raise
+        except Exception as error:  # noqa: BLE001  (a bug of ours: one line and a file)
+            print(_report_internal_error(error), file=sys.stderr)
+            sys.exit(1)
+
+    try:
+        app.run(guarded)
+    except KeyboardInterrupt:  # during flag parsing or start-up, before `guarded`
+        print("interrupted (Ctrl-C): nothing was written", file=sys.stderr)
+        sys.exit(130)
