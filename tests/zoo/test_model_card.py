@@ -22,6 +22,7 @@ from nlpzoo.zoo.runs.model_card import (
     with_test_result,
     write_model_card,
 )
+from tests.helpers.paths import ROOT
 
 yaml = pytest.importorskip("yaml")  # only to check the front matter; not a dependency
 
@@ -234,8 +235,7 @@ def test_card_of_a_real_training_run(trained_classifier_dir, trained_models):
     assert f"| {lines} | `{digest}` |" in text
     assert "Labels (6, in label-id order): `ABBR`, `DESC`" in text
     command = shlex.split(read_command(text))
-    assert command[:2] == ["python", os.path.join(os.path.dirname(model_card.__file__),
-                                                  "train.py")]
+    assert command[:2] == ["python", os.path.join(ROOT, "tools", "train.py")]
     assert command[command.index("--model_dir") + 1] == trained_classifier_dir
     best = json.load(open(os.path.join(trained_classifier_dir, "best_model.keras.json")))
     assert f"Best epoch: {best['epoch']}, chosen by `val_accuracy`" in text
