@@ -1,7 +1,8 @@
 """Reusable Keras 3 layers for transformer encoders and their heads.
 
 Nothing in this package knows about a particular task or data format; `tasks/`
-and `zoo/` assemble these layers into models.
+and `zoo/` assemble these layers into models. `keras_internals` (not exported
+here) is the project's one module that touches private Keras API.
 """
 
 from nlpzoo.layers.adapter import Adapter

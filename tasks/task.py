@@ -35,9 +35,10 @@ class Task:
     Class attributes:
         name: the registry name (`tools/train.py --task=<name>`).
         formats: the data formats `read` accepts (`--data_format`).
-        Options: a frozen dataclass of the task's options; they are saved in
-            a trained model's metadata and given back to the constructor
-            when it is loaded (`task_options`).
+        Options: a frozen dataclass of the task's options, read as
+            `task.options.<name>`; they are saved in a trained model's
+            metadata and given back to the constructor when it is loaded
+            (`task_options`).
         head_options: the names of `build_model` keyword arguments that shape
             the head (validated by `zoo.build_model`).
         preprocessor_class: the `TextPreprocessor` subclass that turns this
@@ -79,13 +80,6 @@ class Task:
             raise ValueError(f"unknown option(s) {', '.join(unknown)} for task {self.name!r}; "
                              f"valid: {', '.join(valid)}")
         self.options = self.Options(**options)
-
-    def __getattr__(self, name):
-        # Options read as attributes: `task.max_span_width`.
-        options = self.__dict__.get("options")
-        if options is not None and name in {f.name for f in dataclasses.fields(options)}:
-            return getattr(options, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def option_names(cls):

@@ -87,16 +87,16 @@ class BiEncoderTask(Task):
     @property
     def logged_metrics(self):
         """Correlations of the cosine objective (Keras cannot compute them batch by batch)."""
-        return ("spearman", "pearson") if self.objective == "cosine" else ()
+        return ("spearman", "pearson") if self.options.objective == "cosine" else ()
 
     # === Data ===
 
     def read(self, path, data_format=None):
-        return readers.read_pairs(path, data_format, self.objective)
+        return readers.read_pairs(path, data_format, self.options.objective)
 
     def label_names(self, examples):
         """Softmax: the classes, sorted (numerically when all are integers); cosine: none."""
-        if self.objective == "cosine":
+        if self.options.objective == "cosine":
             return []
         return sorted_label_names(example.label for example in examples)
 
@@ -107,35 +107,35 @@ class BiEncoderTask(Task):
 
     def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
-        return make_dataset(examples, preprocessor, labels, objective=self.objective,
+        return make_dataset(examples, preprocessor, labels, objective=self.options.objective,
                             batch_size=batch_size, training=training, seed=seed)
 
     # === Model ===
 
     def model_head_options(self, labels):
-        return {"num_classes": len(labels)} if self.objective == "softmax" else {}
+        return {"num_classes": len(labels)} if self.options.objective == "softmax" else {}
 
     def build_model(self, encoder, num_classes=2, labels=None, dropout=0.1):
         if labels is not None:
             num_classes = len(labels)
-        return BiEncoder(encoder, objective=self.objective, num_classes=num_classes,
-                         pooling=self.pooling, dropout=dropout, name="bi_encoder")
+        return BiEncoder(encoder, objective=self.options.objective, num_classes=num_classes,
+                         pooling=self.options.pooling, dropout=dropout, name="bi_encoder")
 
     def loss(self):
-        return bi_encoder_loss(self.objective)
+        return bi_encoder_loss(self.options.objective)
 
     def metrics(self, model):
-        return bi_encoder_metrics(self.objective, model.num_classes)
+        return bi_encoder_metrics(self.options.objective, model.num_classes)
 
     def monitor(self, num_classes):
-        if self.objective == "cosine":
+        if self.options.objective == "cosine":
             return ("val_spearman", "max")
         return classification_monitor(num_classes)
 
     def evaluate(self, model, dataset, examples, labels):
         """Softmax: loss, accuracy (and F1); cosine: the mean squared error and the Pearson
         and Spearman correlations of cosine and score."""
-        if self.objective == "softmax":
+        if self.options.objective == "softmax":
             return super().evaluate(model, dataset, examples, labels)
         cosines = np.asarray(model.predict(dataset, verbose=0, callbacks=[
             ProgressCallback("predicting")]), np.float64).reshape(-1)
@@ -150,10 +150,10 @@ class BiEncoderTask(Task):
         """A data file (MRPC, JSONL; labels optional and unused) or `text<TAB>text_pair`
         lines."""
         if input_format != "text" and looks_like_jsonl(path):  # whatever the training format
-            return readers.read_pairs(path, "jsonl", self.objective, labeled=False)
+            return readers.read_pairs(path, "jsonl", self.options.objective, labeled=False)
         if input_format != "text":
             try:
-                return readers.read_pairs(path, data_format, self.objective, labeled=False)
+                return readers.read_pairs(path, data_format, self.options.objective, labeled=False)
             except DataFormatError:
                 if input_format == "data":
                     raise
@@ -164,7 +164,7 @@ class BiEncoderTask(Task):
         """JSONL: both texts, the cosine of their vectors and (softmax) the label, its
         probability and every class's probability."""
         outputs = predict_pairs(model, self.preprocessor_of(preprocessor), examples, labels,
-                                self.objective, batch_size)
+                                self.options.objective, batch_size)
         write_output(output, [json.dumps(record, ensure_ascii=False) + "\n"
                               for record in prediction_records(examples, outputs, labels)])
         return f"{len(examples)} text pairs"

@@ -101,7 +101,7 @@ class ClassificationTask(Task):
     # === Model ===
 
     def preset_for(self, encoder_preset, head_options):
-        return f"{encoder_preset}_{'pair_' if self.paired_input else ''}classifier"
+        return f"{encoder_preset}_{'pair_' if self.options.paired_input else ''}classifier"
 
     def build_model(self, encoder, num_classes=2, labels=None, dropout=0.1,
                     head_hidden_dim=None, pooling="pooler"):
@@ -168,7 +168,7 @@ class ClassificationTask(Task):
     # === Serving ===
 
     def serving_inputs(self):
-        return ("text", "text_pair") if self.paired_input else ("text",)
+        return ("text", "text_pair") if self.options.paired_input else ("text",)
 
     def serving_outputs(self, model, preprocessor, labels, text, text_pair=None):
         return classification_outputs(model, preprocessor, labels, text, text_pair)

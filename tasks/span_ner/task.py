@@ -156,7 +156,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
 
     def read(self, path, data_format=None):
         sentences = readers.read_span_file(path, data_format)
-        return add_document_context(sentences, self.context_sentences)
+        return add_document_context(sentences, self.options.context_sentences)
 
     def label_names(self, sentences):
         return readers.span_label_names(sentences)
@@ -166,15 +166,15 @@ class SpanNERTask(CasingFeaturesOption, Task):
             yield " ".join(sentence.words)
 
     def prediction_examples(self, sentences, preprocessor):
-        return windowed_examples(sentences, self.preprocessor_of(preprocessor), self.stride,
-                                 _span_window)
+        return windowed_examples(sentences, self.preprocessor_of(preprocessor),
+                                 self.options.stride, _span_window)
 
     def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
         if training:
             log_truncated(sentences, self.preprocessor_of(preprocessor))
         return make_dataset(sentences, preprocessor, labels,
-                            max_span_width=self.max_span_width, batch_size=batch_size,
+                            max_span_width=self.options.max_span_width, batch_size=batch_size,
                             training=training, seed=seed)
 
     # === Model ===
@@ -183,7 +183,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
         return f"{encoder_preset}_span_ner"
 
     def model_head_options(self, labels):
-        return {"num_classes": len(labels), "max_span_width": self.max_span_width,
+        return {"num_classes": len(labels), "max_span_width": self.options.max_span_width,
                 "casing_dim": self.casing_dim()}
 
     def build_model(self, encoder, num_classes=5, labels=None, max_span_width=10,
@@ -209,8 +209,9 @@ class SpanNERTask(CasingFeaturesOption, Task):
         return SpanEnsemble(models)
 
     def _decoding_options(self):
-        return dict(max_span_width=self.max_span_width, threshold=self.threshold,
-                    decoding=self.decoding, method=self.flat_method)
+        options = self.options
+        return dict(max_span_width=options.max_span_width, threshold=options.threshold,
+                    decoding=options.decoding, method=options.flat_method)
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_span_model(model, dataset, sentences, labels,
@@ -224,17 +225,18 @@ class SpanNERTask(CasingFeaturesOption, Task):
         batch = int(np.asarray(features["word_mask"]).shape[0])
         # Every row on its own (window=None): a window is shown as the sentence it holds.
         shown = [dataclasses.replace(sentence, window=None) for sentence in sentences[:batch]]
-        probabilities = span_probabilities(model, dataset.take(1), shown, self.max_span_width)
-        decoded = decode_all(probabilities[:rows], labels, self.threshold, self.decoding,
-                             self.flat_method)
+        options = self.options
+        probabilities = span_probabilities(model, dataset.take(1), shown, options.max_span_width)
+        decoded = decode_all(probabilities[:rows], labels, options.threshold, options.decoding,
+                             options.flat_method)
         return [entity_comparison(sentence.words, sentence.spans,
                                   [(start, end, label) for start, end, label, _ in entities])
                 for sentence, entities in zip(shown, decoded)]
 
     def calibrate(self, model, dataset, sentences, labels):
         """`(threshold, F1, table)`: the threshold that maximises F1 on `sentences`."""
-        return calibrate(model, dataset, sentences, labels, self.max_span_width,
-                         self.decoding, self.flat_method)
+        return calibrate(model, dataset, sentences, labels, self.options.max_span_width,
+                         self.options.decoding, self.options.flat_method)
 
     def tune_decoding(self, model, dataset, sentences, labels):
         """The F1-best threshold on validation data: what a short budget needs most.
@@ -256,23 +258,23 @@ class SpanNERTask(CasingFeaturesOption, Task):
             sentences = [readers.SpanSentence(words, (), source, line, document, text=text)
                          for words, source, line, document, text in read_word_input(
                              path, input_format, read_column_file)]
-        return add_document_context(sentences, self.context_sentences)
+        return add_document_context(sentences, self.options.context_sentences)
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
         """JSONL entities with scores, or CoNLL tags (flat decoding only). Sentences are
         batched by length (`tasks.text.length_sorting`) and written in input order."""
         as_jsonl = wants_jsonl(output, output_format)
-        if not as_jsonl and self.decoding == "nested":
+        if not as_jsonl and self.options.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "
                                   "use a .jsonl output")
         preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
         # Batched by length (tasks.length_sorting): the same scores, less padding.
         probabilities = span_probabilities_in_length_order(
-            model, preprocessor, windows, self.max_span_width, batch_size)
-        entities = decode_all(probabilities, labels, self.threshold, self.decoding,
-                              self.flat_method)
+            model, preprocessor, windows, self.options.max_span_width, batch_size)
+        entities = decode_all(probabilities, labels, self.options.threshold, self.options.decoding,
+                              self.options.flat_method)
         lines = []
         for sentence, found in zip(sentences, entities):
             if as_jsonl:
@@ -291,14 +293,15 @@ class SpanNERTask(CasingFeaturesOption, Task):
 
     def serving_inputs(self):
         """`text`; with document context also `left_context` and `right_context`."""
-        return serving_input_names(self.context_sentences)
+        return serving_input_names(self.options.context_sentences)
 
     def serving_outputs(self, model, preprocessor, labels, text, left_context=None,
                         right_context=None):
-        return span_ner_outputs(model, preprocessor, labels, text, threshold=self.threshold,
-                                decoding=self.decoding, method=self.flat_method,
+        options = self.options
+        return span_ner_outputs(model, preprocessor, labels, text, threshold=options.threshold,
+                                decoding=options.decoding, method=options.flat_method,
                                 left_context=left_context, right_context=right_context,
-                                stride=resolve_stride(self.stride, preprocessor.max_seq_length))
+                                stride=resolve_stride(options.stride, preprocessor.max_seq_length))
 
 
 def _span_window(sentence, window, left, right):

@@ -131,8 +131,8 @@ class TaggingTask(CasingFeaturesOption, Task):
 
     def read(self, path, data_format=None):
         # Both formats: whitespace columns, word first, tag last.
-        sentences = readers.read_column_file(path, convert_iob1=self.convert_iob1)
-        return add_document_context(sentences, self.context_sentences)
+        sentences = readers.read_column_file(path, convert_iob1=self.options.convert_iob1)
+        return add_document_context(sentences, self.options.context_sentences)
 
     def adapt(self, sentences):
         return self.with_options(tag_scheme=tags.detect_scheme(sentences))
@@ -144,7 +144,7 @@ class TaggingTask(CasingFeaturesOption, Task):
         evaluation data may use any tag of a known type.
         """
         seen = readers.label_list(sentences)
-        scheme = self.tag_scheme or tags.detect_scheme(sentences)
+        scheme = self.options.tag_scheme or tags.detect_scheme(sentences)
         prefixes = "BIES" if scheme == "BIOES" else "BI"
         types = sorted({tags.split_tag(tag)[1] for tag in seen if tag != "O"})
         return ["O"] + [f"{prefix}-{entity_type}" for entity_type in types
@@ -156,8 +156,9 @@ class TaggingTask(CasingFeaturesOption, Task):
 
     def prediction_examples(self, sentences, preprocessor):
         sentences = list(sentences)
-        scheme = self.tag_scheme or tags.detect_scheme(sentences)
-        return windowed_examples(sentences, self.preprocessor_of(preprocessor), self.stride,
+        scheme = self.options.tag_scheme or tags.detect_scheme(sentences)
+        return windowed_examples(sentences, self.preprocessor_of(preprocessor),
+                                 self.options.stride,
                                  functools.partial(_tagged_window, scheme=scheme))
 
     def make_dataset(self, sentences, preprocessor, labels, batch_size=32, training=False,
@@ -166,14 +167,14 @@ class TaggingTask(CasingFeaturesOption, Task):
             sentences = self._close_truncated_entities(sentences, preprocessor)
         return make_dataset(sentences, preprocessor, labels, batch_size=batch_size,
                             training=training, seed=seed,
-                            label_all_subwords=self.label_all_subwords)
+                            label_all_subwords=self.options.label_all_subwords)
 
     def _close_truncated_entities(self, sentences, preprocessor):
         """Training cuts a long sentence at the window: an entity cut there is closed at the
         cut (`tags.close_cut_entities`), so that a BIOES CRF does not score it impossible."""
         sentences = list(sentences)
         kept = kept_word_counts(sentences, self.preprocessor_of(preprocessor))
-        scheme = self.tag_scheme or tags.detect_scheme(sentences)
+        scheme = self.options.tag_scheme or tags.detect_scheme(sentences)
         for index, (sentence, count) in enumerate(zip(sentences, kept)):
             if 0 < count < len(sentence.words):
                 closed = tags.close_cut_entities(sentence.tags[:count], scheme,
@@ -190,7 +191,7 @@ class TaggingTask(CasingFeaturesOption, Task):
 
     def model_head_options(self, labels):
         return {"num_classes": len(labels), "labels": list(labels),
-                "tag_scheme": self.tag_scheme,
+                "tag_scheme": self.options.tag_scheme,
                 "casing_dim": self.casing_dim()}
 
     def build_model(self, encoder, num_classes=None, head="crf", labels=None, tag_scheme=None,
@@ -243,7 +244,7 @@ class TaggingTask(CasingFeaturesOption, Task):
                                             text=text)
                      for words, source, line, document, text in read_word_input(
                          path, input_format, self.read)]
-        return add_document_context(sentences, self.context_sentences)
+        return add_document_context(sentences, self.options.context_sentences)
 
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
@@ -263,12 +264,13 @@ class TaggingTask(CasingFeaturesOption, Task):
 
     def serving_inputs(self):
         """`text`; with document context also `left_context` and `right_context`."""
-        return serving_input_names(self.context_sentences)
+        return serving_input_names(self.options.context_sentences)
 
     def serving_outputs(self, model, preprocessor, labels, text, left_context=None,
                         right_context=None):
+        stride = resolve_stride(self.options.stride, preprocessor.max_seq_length)
         return tagging_outputs(model, preprocessor, labels, text, left_context, right_context,
-                               stride=resolve_stride(self.stride, preprocessor.max_seq_length))
+                               stride=stride)
 
 
 def _tagged_window(sentence, window, left, right, scheme):

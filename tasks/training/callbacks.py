@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from nlpzoo.layers.keras_internals import loss_tracker
 from nlpzoo.tasks.io.atomic_files import json_writer, write_files_together
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import learning_rate_at
@@ -203,7 +204,7 @@ class StepLogger(keras.callbacks.Callback):
 
     def _window_loss(self, logs):
         """The example-weighted mean loss since the last write, from Keras's loss mean."""
-        tracker = getattr(self.model, "_loss_tracker", None)  # Keras 3's `Mean` of the loss
+        tracker = loss_tracker(self.model)
         if tracker is None:
             return (logs or {}).get("loss")
         # .numpy(): under a strategy these are sync-on-read variables, which float() refuses;
@@ -248,7 +249,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     >>> callback.on_train_batch_end(1, {"loss": float("nan")})
     Traceback (most recent call last):
     ...
-    tasks.callbacks.NonFiniteLoss: the training loss became nan at step 2
+    nlpzoo.tasks.training.callbacks.NonFiniteLoss: the training loss became nan at step 2
     """
 
     def on_train_batch_end(self, batch, logs=None):

@@ -38,6 +38,7 @@ import tempfile
 
 from absl import flags
 
+from nlpzoo.layers.keras_internals import build_from_batch, skip_build_in_fit
 from nlpzoo.tasks.io.ownership import write_marker
 from nlpzoo.tools.cli.errors import UserError
 
@@ -79,7 +80,7 @@ def make_strategy(name="auto", tpu=None):
     >>> make_strategy("quantum")
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
+    nlpzoo.tools.cli.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
     """
     import tensorflow as tf
 
@@ -111,7 +112,7 @@ def read_tf_config():
     >>> read_tf_config()
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
+    nlpzoo.tools.cli.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
     >>> del os.environ["TF_CONFIG"]
     """
     text = os.environ.get("TF_CONFIG")
@@ -296,8 +297,8 @@ def build_for_fit(model, strategy, dataset):
         return
     batch = next(iter(dataset.take(1)))
     with strategy.scope():
-        model._symbolic_build(data_batch=batch)  # noqa: SLF001 (Keras's own build step)
-    model._maybe_symbolic_build = lambda *args, **kwargs: None
+        build_from_batch(model, batch)
+    skip_build_in_fit(model)
     model.train_step = with_replica_axis(model.train_step)
     model.test_step = with_replica_axis(model.test_step)
 

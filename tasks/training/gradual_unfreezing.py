@@ -12,6 +12,7 @@ from typing import NamedTuple
 import keras
 
 from nlpzoo.layers import transformer_of
+from nlpzoo.layers.keras_internals import is_built_for
 
 
 class UnfreezingGroup(NamedTuple):
@@ -152,10 +153,8 @@ class GradualUnfreezing(keras.callbacks.Callback):
             # the first batch has frozen the encoder. Build it now, for all of them.
             self.model.optimizer.build(self.model.trainable_variables)
         optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
-        # The optimizer's own table of the variables it was built for (Keras keeps no
-        # public one); a variable missing from it could never be trained once thawed.
-        known = optimizer._trainable_variables_indices
-        untracked = [v.path for v in variables if optimizer._var_key(v) not in known]
+        # A variable the optimizer was not built for could never be trained once thawed.
+        untracked = [v.path for v in variables if not is_built_for(optimizer, v)]
         if untracked:
             raise ValueError(
                 f"GradualUnfreezing: the optimizer does not train {len(untracked)} encoder "

@@ -17,12 +17,18 @@ import re
 import keras
 from keras import ops
 
+from nlpzoo.layers.keras_internals import (
+    WithoutSharedWeightDecay,
+    uses_weight_decay,
+    variable_key,
+)
+
 ENCODER_SCOPE = "transformer"
 _BLOCK = re.compile(rf"^{ENCODER_SCOPE}/block_(\d+)/")
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
-class LayerwiseAdamW(keras.optimizers.AdamW):
+class LayerwiseAdamW(WithoutSharedWeightDecay, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` whose step (and decoupled weight decay) is scaled per variable.
 
     Args:
@@ -70,23 +76,20 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         super().build(var_list)
         # update_step sees backend variables (no `path`): look factors up by the key the
         # optimizer itself uses for them.
-        self._factors = {self._var_key(variable): self.multiplier(variable.path)
+        self._factors = {variable_key(self, variable): self.multiplier(variable.path)
                          for variable in var_list}
 
     def update_step(self, gradient, variable, learning_rate):
-        factor = self._factors.get(self._var_key(variable), 1.0)
+        factor = self._factors.get(variable_key(self, variable), 1.0)
         learning_rate = ops.cast(learning_rate, variable.dtype)
         if factor != 1:
             learning_rate = learning_rate * ops.cast(factor, variable.dtype)
-        if self.weight_decay is not None and self._use_weight_decay(variable):
+        if self.weight_decay is not None and uses_weight_decay(self, variable):
             # Decoupled weight decay at the variable's own rate, before the Adam step as
-            # AdamW does it (the shared decay pass is switched off below).
+            # AdamW does it (`WithoutSharedWeightDecay` switches the shared pass off).
             decay = ops.cast(self.weight_decay, variable.dtype) * learning_rate
             variable.assign(variable - variable * decay)
         super().update_step(gradient, variable, learning_rate)
-
-    def _apply_weight_decay(self, variables):
-        """Off: `update_step` decays each variable at its own rate."""
 
     def get_config(self):
         config = super().get_config()

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from nlpzoo.layers.keras_internals import configured_learning_rate, uses_weight_decay
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 
 # The names `learning_rate_schedule` and `create_optimizer` take.
@@ -209,14 +210,14 @@ def copy_optimizer(optimizer):
     >>> original = create_optimizer(1e-4, total_steps=100, head_learning_rate=1e-3)
     >>> copy = copy_optimizer(original)
     >>> bias = keras.Variable([0.0], name="bias")
-    >>> type(copy).__name__, copy.multiplier("crf/transitions"), copy._use_weight_decay(bias)
+    >>> type(copy).__name__, copy.multiplier("crf/transitions"), uses_weight_decay(copy, bias)
     ('LayerwiseAdamW', 10.0, False)
     """
     inner = getattr(optimizer, "inner_optimizer", optimizer)
     copy = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
     copy_inner = getattr(copy, "inner_optimizer", copy)
     excluded = [name for name in NO_WEIGHT_DECAY
-                if not inner._use_weight_decay(keras.Variable([0.0], name=name))]
+                if not uses_weight_decay(inner, keras.Variable([0.0], name=name))]
     if excluded:
         copy_inner.exclude_from_weight_decay(var_names=excluded)
     return copy
@@ -238,9 +239,9 @@ def learning_rate_at(optimizer, step):
     2e-05
     """
     optimizer = getattr(optimizer, "inner_optimizer", optimizer)
-    # Keras keeps the schedule itself private: `optimizer.learning_rate` is its value at
-    # the *next* step (`optimizer.iterations`), not at an arbitrary one.
-    rate = optimizer._learning_rate
+    # Not `optimizer.learning_rate`: that is the rate at the *next* step
+    # (`optimizer.iterations`), not at an arbitrary one.
+    rate = configured_learning_rate(optimizer)
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
         return rate(step)
     if callable(rate) and not isinstance(rate, keras.Variable):

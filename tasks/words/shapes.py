@@ -133,15 +133,15 @@ class CasingFeaturesOption:
     """
 
     def preprocessor_options(self):
-        return {"word_shapes": bool(self.casing_features)}
+        return {"word_shapes": bool(self.options.casing_features)}
 
     def for_text_casing(self, lowercase):
         return self.with_options(
-            casing_features=casing_features_for(self.casing_features, lowercase))
+            casing_features=casing_features_for(self.options.casing_features, lowercase))
 
     def casing_dim(self):
         """The head's `casing_dim`: `CASING_DIM` with casing features, else 0."""
-        return CASING_DIM if self.casing_features else 0
+        return CASING_DIM if self.options.casing_features else 0
 
 
 def define_casing_flag(flag_values):

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from nlpzoo.layers import transformer_of
+from nlpzoo.layers.keras_internals import compiled_loss
 from nlpzoo.tasks.modeling.auxiliary_mlm import AuxiliaryMaskedLM, auxiliary_mlm_for
 from nlpzoo.tasks.text.masking import batch_mlm_mask
 from nlpzoo.tasks.registry import get_task
@@ -155,7 +156,7 @@ def test_its_gradient_reaches_the_encoder_and_its_head_but_not_the_task_head():
     model = _classifier(weight=1.0)
     with tf.GradientTape() as tape:
         predictions = model(features, training=False)
-        task = model._compile_loss(labels, predictions)
+        task = compiled_loss(model, labels, predictions)
         total = model.compute_loss(features, labels, predictions, training=True)
         auxiliary = total - task
     variables = model.trainable_variables

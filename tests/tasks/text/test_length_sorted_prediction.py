@@ -302,7 +302,8 @@ def test_span_ner_predictions_are_those_of_input_order(models, case, batch_size,
         np.testing.assert_allclose(p, p0, atol=1e-6)
     records = _records(output)
     assert [r["text"] for r in records] == lines
-    for record, entities in zip(records, decode_all(expected, SPAN_LABELS, task.threshold)):
+    expected_entities = decode_all(expected, SPAN_LABELS, task.options.threshold)
+    for record, entities in zip(records, expected_entities):
         assert [(x["start"], x["end"], x["label"]) for x in record["entities"]] == \
             [(start, end, label) for start, end, label, _ in entities]
         np.testing.assert_allclose([x["score"] for x in record["entities"]],

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from nlpzoo.layers.keras_internals import configured_learning_rate, uses_weight_decay
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import (SCHEDULES, SlantedTriangular, WarmupLinearDecay,
                                 copy_optimizer, create_optimizer, learning_rate_at,
@@ -32,7 +33,7 @@ def test_no_weight_decay_on_bias_and_layer_norm():
     dense.build((None, 2))
     norm.build((None, 2))
     for variable in dense.weights + norm.weights:
-        excluded = optimizer._use_weight_decay(variable) is False
+        excluded = uses_weight_decay(optimizer, variable) is False
         assert excluded == (variable.name in ("bias", "gamma", "beta")), variable.name
 
 
@@ -166,7 +167,7 @@ def test_create_optimizer_with_each_schedule(name):
 
 def test_the_default_schedule_is_still_linear():
     optimizer = create_optimizer(PEAK, TOTAL, WARMUP)
-    assert isinstance(optimizer._learning_rate, WarmupLinearDecay)
+    assert isinstance(configured_learning_rate(optimizer), WarmupLinearDecay)
 
 
 @pytest.mark.parametrize("name", ["cosine", "slanted_triangular"])

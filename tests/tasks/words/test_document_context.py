@@ -283,15 +283,15 @@ def test_flag_is_defined_once_and_read_by_both_tasks():
 @pytest.mark.parametrize("name", ["tagging", "span_ner"])
 def test_option_default_metadata_and_validation(name):
     task_class = get_task_class(name)
-    assert task_class().context_sentences == 0
+    assert task_class().options.context_sentences == 0
     assert task_class().serving_inputs() == ("text",) == serving_input_names(0)
     # Models saved before the option existed load with it off.
     old = {"task": name, "task_options": {k: v for k, v in task_class().options_dict().items()
                                           if k != "context_sentences"}}
-    assert task_class.from_metadata(old).context_sentences == 0
+    assert task_class.from_metadata(old).options.context_sentences == 0
     task = task_class(context_sentences=2)
     restored = task_class.from_metadata({"task": name, "task_options": task.options_dict()})
-    assert restored.context_sentences == 2 and restored.options == task.options
+    assert restored.options.context_sentences == 2 and restored.options == task.options
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="context_sentences"):
             task_class(context_sentences=bad)
@@ -353,7 +353,7 @@ def test_saved_model_with_context_predicts_as_write_predictions(name, tmp_path):
                           task=name, labels=labels, task_options=task.options_dict())
     model.save(str(tmp_path / "model.keras"))
     trained = md.load_trained(model_path=str(tmp_path / "model.keras"))
-    assert trained.task.context_sentences == 1 and trained.task.options == task.options
+    assert trained.task.options.context_sentences == 1 and trained.task.options == task.options
 
     path = _write(tmp_path / "in.txt", "".join(line + "\n" for line in SENTENCES))
     output = str(tmp_path / "out.jsonl")
@@ -473,7 +473,7 @@ def test_trained_model_keeps_the_option(context_runs, name):
     assert config["task_options"]["context_sentences"] == _CONTEXT[name]
     trained = md.load_trained(model_path=md.path(model_dir, md.BEST_MODEL))
     assert trained.model.task_metadata["task_options"]["context_sentences"] == _CONTEXT[name]
-    assert trained.task.context_sentences == _CONTEXT[name]
+    assert trained.task.options.context_sentences == _CONTEXT[name]
     assert trained.task.serving_inputs() == ("text", "left_context", "right_context")
 
 

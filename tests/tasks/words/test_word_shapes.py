@@ -141,7 +141,7 @@ def test_task_options_decide_the_preprocessor_and_the_head():
     assert task.preprocessor_of(plain).word_shapes is True
     assert task.preprocessor_of(plain).vocabulary == plain.vocabulary
     restored = TaggingTask.from_metadata({"task_options": task.options_dict()})
-    assert restored.casing_features is True
+    assert restored.options.casing_features is True
 
 
 def test_span_ner_reads_the_shapes_into_its_span_vectors():
@@ -165,12 +165,13 @@ def test_span_ner_reads_the_shapes_into_its_span_vectors():
 
 def test_casing_features_default_to_on_for_uncased_text_only():
     for task_class in (TaggingTask, SpanNERTask):
-        assert task_class().casing_features is None  # not decided yet: off
+        assert task_class().options.casing_features is None  # not decided yet: off
         assert task_class().preprocessor_options() == {"word_shapes": False}
-        assert task_class().for_text_casing(lowercase=True).casing_features is True
-        assert task_class().for_text_casing(lowercase=False).casing_features is False
-        assert task_class(casing_features=False).for_text_casing(True).casing_features is False
-        assert task_class(casing_features=True).for_text_casing(False).casing_features is True
+        assert task_class().for_text_casing(lowercase=True).options.casing_features is True
+        assert task_class().for_text_casing(lowercase=False).options.casing_features is False
+        off, on = task_class(casing_features=False), task_class(casing_features=True)
+        assert off.for_text_casing(True).options.casing_features is False
+        assert on.for_text_casing(False).options.casing_features is True
 
 
 def test_train_binary_turns_casing_features_on_for_an_uncased_vocabulary(trained_tagger_dir):

@@ -1,0 +1,173 @@
+"""The only module that touches private Keras API; everything else calls these functions.
+
+Keras 3 keeps some things we rely on private: the key an optimizer files a
+variable under, whether it decays a variable, the learning rate or schedule
+it was given, its table of built variables and its shared weight-decay pass;
+a model's running mean of the loss, and the step that builds its loss and
+metrics from a first batch. There is no public way to get them, so each has
+one small named function here, and `tests/layers/test_keras_internals.py`
+checks every one of them against the installed Keras. That is what the
+`keras>=3.15,<3.16` pin in setup.cfg protects: before moving the pin, run
+that test file; a failure there names the internal a Keras release renamed
+or changed, and this module is the one place to adapt.
+
+The module sits in `layers` (the bottom package) so that `tasks` and `zoo`
+may import it; it imports nothing of the project.
+
+Examples:
+>>> import keras
+>>> optimizer = keras.optimizers.AdamW(1e-3, weight_decay=0.01)
+>>> optimizer.exclude_from_weight_decay(var_names=["bias"])
+>>> uses_weight_decay(optimizer, keras.Variable([0.0], name="bias"))
+False
+"""
+
+import keras
+
+
+# === Optimizers ===
+
+def variable_key(optimizer, variable):
+    """The key `optimizer` files `variable` under (private `_var_key`).
+
+    It is the same for a `keras.Variable` and the backend variable that
+    `update_step` receives, which has no `path`: look per-variable values up
+    by this key.
+
+    Examples:
+    >>> optimizer = keras.optimizers.Adam()
+    >>> kernel = keras.Variable([1.0], name="kernel")
+    >>> variable_key(optimizer, kernel) == variable_key(optimizer, kernel.value)
+    True
+    """
+    return optimizer._var_key(variable)
+
+
+def is_built_for(optimizer, variable):
+    """Whether `optimizer` was built for `variable`, i.e. keeps slots to train it
+    (private `_trainable_variables_indices`; Keras keeps no public table).
+
+    Examples:
+    >>> optimizer = keras.optimizers.Adam()
+    >>> kernel, other = keras.Variable([1.0]), keras.Variable([2.0])
+    >>> optimizer.build([kernel])
+    >>> is_built_for(optimizer, kernel), is_built_for(optimizer, other)
+    (True, False)
+    """
+    return variable_key(optimizer, variable) in optimizer._trainable_variables_indices
+
+
+def uses_weight_decay(optimizer, variable):
+    """Whether `optimizer` decays `variable` (private `_use_weight_decay`): False for
+    the names and variables given to `exclude_from_weight_decay`.
+
+    Examples:
+    >>> optimizer = keras.optimizers.AdamW(weight_decay=0.01)
+    >>> optimizer.exclude_from_weight_decay(var_names=["gamma"])
+    >>> [uses_weight_decay(optimizer, keras.Variable([0.0], name=name))
+    ...  for name in ("kernel", "gamma")]
+    [True, False]
+    """
+    return optimizer._use_weight_decay(variable)
+
+
+def configured_learning_rate(optimizer):
+    """The learning rate `optimizer` was given (private `_learning_rate`): a
+    `LearningRateSchedule`, a callable, or the variable that holds a fixed rate.
+
+    `optimizer.learning_rate` is only its value at the next step.
+
+    Examples:
+    >>> schedule = keras.optimizers.schedules.ExponentialDecay(1e-3, 10, 0.5)
+    >>> configured_learning_rate(keras.optimizers.Adam(schedule)) is schedule
+    True
+    >>> isinstance(configured_learning_rate(keras.optimizers.Adam(1e-3)), keras.Variable)
+    True
+    """
+    return optimizer._learning_rate
+
+
+class WithoutSharedWeightDecay:
+    """Mixin for a Keras optimizer whose `update_step` decays each variable itself.
+
+    Keras's `apply` runs one decay pass over all variables at the base rate
+    (private `_apply_weight_decay`) before the update steps; this switches it
+    off, so a variable is not decayed twice. Put it first among the bases.
+
+    Examples:
+    >>> class NoDecayAdamW(WithoutSharedWeightDecay, keras.optimizers.AdamW):
+    ...     pass
+    >>> kernel = keras.Variable([1.0])
+    >>> optimizer = NoDecayAdamW(learning_rate=0.5, weight_decay=0.5)
+    >>> optimizer.apply([keras.ops.zeros((1,))], [kernel])
+    >>> float(kernel.numpy()[0])  # no gradient, no decay: unchanged
+    1.0
+    """
+
+    def _apply_weight_decay(self, variables):
+        """Off: the subclass's `update_step` decays each variable."""
+
+
+# === Models ===
+
+def loss_tracker(model):
+    """The `keras.metrics.Mean` of the loss that `fit` reports as `loss`, or None
+    before `compile` (private `_loss_tracker`).
+
+    Examples:
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> loss_tracker(model) is None
+    True
+    >>> model.compile("sgd", "mse")
+    >>> type(loss_tracker(model)).__name__, loss_tracker(model).name
+    ('Mean', 'loss')
+    """
+    return getattr(model, "_loss_tracker", None)
+
+
+def compiled_loss(model, y_true, y_pred):
+    """The loss given to `compile` alone, on `y_true` and `y_pred` (private
+    `_compile_loss`): without `model.losses` and whatever `compute_loss` adds.
+
+    Examples:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> float(compiled_loss(model, np.array([[1.0]]), np.array([[3.0]])))
+    4.0
+    """
+    return model._compile_loss(y_true, y_pred)
+
+
+def build_from_batch(model, batch):
+    """Builds `model`'s compiled loss, metrics and optimizer from one `batch` of
+    `(features, labels)`, as `fit` does on its first batch (private `_symbolic_build`).
+
+    Call it after `compile`, where `fit`'s own build would not do (a custom
+    training loop, or a distribution strategy that cannot reduce the batch).
+
+    Examples:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse", metrics=["mae"])
+    >>> model.optimizer.built
+    False
+    >>> build_from_batch(model, (np.zeros((2, 1)), np.zeros((2, 1))))
+    >>> model.optimizer.built
+    True
+    """
+    model._symbolic_build(data_batch=batch)
+
+
+def skip_build_in_fit(model):
+    """Stops `fit`, `evaluate` and `predict` from building `model` from their first
+    batch again (private `_maybe_symbolic_build`): for a model already built with
+    `build_from_batch`.
+
+    Examples:
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> skip_build_in_fit(model)
+    >>> model._maybe_symbolic_build(data_batch=None) is None
+    True
+    """
+    model._maybe_symbolic_build = lambda *args, **kwargs: None
