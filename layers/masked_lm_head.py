@@ -4,7 +4,7 @@ import keras
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, tying_config
 
 
 @register
@@ -68,7 +68,6 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = int(vocabulary_size)
         self.activation = keras.activations.serialize(keras.activations.get(activation))
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
@@ -78,14 +77,7 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.decoder = TiedVocabularyDecoder(
-            self.vocabulary_size,
-            embedding_layer=embedding_layer,
-            tied=tied,
-            embedding_dim=embedding_dim,
-            initializer_range=self.initializer_range,
-            name="decoder",
-        )
+        self._make_decoder(vocabulary_size, embedding_layer, tied, embedding_dim)
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
         width = self.embedding_dim or sequence_output_shape[-1]
@@ -122,9 +114,7 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary_size": self.vocabulary_size,
-                "tied": self.tied,
-                "embedding_dim": self.embedding_dim,
+                **tying_config(self),
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,

@@ -5,7 +5,7 @@ from keras import ops
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, tying_config
 
 
 @register
@@ -70,7 +70,6 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = int(vocabulary_size)
         self.max_span_length = int(max_span_length)
         self.position_embedding_dim = (
             int(position_embedding_dim) if position_embedding_dim else None
@@ -90,14 +89,7 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         self.output_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_norm"
         )
-        self.decoder = TiedVocabularyDecoder(
-            self.vocabulary_size,
-            embedding_layer=embedding_layer,
-            tied=tied,
-            embedding_dim=embedding_dim,
-            initializer_range=self.initializer_range,
-            name="decoder",
-        )
+        self._make_decoder(vocabulary_size, embedding_layer, tied, embedding_dim)
 
     def build(
         self,
@@ -169,9 +161,7 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary_size": self.vocabulary_size,
-                "tied": self.tied,
-                "embedding_dim": self.embedding_dim,
+                **tying_config(self),
                 "max_span_length": self.max_span_length,
                 "position_embedding_dim": self.position_embedding_dim,
                 "intermediate_dim": self.intermediate_dim,
