@@ -5,7 +5,7 @@ from keras import ops
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, tying_config
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin
 
 
 @register
@@ -57,16 +57,13 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary_size,
-        embedding_layer=None,
-        tied=None,
-        embedding_dim=None,
+        # The decoder's arguments (`TiedVocabularyDecoder`), then the head's own.
+        vocabulary_size, embedding_layer=None, tied=None, embedding_dim=None,
         max_span_length=10,
         position_embedding_dim=None,
         intermediate_dim=None,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
+        # The settings of its dense layers and LayerNorms (`_set_head_settings`).
+        activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -75,9 +72,7 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
             int(position_embedding_dim) if position_embedding_dim else None
         )
         self.intermediate_dim = int(intermediate_dim) if intermediate_dim else None
-        self.activation = keras.activations.serialize(keras.activations.get(activation))
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.initializer_range = float(initializer_range)
+        self._set_head_settings(activation, layer_norm_epsilon, initializer_range)
 
         # === Layers === (widths that default to the input's are made in build)
         self.position_embedding = None
@@ -158,16 +153,10 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         )
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                **tying_config(self),
-                "max_span_length": self.max_span_length,
-                "position_embedding_dim": self.position_embedding_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "activation": self.activation,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._head_config(),
+            "max_span_length": self.max_span_length,
+            "position_embedding_dim": self.position_embedding_dim,
+            "intermediate_dim": self.intermediate_dim,
+        }

@@ -186,10 +186,22 @@ class TiedHeadMixin:
     The tying state lives in the decoder only; the head forwards to it.
     """
 
+    def _set_head_settings(self, activation, layer_norm_epsilon, initializer_range):
+        """Sets what the head's dense layers and LayerNorms are made with."""
+        self.activation = keras.activations.serialize(keras.activations.get(activation))
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.initializer_range = float(initializer_range)
+
+    def _head_config(self):
+        """The `get_config` entries every tied head has (its own follow them)."""
+        return {**tying_config(self), "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range}
+
     def _make_decoder(self, vocabulary_size, embedding_layer, tied, embedding_dim):
         """Sets `vocabulary_size` and makes the head's output layer, `self.decoder`.
 
-        Called in the head's `__init__` once `initializer_range` is set.
+        Called in the head's `__init__` after `_set_head_settings`.
         """
         self.vocabulary_size = int(vocabulary_size)
         self.decoder = TiedVocabularyDecoder(
