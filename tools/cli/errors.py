@@ -89,15 +89,17 @@ def check_paths(flag_values=flags.FLAGS):
 
 
 def flag_naming(path, flag_values=flags.FLAGS):
-    """`--name=path` for the flag given on the command line that names `path` (as its
-    value or one of its comma-separated values); None when no flag does.
+    """`--name=value` for the flag given on the command line whose value names `path`:
+    as a whole, as one of its comma-separated values, or as the MODEL of a NAME=MODEL
+    value (compare.py's `--run`); None when no flag does.
 
     Examples:
     >>> values = flags.FlagValues()
     >>> _ = flags.DEFINE_string("model_dir", None, "", flag_values=values)
-    >>> _ = values(["prog", "--model_dir=runs/a,runs/b"])
-    >>> flag_naming("runs/b", values), flag_naming("runs/c", values)
-    ('--model_dir=runs/b', None)
+    >>> _ = flags.DEFINE_multi_string("run", [], "", flag_values=values)
+    >>> _ = values(["prog", "--model_dir=runs/a,runs/b", "--run=base=runs/c"])
+    >>> flag_naming("runs/b", values), flag_naming("runs/c", values), flag_naming("x", values)
+    ('--model_dir=runs/b', '--run=base=runs/c', None)
     """
     for name in flag_values:
         flag = flag_values[name]
@@ -105,8 +107,11 @@ def flag_naming(path, flag_values=flags.FLAGS):
             continue
         values = flag.value if isinstance(flag.value, list) else [flag.value]
         for value in values:
-            if isinstance(value, str) and path in (value, *value.split(",")):
-                return f"--{name}={path}"
+            if not isinstance(value, str):
+                continue
+            for part in (value, *value.split(",")):
+                if path in (part, part.partition("=")[2]):
+                    return f"--{name}={part}"
     return None
 
 

@@ -255,8 +255,8 @@ def test_edge_cases():
     only_specials = tf.constant([CLS, SEP, PAD, PAD])
     for out in (
         pretraining.mlm_mask(only_specials, max_predictions=4, **options),
-        pretraining.span_mask(only_specials, max_predictions=4, word_starts=tf.ones([4], tf.bool),
-                  **options),
+        pretraining.span_mask(only_specials, max_predictions=4,
+                              word_starts=tf.ones([4], tf.bool), **options),
     ):
         assert float(tf.reduce_sum(out["mask_weights"])) == 0
         assert np.array_equal(out["masked_token_ids"], only_specials)
@@ -264,7 +264,8 @@ def test_edge_cases():
     out = pretraining.mlm_mask(tf.constant([CLS, 9, SEP]), max_predictions=2, **options)
     assert out["mask_positions"].numpy().tolist() == [1, 0]
     ids = tf.constant([CLS] + list(range(10, 60)) + [SEP])
-    out = pretraining.span_mask(ids, max_predictions=3, word_starts=tf.ones([52], tf.bool), **options)
+    out = pretraining.span_mask(ids, max_predictions=3, word_starts=tf.ones([52], tf.bool),
+                                **options)
     assert float(tf.reduce_sum(out["mask_weights"])) == 3
     with pytest.raises(ValueError, match="word_starts"):
         pretraining.mlm_mask(ids, max_predictions=3, whole_word=True, **options)

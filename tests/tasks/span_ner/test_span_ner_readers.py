@@ -36,7 +36,8 @@ NESTED = _line(
 
 
 def test_span_sentence_sorts_deduplicates_and_freezes():
-    sentence = span_ner.SpanSentence(["a", "b", "c"], [[2, 2, "X"], (0, 1, "Y"), (0, 1, "Y"), (0, 2, "X")])
+    sentence = span_ner.SpanSentence(["a", "b", "c"],
+                                     [[2, 2, "X"], (0, 1, "Y"), (0, 1, "Y"), (0, 2, "X")])
     assert sentence.words == ("a", "b", "c")
     assert sentence.spans == ((0, 1, "Y"), (0, 2, "X"), (2, 2, "X"))
     assert len(sentence) == 3
@@ -193,7 +194,8 @@ def test_read_span_file_picks_the_format(tmp_path):
 
 def test_read_span_file_passes_column_options(tmp_path):
     path = _write(tmp_path, "a I-PER\nb I-PER\nc B-PER\n", "iob1.txt")
-    assert span_ner.read_span_file(path, convert_iob1=True)[0].spans == ((0, 1, "PER"), (2, 2, "PER"))
+    spans = span_ner.read_span_file(path, convert_iob1=True)[0].spans
+    assert spans == ((0, 1, "PER"), (2, 2, "PER"))
     with pytest.raises(span_ner.DataFormatError, match=re.escape(f"{path}:1:")):
         span_ner.read_span_file(path, scheme="IOB2")
 
@@ -207,7 +209,8 @@ def test_read_span_file_rejects_bad_arguments(tmp_path):
 
 
 def test_span_label_names():
-    sentences = [span_ner.SpanSentence(("a", "b"), [(0, 1, "ORG"), (0, 0, "LOC")]), [(5, 6, "DATE")], []]
+    sentences = [span_ner.SpanSentence(("a", "b"), [(0, 1, "ORG"), (0, 0, "LOC")]),
+                 [(5, 6, "DATE")], []]
     assert span_ner.span_label_names(sentences) == ["NONE", "DATE", "LOC", "ORG"]
     assert span_ner.span_label_names([]) == ["NONE"]
     with pytest.raises(ValueError, match="NONE"):
