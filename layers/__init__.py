@@ -25,7 +25,7 @@ from nlpzoo.layers.span_grid import SpanGrid
 from nlpzoo.layers.span_representation import SpanRepresentation
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
-from nlpzoo.layers.transformer_encoder import TransformerEncoder
+from nlpzoo.layers.transformer_encoder import TransformerEncoder, architecture_defaults
 
 __all__ = [
     "Adapter",
@@ -52,6 +52,7 @@ __all__ = [
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "architecture_defaults",
     "cosine_similarity",
     "encoder_config",
     "gather_positions",

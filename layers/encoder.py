@@ -71,15 +71,16 @@ class Encoder(keras.Model):
     in the plain functional encoders that older `.keras` files hold.
 
     Args:
-        vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
-        max_sequence_length, num_segments, embedding_dim, dropout,
-        attention_dropout, norm_first, gelu_approximate, share_layers,
-        layer_norm_epsilon, initializer_range, adapter_size, lora_rank,
-        pack_length: see
-        `TransformerEncoder`.
+        *transformer_args, **transformer_kwargs: the `TransformerEncoder`
+            arguments, which define the architecture and its defaults in one
+            place: vocabulary_size, num_layers, num_heads, hidden_dim,
+            intermediate_dim, max_sequence_length, num_segments,
+            embedding_dim, dropout, attention_dropout, norm_first,
+            gelu_approximate, share_layers, layer_norm_epsilon,
+            initializer_range, adapter_size, lora_rank, pack_length.
         layer_mix: what `sequence_output` is: one of `LAYER_MIXES`.
         dtype: the dtype policy (default: the global one).
-        **kwargs: `name`, `trainable`.
+        name, trainable: the model's, as for any Keras model.
 
     Examples:
     >>> import numpy as np
@@ -100,56 +101,17 @@ class Encoder(keras.Model):
     # The `get_config` keys that are Keras's, not the transformer's.
     _MODEL_KEYS = ("name", "trainable", "dtype")
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        num_segments=2,
-        embedding_dim=None,
-        dropout=0.1,
-        attention_dropout=None,
-        norm_first=False,
-        gelu_approximate=False,
-        share_layers=False,
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        adapter_size=0,
-        lora_rank=0,
-        pack_length=0,
-        layer_mix="last",
-        dtype=None,
-        **kwargs,
-    ):
+    def __init__(self, *transformer_args, layer_mix="last", dtype=None, **transformer_kwargs):
         if layer_mix not in LAYER_MIXES:
             raise ValueError(f"layer_mix must be one of {', '.join(LAYER_MIXES)}, "
                              f"got {layer_mix!r}")
+        # Keras's own arguments are the model's; every other one is the transformer's.
+        model_kwargs = {key: transformer_kwargs.pop(key)
+                        for key in ("name", "trainable") if key in transformer_kwargs}
+
         # === Layers ===
-        transformer = TransformerEncoder(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            hidden_dim=hidden_dim,
-            intermediate_dim=intermediate_dim,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            embedding_dim=embedding_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            norm_first=norm_first,
-            gelu_approximate=gelu_approximate,
-            share_layers=share_layers,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            adapter_size=adapter_size,
-            lora_rank=lora_rank,
-            pack_length=pack_length,
-            dtype=dtype,
-            name=TRANSFORMER_NAME,
-        )
+        transformer = TransformerEncoder(*transformer_args, **transformer_kwargs, dtype=dtype,
+                                         name=TRANSFORMER_NAME)
 
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
@@ -158,7 +120,7 @@ class Encoder(keras.Model):
         if layer_mix != "last":
             mixed = LayerMix(layer_mix, dtype=dtype, name="layer_mix")(outputs["hidden_states"])
             outputs = dict(outputs, sequence_output=mixed, pooled_output=mixed[:, 0, :])
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **model_kwargs)
         self.layer_mix = layer_mix
 
     # The settings live in the transformer layer only; these read them there.

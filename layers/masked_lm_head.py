@@ -4,7 +4,7 @@ import keras
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin
 
 
 @register
@@ -58,34 +58,21 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary_size,
-        embedding_layer=None,
-        tied=None,
-        embedding_dim=None,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
+        # The decoder's arguments (`TiedVocabularyDecoder`), then the head's own.
+        vocabulary_size, embedding_layer=None, tied=None, embedding_dim=None,
+        # The settings of its dense layers and LayerNorms (`_set_head_settings`).
+        activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = int(vocabulary_size)
-        self.activation = keras.activations.serialize(keras.activations.get(activation))
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.initializer_range = float(initializer_range)
+        self._set_head_settings(activation, layer_norm_epsilon, initializer_range)
 
         # === Layers ===
         self.transform = None  # its width may be the input's: made in build
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.decoder = TiedVocabularyDecoder(
-            self.vocabulary_size,
-            embedding_layer=embedding_layer,
-            tied=tied,
-            embedding_dim=embedding_dim,
-            initializer_range=self.initializer_range,
-            name="decoder",
-        )
+        self._make_decoder(vocabulary_size, embedding_layer, tied, embedding_dim)
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
         width = self.embedding_dim or sequence_output_shape[-1]
@@ -119,15 +106,4 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         )
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "tied": self.tied,
-                "embedding_dim": self.embedding_dim,
-                "activation": self.activation,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {**super().get_config(), **self._head_config()}

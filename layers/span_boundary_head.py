@@ -5,7 +5,7 @@ from keras import ops
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, TiedVocabularyDecoder
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin
 
 
 @register
@@ -57,28 +57,22 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary_size,
-        embedding_layer=None,
-        tied=None,
-        embedding_dim=None,
+        # The decoder's arguments (`TiedVocabularyDecoder`), then the head's own.
+        vocabulary_size, embedding_layer=None, tied=None, embedding_dim=None,
         max_span_length=10,
         position_embedding_dim=None,
         intermediate_dim=None,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
+        # The settings of its dense layers and LayerNorms (`_set_head_settings`).
+        activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = int(vocabulary_size)
         self.max_span_length = int(max_span_length)
         self.position_embedding_dim = (
             int(position_embedding_dim) if position_embedding_dim else None
         )
         self.intermediate_dim = int(intermediate_dim) if intermediate_dim else None
-        self.activation = keras.activations.serialize(keras.activations.get(activation))
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.initializer_range = float(initializer_range)
+        self._set_head_settings(activation, layer_norm_epsilon, initializer_range)
 
         # === Layers === (widths that default to the input's are made in build)
         self.position_embedding = None
@@ -90,14 +84,7 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         self.output_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_norm"
         )
-        self.decoder = TiedVocabularyDecoder(
-            self.vocabulary_size,
-            embedding_layer=embedding_layer,
-            tied=tied,
-            embedding_dim=embedding_dim,
-            initializer_range=self.initializer_range,
-            name="decoder",
-        )
+        self._make_decoder(vocabulary_size, embedding_layer, tied, embedding_dim)
 
     def build(
         self,
@@ -166,18 +153,10 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         )
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "tied": self.tied,
-                "embedding_dim": self.embedding_dim,
-                "max_span_length": self.max_span_length,
-                "position_embedding_dim": self.position_embedding_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "activation": self.activation,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._head_config(),
+            "max_span_length": self.max_span_length,
+            "position_embedding_dim": self.position_embedding_dim,
+            "intermediate_dim": self.intermediate_dim,
+        }

@@ -161,16 +161,22 @@ class TiedVocabularyDecoder(keras.layers.Layer):
         return tuple(inputs_shape[:-1]) + (self.vocabulary_size,)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "tied": self.tied,
-                "embedding_dim": self.embedding_dim,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {**super().get_config(), **tying_config(self),
+                "initializer_range": self.initializer_range}
+
+
+def tying_config(layer):
+    """The config entries of a layer that decodes with a `TiedVocabularyDecoder`.
+
+    The decoder and the heads built on it (`TiedHeadMixin`) all save these:
+    the vocabulary size, whether it is tied and the table's width.
+
+    Examples:
+    >>> tying_config(TiedVocabularyDecoder(50, tied=True, embedding_dim=8))
+    {'vocabulary_size': 50, 'tied': True, 'embedding_dim': 8}
+    """
+    return {"vocabulary_size": layer.vocabulary_size, "tied": layer.tied,
+            "embedding_dim": layer.embedding_dim}
 
 
 class TiedHeadMixin:
@@ -179,6 +185,33 @@ class TiedHeadMixin:
 
     The tying state lives in the decoder only; the head forwards to it.
     """
+
+    def _set_head_settings(self, activation, layer_norm_epsilon, initializer_range):
+        """Sets what the head's dense layers and LayerNorms are made with."""
+        self.activation = keras.activations.serialize(keras.activations.get(activation))
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.initializer_range = float(initializer_range)
+
+    def _head_config(self):
+        """The `get_config` entries every tied head has (its own follow them)."""
+        return {**tying_config(self), "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range}
+
+    def _make_decoder(self, vocabulary_size, embedding_layer, tied, embedding_dim):
+        """Sets `vocabulary_size` and makes the head's output layer, `self.decoder`.
+
+        Called in the head's `__init__` after `_set_head_settings`.
+        """
+        self.vocabulary_size = int(vocabulary_size)
+        self.decoder = TiedVocabularyDecoder(
+            self.vocabulary_size,
+            embedding_layer=embedding_layer,
+            tied=tied,
+            embedding_dim=embedding_dim,
+            initializer_range=self.initializer_range,
+            name="decoder",
+        )
 
     @property
     def tied(self):

@@ -1,5 +1,7 @@
 """A BERT-family encoder: embeddings, a stack of blocks and a [CLS] pooler."""
 
+import inspect
+
 import keras
 from keras import ops
 
@@ -306,3 +308,21 @@ class TransformerEncoder(keras.layers.Layer):
             }
         )
         return config
+
+
+def architecture_defaults():
+    """The defaults of `TransformerEncoder`'s arguments, by name.
+
+    `TransformerEncoder`'s signature is the one place where the encoder's
+    architecture arguments and their defaults are written: `Encoder` passes
+    its arguments through, and the zoo's presets (`zoo.presets`) read their
+    defaults here.
+
+    Examples:
+    >>> defaults = architecture_defaults()
+    >>> defaults["max_sequence_length"], defaults["dropout"], "hidden_dim" in defaults
+    (512, 0.1, False)
+    """
+    parameters = inspect.signature(TransformerEncoder.__init__).parameters.values()
+    return {parameter.name: parameter.default for parameter in parameters
+            if parameter.default is not inspect.Parameter.empty}

@@ -33,6 +33,7 @@ _FRONT_DOOR = {
     "list_presets": "nlpzoo.zoo.builder",
     "load_pretrained": "nlpzoo.zoo.checkpoints",
     "load_trained": "nlpzoo.zoo.runs.directory",
+    "RunDirectoryError": "nlpzoo.tasks.io.errors",  # what load_trained raises
 }
 
 __all__ = sorted(_FRONT_DOOR)

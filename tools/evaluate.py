@@ -21,21 +21,11 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli.flags import (  # noqa: E402
-    define_model_flags,
-    define_progress_flag,
-    define_stride_override_flag,
-    define_task_module_flag,
-    enable_progress,
-    with_stride_override,
-)
+from nlpzoo.tools.cli import trained_model_flags  # noqa: E402
 from nlpzoo.zoo.runs.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
-define_task_module_flag()
-define_model_flags(ensemble=True)
-define_stride_override_flag()
-define_progress_flag()
+trained_model_flags.define()
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -46,12 +36,12 @@ flags.mark_flags_as_required(["data"])
 
 
 def main(argv):
-    enable_progress()
+    trained_model_flags.enable_progress()
     if FLAGS.update_card and len(md.model_list(FLAGS.model_dir or FLAGS.model)) > 1:
         raise UserError("--update_card: an ensemble has no model card of its own; "
                         "evaluate one model to record its result")
-    trained = md.load_models(FLAGS.model_dir, FLAGS.model)
-    task = with_stride_override(trained.task)
+    trained = trained_model_flags.load_models()
+    task = trained.task
     if not task.trainable:
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")

@@ -29,22 +29,11 @@ import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before 
 from absl import flags  # noqa: E402
 
 from nlpzoo.tasks.io.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
-from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli.flags import (  # noqa: E402
-    define_model_flags,
-    define_progress_flag,
-    define_stride_override_flag,
-    define_task_module_flag,
-    enable_progress,
-    with_stride_override,
-)
+from nlpzoo.tools.cli import trained_model_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-define_task_module_flag()
-define_model_flags(ensemble=True)
-define_stride_override_flag()
-define_progress_flag()
+trained_model_flags.define()
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
                     "output.")
@@ -58,9 +47,9 @@ flags.mark_flags_as_required(["input", "output"])
 
 
 def main(argv):
-    enable_progress()
-    trained = md.load_models(FLAGS.model_dir, FLAGS.model)
-    task = with_stride_override(trained.task)
+    trained_model_flags.enable_progress()
+    trained = trained_model_flags.load_models()
+    task = trained.task
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,
                                           trained.config.get("data_format"))
     try:

@@ -8,6 +8,8 @@ Every encoder has `<encoder>_classifier`, `<encoder>_pair_classifier`,
 
 import dataclasses
 
+from nlpzoo.layers.transformer_encoder import architecture_defaults
+
 
 @dataclasses.dataclass(frozen=True)
 class FineTuningDefaults:
@@ -29,24 +31,34 @@ class FineTuningDefaults:
     max_seq_length: int = 256
 
 
+# The encoder's own defaults: a preset keeps them unless it states its own.
+_ENCODER_DEFAULTS = architecture_defaults()
+
+
 @dataclasses.dataclass(frozen=True)
 class EncoderPreset:
-    """The shape and numerics of a transformer encoder."""
+    """The shape and numerics of a transformer encoder.
+
+    The fields are `TransformerEncoder` arguments with the layer's defaults
+    (`architecture_defaults`), but for the vocabulary (BERT's uncased
+    WordPiece vocabulary) and an explicit `attention_dropout` (the layer's
+    None means "as `dropout`").
+    """
 
     num_layers: int
     hidden_dim: int
     num_heads: int
     intermediate_dim: int
     vocabulary_size: int = 30522
-    max_sequence_length: int = 512
-    num_segments: int = 2
-    embedding_dim: int = None
-    share_layers: bool = False
-    norm_first: bool = False
-    gelu_approximate: bool = False
-    dropout: float = 0.1
-    attention_dropout: float = 0.1
-    layer_norm_epsilon: float = 1e-12
+    max_sequence_length: int = _ENCODER_DEFAULTS["max_sequence_length"]
+    num_segments: int = _ENCODER_DEFAULTS["num_segments"]
+    embedding_dim: int = _ENCODER_DEFAULTS["embedding_dim"]
+    share_layers: bool = _ENCODER_DEFAULTS["share_layers"]
+    norm_first: bool = _ENCODER_DEFAULTS["norm_first"]
+    gelu_approximate: bool = _ENCODER_DEFAULTS["gelu_approximate"]
+    dropout: float = _ENCODER_DEFAULTS["dropout"]
+    attention_dropout: float = _ENCODER_DEFAULTS["dropout"]
+    layer_norm_epsilon: float = _ENCODER_DEFAULTS["layer_norm_epsilon"]
     # Fine-tuning settings that suit this size (smaller models want larger rates).
     fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""

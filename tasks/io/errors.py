@@ -20,3 +20,31 @@ class MissingDataFileError(DataFormatError, FileNotFoundError):
     >>> isinstance(error, FileNotFoundError), isinstance(error, DataFormatError), str(error)
     (True, True, 'dev.txt: no such file')
     """
+
+
+class RunDirectoryError(ValueError):
+    """A trained run (a model directory or a `.keras` file) that cannot be loaded.
+
+    `path` is the run (or the file of it) at fault and `problem` what is
+    wrong with it; the message is `path: problem`. The binaries name the
+    flag that gave `path` instead (`tools.cli.errors.run`).
+
+    Examples:
+    >>> error = RunDirectoryError("runs/trec", "no such directory")
+    >>> str(error), error.path, error.problem
+    ('runs/trec: no such directory', 'runs/trec', 'no such directory')
+    """
+
+    def __init__(self, path, problem):
+        super().__init__(str(path), problem)  # both in `args`, so that it pickles
+
+    @property
+    def path(self):
+        return self.args[0]
+
+    @property
+    def problem(self):
+        return self.args[1]
+
+    def __str__(self):
+        return f"{self.path}: {self.problem}"

@@ -27,7 +27,6 @@ from tests.helpers.binaries import finish_processes, run_tools, start_python, st
 from tests.helpers.paths import CONLL
 from tests.helpers.trained_models import TRAINED_MAX_SEQ_LENGTH as MAX_SEQ_LENGTH
 from nlpzoo.zoo.runs import directory as md
-from nlpzoo.tools.cli.errors import UserError
 from nlpzoo.zoo import build_model
 
 CLASSIFICATION_TEXTS = [
@@ -356,12 +355,12 @@ def test_old_model_directories_still_load(tmp_path):
     assert trained.labels == ["no", "yes"] and tokenizer.vocabulary == VOCABULARY
     assert tokenizer.lowercase is False and trained.model.task_metadata is None
     assert trained.task.name == "classification" and trained.preprocessor.max_seq_length == 16
-    with pytest.raises(UserError, match="holds no vocabulary and labels"):
+    with pytest.raises(md.RunDirectoryError, match="holds no vocabulary and labels"):
         md.load_trained(model_path=md.path(str(tmp_path), md.BEST_MODEL))
-    with pytest.raises(UserError, match="cannot load"):
+    with pytest.raises(md.RunDirectoryError, match="cannot load"):
         (tmp_path / "broken.keras").write_text("not a zip")
         md.load_trained(model_path=str(tmp_path / "broken.keras"))
-    with pytest.raises(UserError, match="no such file"):
+    with pytest.raises(md.RunDirectoryError, match="no such file"):
         md.load_trained(model_path=str(tmp_path / "missing.keras"))
 
 

@@ -4,8 +4,10 @@ import doctest
 
 import pytest
 
+from nlpzoo.tools.cli import errors, trained_model_flags
 from nlpzoo.tools.cli import flags as tool_flags
 from nlpzoo.tools.cli.flags import resolve_pack_length
+from tests.helpers.binaries import run_tools
 
 
 def test_doctests():
@@ -23,3 +25,29 @@ def test_packing_under_xla_is_refused_naming_both_flags():
     assert resolve_pack_length(32, jit_compile=False) == 32
     with pytest.raises(ValueError, match=r"--pack_length=32 needs --jit_compile=false"):
         resolve_pack_length(32, jit_compile=True)
+
+
+def test_shared_binary_setup_and_error_wording_doctests():
+    assert doctest.testmod(trained_model_flags).failed == 0
+    assert doctest.testmod(errors).failed == 0
+
+
+def test_binaries_name_the_flag_of_a_run_that_cannot_be_loaded(tmp_path):
+    missing_file = tmp_path / "none.keras"
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    questions = tmp_path / "q.txt"
+    questions.write_text("Who is he ?\n")
+    results = run_tools({
+        "predict": ("predict.py", f"--model={missing_file}", f"--input={questions}",
+                    "--output=-"),
+        "evaluate": ("evaluate.py", f"--model_dir={unfinished}", f"--data={questions}"),
+    })
+    expected = {
+        "predict": f"error: --model={missing_file}: no such file",
+        "evaluate": f"error: --model_dir={unfinished}: not a trained run: no best_model.keras",
+    }
+    for name, result in results.items():
+        errors_seen = [line for line in result.stderr.splitlines() if line.startswith("error")]
+        assert result.returncode == 1 and len(errors_seen) == 1, (name, result.stderr[-2000:])
+        assert errors_seen[0].startswith(expected[name]), (name, errors_seen)

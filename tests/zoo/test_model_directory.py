@@ -2,6 +2,7 @@ import os
 
 import pytest
 
+import nlpzoo
 from nlpzoo.tasks.io.ownership import MARKER, write_marker
 from nlpzoo.zoo.runs import directory as md
 from nlpzoo.tools.cli.errors import UserError
@@ -65,3 +66,36 @@ def test_run_killed_in_its_first_epoch_resumes(tmp_path):
     _our_run(tmp_path)
     (tmp_path / "vocab.txt").write_text("[PAD]\n")
     assert md.prepare(str(tmp_path)) is True
+
+
+def test_load_trained_refuses_what_is_not_a_trained_run_in_library_words(tmp_path):
+    unfinished = tmp_path / "unfinished"
+    _our_run(unfinished)
+    broken = tmp_path / "broken.keras"
+    broken.write_text("not a zip")
+    cases = [
+        ({"model_dir": str(tmp_path / "nowhere")}, f"{tmp_path / 'nowhere'}: no such directory"),
+        ({"model_dir": str(unfinished)},
+         f"{unfinished}: not a trained run: no best_model.keras (was training finished?)"),
+        ({"model_path": str(tmp_path / "none.keras")}, f"{tmp_path / 'none.keras'}: no such file"),
+        ({"model_path": str(broken)}, f"{broken}: cannot load {broken}: "),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(nlpzoo.RunDirectoryError) as error:
+            nlpzoo.load_trained(**arguments)
+        assert isinstance(error.value, ValueError) and str(error.value).startswith(message)
+        assert error.value.path == next(iter(arguments.values()))
+        assert "--" not in str(error.value)  # the binaries add their flags' names themselves
+    with pytest.raises(ValueError, match="exactly one of model_dir and model_path"):
+        nlpzoo.load_trained()
+
+
+def test_load_trained_returns_the_model_and_what_runs_it(trained_classifier_dir):
+    trained = nlpzoo.load_trained(trained_classifier_dir)
+    assert trained._fields == ("model", "task", "preprocessor", "labels", "config")
+    assert trained.task.name == "classification" and trained.config["task"] == "classification"
+    assert trained.labels == md.read_json(md.path(trained_classifier_dir, md.LABELS))
+    assert trained.model.output_shape == (None, len(trained.labels))
+    assert trained.preprocessor.max_seq_length == trained.config["max_seq_length"]
+    alone = nlpzoo.load_trained(model_path=md.path(trained_classifier_dir, md.BEST_MODEL))
+    assert alone.labels == trained.labels and alone.task.name == trained.task.name

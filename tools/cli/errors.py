@@ -17,7 +17,7 @@ import traceback
 from absl import app, flags
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite
-from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.errors import DataFormatError, RunDirectoryError
 
 
 class UserError(Exception):
@@ -48,7 +48,7 @@ def check_numbers(flag_values=flags.FLAGS):
     >>> check_numbers(values)
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --learning_rate=nan: expected a finite number
+    nlpzoo.tools.cli.errors.UserError: --learning_rate=nan: expected a finite number
     """
     for name in flag_values:
         flag = flag_values[name]
@@ -77,7 +77,7 @@ def check_paths(flag_values=flags.FLAGS):
     >>> check_paths(values)
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --model_dir is empty: give a path
+    nlpzoo.tools.cli.errors.UserError: --model_dir is empty: give a path
     """
     for name in flag_values:
         flag = flag_values[name]
@@ -86,6 +86,50 @@ def check_paths(flag_values=flags.FLAGS):
         values = flag.value if isinstance(flag.value, list) else [flag.value]
         if not values or any(isinstance(value, str) and not value.strip() for value in values):
             raise UserError(f"--{name} is empty: give a path")
+
+
+def flag_naming(path, flag_values=flags.FLAGS):
+    """`--name=value` for the flag given on the command line whose value names `path`:
+    as a whole, as one of its comma-separated values, or as the MODEL of a NAME=MODEL
+    value (compare.py's `--run`); None when no flag does.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_string("model_dir", None, "", flag_values=values)
+    >>> _ = flags.DEFINE_multi_string("run", [], "", flag_values=values)
+    >>> _ = values(["prog", "--model_dir=runs/a,runs/b", "--run=base=runs/c"])
+    >>> flag_naming("runs/b", values), flag_naming("runs/c", values), flag_naming("x", values)
+    ('--model_dir=runs/b', '--run=base=runs/c', None)
+    """
+    for name in flag_values:
+        flag = flag_values[name]
+        if not flag.present:
+            continue
+        values = flag.value if isinstance(flag.value, list) else [flag.value]
+        for value in values:
+            if not isinstance(value, str):
+                continue
+            for part in (value, *value.split(",")):
+                if path in (part, part.partition("=")[2]):
+                    return f"--{name}={part}"
+    return None
+
+
+def run_directory_message(error, flag_values=flags.FLAGS):
+    """The line for a `RunDirectoryError`: the run named as the flag that gave it, so
+    that the user sees which flag to change.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> _ = flags.DEFINE_string("teacher", None, "", flag_values=values)
+    >>> _ = values(["prog", "--teacher=runs/old"])
+    >>> run_directory_message(RunDirectoryError("runs/old", "no such directory"), values)
+    '--teacher=runs/old: no such directory'
+    >>> run_directory_message(RunDirectoryError("runs/old/labels.json", "not valid JSON"), values)
+    'runs/old/labels.json: not valid JSON'
+    """
+    flag = flag_naming(error.path, flag_values)
+    return f"{flag}: {error.problem}" if flag else str(error)
 
 
 def _report_internal_error(error):
@@ -129,6 +173,9 @@ def run(main):
             check_numbers()
             check_paths()
             return main(argv)
+        except RunDirectoryError as error:  # the library's wording, with the flag's name
+            print(f"error: {run_directory_message(error)}", file=sys.stderr)
+            sys.exit(1)
         except USER_ERRORS as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(1)

@@ -38,6 +38,7 @@ import keras
 import nlpzoo.zoo  # noqa: F401  (registers our layers, metrics and schedules for loading)
 from nlpzoo.layers import transformer_of
 from nlpzoo.tasks.io.atomic_files import save_model_atomically, write_json_atomically
+from nlpzoo.tasks.io.errors import RunDirectoryError
 from nlpzoo.tasks.io.ownership import LOCK, NotOurDirectory, check_output, claim
 from nlpzoo.tasks.io.run_lock import DirectoryInUse, hold_run_lock
 from nlpzoo.tasks.registry import task_from_metadata
@@ -73,15 +74,16 @@ write_json = write_json_atomically
 
 def read_json(file_path, expected=None):
     """The JSON content of a run directory's file (of the `expected` type, when given); a
-    file that is not valid JSON, or holds another type, is a `UserError` naming it."""
+    file that is not valid JSON, or holds another type, is a `RunDirectoryError` naming it."""
     try:
         with open(file_path, encoding="utf-8") as f:
             content = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{file_path}: not valid JSON ({error}); was it written by nlpzoo?")
+        raise RunDirectoryError(file_path, f"not valid JSON ({error}); was it written by nlpzoo?")
     if expected is not None and not isinstance(content, expected):
-        raise UserError(f"{file_path}: expected a JSON {'object' if expected is dict else 'list'}"
-                        f", found a {type(content).__name__}")
+        raise RunDirectoryError(file_path, f"expected a JSON "
+                                f"{'object' if expected is dict else 'list'}, found a "
+                                f"{type(content).__name__}")
     return content
 
 
@@ -92,7 +94,7 @@ def _written_by_earlier_version(model_dir):
         return False
     try:
         config = read_json(path(model_dir, CONFIG), dict)
-    except (OSError, ValueError, UserError):
+    except (OSError, ValueError):
         return False
     return isinstance(config, dict) and "vocabulary_size" in config and "preset" in config
 
@@ -214,7 +216,7 @@ TrainedModel = collections.namedtuple(
 
 
 def load_trained(model_dir=None, model_path=None):
-    """A `TrainedModel` (model, task, preprocessor, label names, config).
+    """A trained run, loaded: a `TrainedModel` (model, task, preprocessor, labels, config).
 
     Give either `model_dir` (a directory written by tools/train.py; its
     best_model.keras is used) or `model_path` (a `.keras` file on its own).
@@ -226,25 +228,41 @@ def load_trained(model_dir=None, model_path=None):
     (if any) updated with them. Models saved before that need the directory's
     config.json, vocab.txt and labels.json. The task is the registered one
     named in the metadata, with its options (`task_from_metadata`).
+
+    Returns:
+        A `TrainedModel`: `model` (the Keras model), `task` (its `Task`),
+        `preprocessor` (turns text into the model's inputs), `labels` (label
+        names in label-id order) and `config` (the run's settings, a dict).
+
+    Raises:
+        RunDirectoryError: the run is missing, unfinished or unreadable (a
+            `ValueError`; its `path` is the run, its `problem` what is wrong).
+        ValueError: neither or both of `model_dir` and `model_path` given.
+
+    Examples:
+    >>> load_trained("no/such/run")
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.RunDirectoryError: no/such/run: no such directory
     """
     if (model_dir is None) == (model_path is None):
         raise ValueError("give exactly one of model_dir and model_path")
+    run = model_dir if model_dir is not None else model_path
     if model_path is not None:
-        where = f"--model={model_path}"
         if not os.path.isfile(model_path):
-            raise UserError(f"{where}: no such file")
+            raise RunDirectoryError(model_path, "no such file")
     else:
-        where = f"--model_dir={model_dir}"
         if not os.path.isdir(model_dir):
-            raise UserError(f"{where}: no such directory")
+            raise RunDirectoryError(model_dir, "no such directory")
         model_path = path(model_dir, BEST_MODEL)
         if not os.path.exists(model_path):
-            raise UserError(f"{where} has no {BEST_MODEL}: was training finished?")
+            raise RunDirectoryError(model_dir, f"not a trained run: no {BEST_MODEL} "
+                                    "(was training finished?)")
     try:
         model = keras.saving.load_model(model_path)
     except (ValueError, TypeError, KeyError, OSError, zipfile.BadZipFile) as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UserError(f"{where}: cannot load {model_path}: {first_line}")
+        raise RunDirectoryError(run, f"cannot load {model_path}: {first_line}")
     metadata = getattr(model, "task_metadata", None)
     if metadata is not None:
         config = {}
@@ -257,19 +275,20 @@ def load_trained(model_dir=None, model_path=None):
         labels = list(metadata["labels"])
     else:
         if model_dir is None:
-            raise UserError(f"{where} holds no vocabulary and labels (it was saved before "
-                            "models kept them); pass the directory it was trained in as "
-                            "--model_dir")
+            raise RunDirectoryError(run, "holds no vocabulary and labels (it was saved before "
+                                    "models kept them); load the directory it was trained "
+                                    "in instead")
         for name in (CONFIG, VOCAB, LABELS):
             if not os.path.exists(path(model_dir, name)):
-                raise UserError(f"{where} has no {name}: was training finished?")
+                raise RunDirectoryError(model_dir, f"not a trained run: no {name} "
+                                        "(was training finished?)")
         config = read_json(path(model_dir, CONFIG), dict)
         preprocessor = None
         labels = read_json(path(model_dir, LABELS), expected=list)
     try:
         task = task_from_metadata(config)
     except ValueError as error:
-        raise UserError(f"{where}: {error}")
+        raise RunDirectoryError(run, str(error))
     if preprocessor is None:
         preprocessor = task.make_preprocessor(load_vocabulary(model_dir), config["lowercase"],
                                               config["max_seq_length"])

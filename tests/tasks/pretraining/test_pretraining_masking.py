@@ -4,15 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlpzoo.tasks.pretraining import (
-    make_nsp_pairs,
-    mlm_mask,
-    span_length_probabilities,
-    span_mask,
-    unigram_distribution,
-    word_start_flags,
-    zip_with_seeds,
-)
+from nlpzoo.tasks import pretraining
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 
 PAD, UNK, CLS, SEP, MASK_ID = 0, 1, 2, 3, 4
@@ -41,7 +33,7 @@ def _corpus():
             position += rng.choice([1, 1, 1, 2, 2, 3])
         # Specials are words of their own.
         starts[n, [0, length // 2, length // 2 + 1, length - 1]] = True
-    unigram = unigram_distribution([row[row > MASK_ID] for row in ids], V, SPECIAL_IDS)
+    unigram = pretraining.unigram_distribution([row[row > MASK_ID] for row in ids], V, SPECIAL_IDS)
     return ids, starts, unigram
 
 
@@ -55,13 +47,13 @@ def _run(kind, seed=0, **overrides):
     if kind == "span":
         options.update(max_predictions=MAX_PREDICTIONS["span"])
         options.update(overrides)
-        fn = functools.partial(span_mask, **options)
+        fn = functools.partial(pretraining.span_mask, **options)
     else:
         options.update(max_predictions=MAX_PREDICTIONS["mlm"], whole_word=kind == "wwm")
         options.update(overrides)
-        fn = functools.partial(mlm_mask, **options)
+        fn = functools.partial(pretraining.mlm_mask, **options)
     dataset = tf.data.Dataset.from_tensor_slices({"ids": ids, "starts": starts})
-    dataset = zip_with_seeds(dataset, seed).map(
+    dataset = pretraining.zip_with_seeds(dataset, seed).map(
         lambda x, s: fn(x["ids"], seed=s, word_starts=x["starts"]),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
@@ -236,7 +228,7 @@ def test_span_masking_spans_and_boundaries():
     lengths = np.array(lengths)
     assert lengths.max() <= 10 and lengths.min() >= 1
     assert abs(lengths.mean() - 3.8) < 0.2, lengths.mean()
-    assert abs((lengths == 1).mean() - span_length_probabilities()[0]) < 0.02
+    assert abs((lengths == 1).mean() - pretraining.span_length_probabilities()[0]) < 0.02
     treatments = np.array(treatments)
     assert abs((treatments == "mask").mean() - 0.8) < 0.02
     assert abs((treatments == "random").mean() - 0.1) < 0.02
@@ -252,7 +244,7 @@ def test_span_masking_exact_budget():
 
 
 def test_span_length_distribution_is_truncated_geometric():
-    probabilities = span_length_probabilities(0.2, 10)
+    probabilities = pretraining.span_length_probabilities(0.2, 10)
     assert np.isclose(probabilities.sum(), 1.0)
     assert np.allclose(probabilities[1:] / probabilities[:-1], 0.8)
     assert abs(np.dot(np.arange(1, 11), probabilities) - 3.8) < 0.01
@@ -262,22 +254,23 @@ def test_edge_cases():
     options = dict(vocabulary_size=V, mask_id=MASK_ID, special_ids=SPECIAL_IDS, seed=1)
     only_specials = tf.constant([CLS, SEP, PAD, PAD])
     for out in (
-        mlm_mask(only_specials, max_predictions=4, **options),
-        span_mask(only_specials, max_predictions=4, word_starts=tf.ones([4], tf.bool),
-                  **options),
+        pretraining.mlm_mask(only_specials, max_predictions=4, **options),
+        pretraining.span_mask(only_specials, max_predictions=4,
+                              word_starts=tf.ones([4], tf.bool), **options),
     ):
         assert float(tf.reduce_sum(out["mask_weights"])) == 0
         assert np.array_equal(out["masked_token_ids"], only_specials)
     # One eligible token: at least one prediction; P caps the budget.
-    out = mlm_mask(tf.constant([CLS, 9, SEP]), max_predictions=2, **options)
+    out = pretraining.mlm_mask(tf.constant([CLS, 9, SEP]), max_predictions=2, **options)
     assert out["mask_positions"].numpy().tolist() == [1, 0]
     ids = tf.constant([CLS] + list(range(10, 60)) + [SEP])
-    out = span_mask(ids, max_predictions=3, word_starts=tf.ones([52], tf.bool), **options)
+    out = pretraining.span_mask(ids, max_predictions=3, word_starts=tf.ones([52], tf.bool),
+                                **options)
     assert float(tf.reduce_sum(out["mask_weights"])) == 3
     with pytest.raises(ValueError, match="word_starts"):
-        mlm_mask(ids, max_predictions=3, whole_word=True, **options)
+        pretraining.mlm_mask(ids, max_predictions=3, whole_word=True, **options)
     with pytest.raises(ValueError, match="special"):
-        mlm_mask(ids, max_predictions=3, seed=1, vocabulary_size=V, mask_id=MASK_ID)
+        pretraining.mlm_mask(ids, max_predictions=3, seed=1, vocabulary_size=V, mask_id=MASK_ID)
 
 
 # --- tf.data: new masks every epoch, reproducible from the seed ---
@@ -288,8 +281,8 @@ def test_dataset_map_new_masks_each_epoch_and_deterministic():
 
     def pipeline(seed):
         dataset = tf.data.Dataset.from_tensor_slices((ids[:64], starts[:64]))
-        dataset = zip_with_seeds(dataset, seed).map(
-            lambda x, s: span_mask(
+        dataset = pretraining.zip_with_seeds(dataset, seed).map(
+            lambda x, s: pretraining.span_mask(
                 x[0], seed=s, word_starts=x[1], vocabulary_size=V, mask_id=MASK_ID,
                 max_predictions=32, special_ids=SPECIAL_IDS,
                 unigram_probabilities=unigram,
@@ -310,8 +303,8 @@ def test_dataset_map_new_masks_each_epoch_and_deterministic():
     # The same seed gives the same masks, eagerly and in a graph.
     options = dict(vocabulary_size=V, mask_id=MASK_ID, max_predictions=24,
                    special_ids=SPECIAL_IDS)
-    eager = mlm_mask(ids[0], seed=[3, 4], **options)["masked_token_ids"].numpy()
-    graph = tf.function(lambda x: mlm_mask(x, seed=[3, 4], **options))(ids[0])
+    eager = pretraining.mlm_mask(ids[0], seed=[3, 4], **options)["masked_token_ids"].numpy()
+    graph = tf.function(lambda x: pretraining.mlm_mask(x, seed=[3, 4], **options))(ids[0])
     assert np.array_equal(eager, graph["masked_token_ids"].numpy())
 
 
@@ -319,13 +312,13 @@ def test_dataset_map_new_masks_each_epoch_and_deterministic():
 
 
 def test_unigram_distribution():
-    probabilities = unigram_distribution(
+    probabilities = pretraining.unigram_distribution(
         tf.ragged.constant([[CLS, 7, 7, 8, SEP], [CLS, 8, SEP]]), 10, SPECIAL_IDS
     )
     assert probabilities.dtype == np.float32
     np.testing.assert_allclose(probabilities, [0] * 7 + [0.5, 0.5, 0], atol=1e-7)
     with pytest.raises(ValueError, match="lie in"):
-        unigram_distribution([[1, 10]], 10)
+        pretraining.unigram_distribution([[1, 10]], 10)
 
 
 def test_nsp_pairs():
@@ -334,7 +327,7 @@ def test_nsp_pairs():
         [[1000 * d + s, 1000 * d + s] for s in range(rng.integers(1, 9))]
         for d in range(1500)
     ]
-    pairs = make_nsp_pairs(documents, np.random.default_rng(1))
+    pairs = pretraining.make_nsp_pairs(documents, np.random.default_rng(1))
     assert len(pairs) == sum(len(doc) - 1 for doc in documents)
     labels = np.array([is_next for _, _, is_next in pairs])
     assert abs(labels.mean() - 0.5) < 0.03
@@ -344,7 +337,7 @@ def test_nsp_pairs():
         else:
             assert b[0] // 1000 != a[0] // 1000  # a segment of another document
     with pytest.raises(ValueError, match="two"):
-        make_nsp_pairs([[[1], [2]]], rng)
+        pretraining.make_nsp_pairs([[[1], [2]]], rng)
 
 
 def test_word_start_flags_align_with_the_tokenizer():
@@ -352,7 +345,7 @@ def test_word_start_flags_align_with_the_tokenizer():
         ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"]
     )
     words = tokenizer.tokenize(["Café opens", "opens is"])
-    flags = word_start_flags(words)
+    flags = pretraining.word_start_flags(words)
     assert flags.to_list() == [[True, True, False], [True, False, True]]
     assert flags.row_lengths().numpy().tolist() == (
         tokenizer.tokenize_flat(["Café opens", "opens is"]).row_lengths().numpy().tolist()

@@ -4,15 +4,9 @@ import re
 
 import pytest
 
-from nlpzoo.tasks.span_ner.readers import (
-    DataFormatError,
-    SpanSentence,
-    from_tagged_sentences,
-    read_span_file,
-    read_span_jsonl,
-    span_label_names,
-)
+from nlpzoo.tasks import span_ner
 from nlpzoo.tasks.tagging.readers import TaggedSentence, read_column_file, spans_to_tags
+from tests.helpers.data_samples import CONLL_FOUR_COLUMNS
 from tests.helpers.paths import shared_data_path
 
 
@@ -37,16 +31,17 @@ NESTED = _line(
 
 
 # ---------------------------------------------------------------------------------------------
-# SpanSentence
+# span_ner.SpanSentence
 # ---------------------------------------------------------------------------------------------
 
 
 def test_span_sentence_sorts_deduplicates_and_freezes():
-    sentence = SpanSentence(["a", "b", "c"], [[2, 2, "X"], (0, 1, "Y"), (0, 1, "Y"), (0, 2, "X")])
+    sentence = span_ner.SpanSentence(["a", "b", "c"],
+                                     [[2, 2, "X"], (0, 1, "Y"), (0, 1, "Y"), (0, 2, "X")])
     assert sentence.words == ("a", "b", "c")
     assert sentence.spans == ((0, 1, "Y"), (0, 2, "X"), (2, 2, "X"))
     assert len(sentence) == 3
-    assert hash(sentence) == hash(SpanSentence(("a", "b", "c"), sentence.spans))
+    assert hash(sentence) == hash(span_ner.SpanSentence(("a", "b", "c"), sentence.spans))
     with pytest.raises(dataclasses.FrozenInstanceError):
         sentence.words = ()
 
@@ -54,7 +49,7 @@ def test_span_sentence_sorts_deduplicates_and_freezes():
 @pytest.mark.parametrize("span", [(1, 0, "X"), (-1, 0, "X"), (0, 3, "X")])
 def test_span_sentence_rejects_spans_outside_the_sentence(span):
     with pytest.raises(ValueError, match="outside"):
-        SpanSentence(("a", "b", "c"), [span], "f.jsonl", 7)
+        span_ner.SpanSentence(("a", "b", "c"), [span], "f.jsonl", 7)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,8 +59,8 @@ def test_span_sentence_rejects_spans_outside_the_sentence(span):
 
 def test_reads_nested_spans_with_inclusive_ends(tmp_path):
     path = _write(tmp_path, NESTED + _line(["Hello"]))
-    first, second = read_span_jsonl(path)
-    assert first == SpanSentence(
+    first, second = span_ner.read_span_jsonl(path)
+    assert first == span_ner.SpanSentence(
         ("United", "Airlines", "Holding", "said", "Tuesday"),
         ((0, 1, "ORG"), (0, 2, "ORG"), (4, 4, "DATE")),
         path,
@@ -76,19 +71,19 @@ def test_reads_nested_spans_with_inclusive_ends(tmp_path):
         ("United", "Airlines", "Holding"),
         ("Tuesday",),
     ]
-    assert second == SpanSentence(("Hello",), (), path, 2)
+    assert second == span_ner.SpanSentence(("Hello",), (), path, 2)
 
 
 def test_overlapping_and_duplicate_spans(tmp_path):
     text = _line(["a", "b", "c"], (1, 2, "X"), (0, 1, "Y"), (0, 1, "Y"), (0, 1, "X"), id=3)
-    [sentence] = read_span_jsonl(_write(tmp_path, text))
+    [sentence] = span_ner.read_span_jsonl(_write(tmp_path, text))
     assert sentence.spans == ((0, 1, "X"), (0, 1, "Y"), (1, 2, "X"))
 
 
 def test_blank_lines_crlf_and_bom(tmp_path):
     text = b"\xef\xbb\xbf\r\n" + NESTED.replace("\n", "\r\n").encode() + b"  \n\n"
     text += _line(["x"]).encode()
-    sentences = read_span_jsonl(_write(tmp_path, text))
+    sentences = span_ner.read_span_jsonl(_write(tmp_path, text))
     assert [s.line for s in sentences] == [2, 5]
     assert sentences[0].words[0] == "United"
 
@@ -129,43 +124,36 @@ def _error_cases():
 @pytest.mark.parametrize("message, text", _error_cases())
 def test_errors_name_file_and_line(tmp_path, message, text):
     path = _write(tmp_path, text)
-    with pytest.raises(DataFormatError, match=re.escape(f"{path}:3: ") + ".*" + message):
-        read_span_jsonl(path)
+    with pytest.raises(span_ner.DataFormatError, match=re.escape(f"{path}:3: ") + ".*" + message):
+        span_ner.read_span_jsonl(path)
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n\r\n"])
 def test_empty_file_names_the_file(tmp_path, text):
     path = _write(tmp_path, text)
-    with pytest.raises(DataFormatError, match=re.escape(path) + ": no sentences"):
-        read_span_jsonl(path)
+    with pytest.raises(span_ner.DataFormatError, match=re.escape(path) + ": no sentences"):
+        span_ner.read_span_jsonl(path)
 
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
     path = _write(tmp_path, NESTED.encode() + b'{"tokens": ["caf\xe9"], "spans": []}\n')
-    with pytest.raises(DataFormatError, match=re.escape(f"{path}:2: not valid UTF-8")):
-        read_span_jsonl(path)
+    with pytest.raises(span_ner.DataFormatError, match=re.escape(f"{path}:2: not valid UTF-8")):
+        span_ner.read_span_jsonl(path)
 
 
 def test_missing_file_names_the_path(tmp_path):
     path = str(tmp_path / "nowhere.jsonl")
     with pytest.raises(FileNotFoundError, match=re.escape(path)):
-        read_span_jsonl(path)
+        span_ner.read_span_jsonl(path)
     with pytest.raises(FileNotFoundError, match=re.escape(path)):
-        read_span_file(path)
+        span_ner.read_span_file(path)
 
 
 # ---------------------------------------------------------------------------------------------
 # Tags, file formats, labels
 # ---------------------------------------------------------------------------------------------
 
-CONLL = (
-    "EU NNP B-NP B-ORG\n"
-    "rejects VBZ B-VP O\n"
-    "German JJ B-NP B-MISC\n"
-    "\n"
-    "Peter NNP B-NP B-PER\n"
-    "Blackburn NNP I-NP I-PER\n"
-)
+CONLL = CONLL_FOUR_COLUMNS
 
 
 def test_from_tagged_sentences_keeps_words_source_and_line():
@@ -173,58 +161,60 @@ def test_from_tagged_sentences_keeps_words_source_and_line():
         TaggedSentence(("a", "b", "c", "d"), ("B-X", "I-X", "O", "I-Y"), "f.txt", 4),
         TaggedSentence(("e",), ("O",)),
     ]
-    assert from_tagged_sentences(tagged) == [
-        SpanSentence(("a", "b", "c", "d"), ((0, 1, "X"), (3, 3, "Y")), "f.txt", 4),
-        SpanSentence(("e",), ()),
+    assert span_ner.from_tagged_sentences(tagged) == [
+        span_ner.SpanSentence(("a", "b", "c", "d"), ((0, 1, "X"), (3, 3, "Y")), "f.txt", 4),
+        span_ner.SpanSentence(("e",), ()),
     ]
 
 
 def test_from_tagged_sentences_names_the_line_of_a_bad_tag():
     tagged = TaggedSentence(("a", "b", "c"), ("O", "O", "X-PER"), "f.txt", 10)
-    with pytest.raises(DataFormatError, match=r"f\.txt:12: tag 'X-PER'"):
-        from_tagged_sentences([tagged])
+    with pytest.raises(span_ner.DataFormatError, match=r"f\.txt:12: tag 'X-PER'"):
+        span_ner.from_tagged_sentences([tagged])
     with pytest.raises(TypeError, match="TaggedSentence"):
-        from_tagged_sentences([("a",)])
+        span_ner.from_tagged_sentences([("a",)])
 
 
 def test_read_span_file_picks_the_format(tmp_path):
     conll = _write(tmp_path, CONLL, "eng.conll")
-    first, second = read_span_file(conll)
-    assert first == SpanSentence(
+    first, second = span_ner.read_span_file(conll)
+    assert first == span_ner.SpanSentence(
         ("EU", "rejects", "German"), ((0, 0, "ORG"), (2, 2, "MISC")), conll, 1
     )
     assert second.spans == ((0, 1, "PER"),) and second.line == 5
     for name in ("data.jsonl", "data.JSON"):
         path = _write(tmp_path, NESTED, name)
-        assert read_span_file(path) == read_span_jsonl(path)
+        assert span_ner.read_span_file(path) == span_ner.read_span_jsonl(path)
     # An explicit format wins over the extension.
     odd = _write(tmp_path, NESTED, "data.txt")
-    assert read_span_file(odd, data_format="jsonl") == read_span_jsonl(odd)
+    assert span_ner.read_span_file(odd, data_format="jsonl") == span_ner.read_span_jsonl(odd)
     odd_conll = _write(tmp_path, CONLL, "data.jsonl")
-    assert read_span_file(odd_conll, data_format="conll")[1].spans == ((0, 1, "PER"),)
+    assert span_ner.read_span_file(odd_conll, data_format="conll")[1].spans == ((0, 1, "PER"),)
 
 
 def test_read_span_file_passes_column_options(tmp_path):
     path = _write(tmp_path, "a I-PER\nb I-PER\nc B-PER\n", "iob1.txt")
-    assert read_span_file(path, convert_iob1=True)[0].spans == ((0, 1, "PER"), (2, 2, "PER"))
-    with pytest.raises(DataFormatError, match=re.escape(f"{path}:1:")):
-        read_span_file(path, scheme="IOB2")
+    spans = span_ner.read_span_file(path, convert_iob1=True)[0].spans
+    assert spans == ((0, 1, "PER"), (2, 2, "PER"))
+    with pytest.raises(span_ner.DataFormatError, match=re.escape(f"{path}:1:")):
+        span_ner.read_span_file(path, scheme="IOB2")
 
 
 def test_read_span_file_rejects_bad_arguments(tmp_path):
     path = _write(tmp_path, NESTED)
     with pytest.raises(ValueError, match="data_format"):
-        read_span_file(path, data_format="xml")
+        span_ner.read_span_file(path, data_format="xml")
     with pytest.raises(ValueError, match="do not apply to JSONL"):
-        read_span_file(path, scheme="IOB2")
+        span_ner.read_span_file(path, scheme="IOB2")
 
 
 def test_span_label_names():
-    sentences = [SpanSentence(("a", "b"), [(0, 1, "ORG"), (0, 0, "LOC")]), [(5, 6, "DATE")], []]
-    assert span_label_names(sentences) == ["NONE", "DATE", "LOC", "ORG"]
-    assert span_label_names([]) == ["NONE"]
+    sentences = [span_ner.SpanSentence(("a", "b"), [(0, 1, "ORG"), (0, 0, "LOC")]),
+                 [(5, 6, "DATE")], []]
+    assert span_ner.span_label_names(sentences) == ["NONE", "DATE", "LOC", "ORG"]
+    assert span_ner.span_label_names([]) == ["NONE"]
     with pytest.raises(ValueError, match="NONE"):
-        span_label_names([[(0, 0, "NONE")]])
+        span_ner.span_label_names([[(0, 0, "NONE")]])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,12 +225,12 @@ def test_span_label_names():
 def test_conll2003_train_round_trips_bio_spans_bio():
     path = shared_data_path("conll2003", "eng.train")
     tagged = read_column_file(path, scheme="IOB2")
-    sentences = from_tagged_sentences(tagged)
+    sentences = span_ner.from_tagged_sentences(tagged)
     assert len(sentences) == 14041
-    assert span_label_names(sentences) == ["NONE", "LOC", "MISC", "ORG", "PER"]
+    assert span_ner.span_label_names(sentences) == ["NONE", "LOC", "MISC", "ORG", "PER"]
     for tagged_sentence, sentence in zip(tagged, sentences):
         assert sentence.words == tagged_sentence.words and sentence.line == tagged_sentence.line
         assert tuple(spans_to_tags(sentence.spans, len(sentence))) == tagged_sentence.tags, (
             sentence.line
         )
-    assert read_span_file(path) == sentences
+    assert span_ner.read_span_file(path) == sentences

@@ -12,6 +12,7 @@ from nlpzoo.tasks.tagging.readers import (
     spans_to_tags,
     tags_to_spans,
 )
+from tests.helpers.data_samples import CONLL_FOUR_COLUMNS
 from tests.helpers.paths import shared_data_path
 
 CONLL_LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
@@ -28,14 +29,7 @@ def _write(tmp_path, text, name="data.txt"):
 # Parsing
 # ---------------------------------------------------------------------------------------------
 
-FOUR_COLUMNS = (
-    "EU NNP B-NP B-ORG\n"
-    "rejects VBZ B-VP O\n"
-    "German JJ B-NP B-MISC\n"
-    "\n"
-    "Peter NNP B-NP B-PER\n"
-    "Blackburn NNP I-NP I-PER\n"
-)
+FOUR_COLUMNS = CONLL_FOUR_COLUMNS
 
 
 def test_four_columns_tag_last(tmp_path):
