@@ -15,7 +15,7 @@ Errors name the file and the 1-based line.
 
 import math
 
-from nlpzoo.tasks.classification.readers import (
+from nlpzoo.tasks.text.text_readers import (
     ClassificationExample,
     infer_format,
     read_jsonl,
@@ -23,7 +23,7 @@ from nlpzoo.tasks.classification.readers import (
 )
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned
-from nlpzoo.tasks.io.prediction_io import read_text_lines
+from nlpzoo.tasks.text.prediction_io import read_text_lines
 
 FORMATS = ("mrpc", "jsonl")
 # The JSONL field of each objective's target.

@@ -5,9 +5,9 @@ import json
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import write_binary_atomically
-from nlpzoo.tasks.classification.pipeline import make_dataset as make_classification_dataset
-from nlpzoo.tasks.classification.readers import ClassificationExample
-from nlpzoo.tasks.io.prediction_io import write_output
+from nlpzoo.tasks.text.text_pipeline import make_dataset as make_classification_dataset
+from nlpzoo.tasks.text.text_readers import ClassificationExample
+from nlpzoo.tasks.text.prediction_io import write_output
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.sentence_embedding import readers
 from nlpzoo.tasks.sentence_embedding.model import SentenceEmbedder

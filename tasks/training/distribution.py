@@ -39,7 +39,7 @@ import tempfile
 from absl import flags
 
 from nlpzoo.tasks.io.ownership import write_marker
-from nlpzoo.tools.cli.errors import UserError
+from nlpzoo.tasks.io.errors import UserError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # What a non-chief copies from the chief's directory to resume the same run.

@@ -12,7 +12,8 @@ from nlpzoo.tasks.span_ner.readers import (
     read_span_jsonl,
     span_label_names,
 )
-from nlpzoo.tasks.tagging.readers import TaggedSentence, read_column_file, spans_to_tags
+from nlpzoo.tasks.words.conll import TaggedSentence, read_column_file
+from nlpzoo.tasks.words.tags import spans_to_tags
 from tests.helpers.paths import shared_data_path
 
 

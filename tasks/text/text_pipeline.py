@@ -25,7 +25,7 @@ def text_columns(examples):
             first that differs from the first example: its file and line).
 
     Examples:
-    >>> from nlpzoo.tasks.classification.readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
     >>> text_columns([ClassificationExample("a", "x", text_pair="b")])
     (['a'], ['b'])
     """

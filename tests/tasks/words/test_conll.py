@@ -2,16 +2,8 @@ import dataclasses
 
 import pytest
 
-# The tag-scheme functions come through the readers' module too: their old import path.
-from nlpzoo.tasks.tagging.readers import (
-    DataFormatError,
-    TaggedSentence,
-    detect_scheme,
-    label_list,
-    read_column_file,
-    spans_to_tags,
-    tags_to_spans,
-)
+from nlpzoo.tasks.words.conll import DataFormatError, TaggedSentence, label_list, read_column_file
+from nlpzoo.tasks.words.tags import detect_scheme, spans_to_tags, tags_to_spans
 from tests.helpers.paths import shared_data_path
 
 CONLL_LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
