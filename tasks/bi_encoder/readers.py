@@ -1,4 +1,4 @@
-"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by the classification readers.
+"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by `tasks.text.text_readers`.
 
 Every example is a `ClassificationExample` with a `text_pair`; its `label` is
 kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL

@@ -16,7 +16,8 @@ from nlpzoo.tasks.task import Task
 
 # What embeddings are written as: a NumPy array, or JSON lines with their texts.
 OUTPUT_KINDS = ("npy", "jsonl")
-# The pipeline is classification's (single texts); the label it carries is unused.
+# The pipeline is the single-text one (`tasks.text.text_pipeline`, classification's too);
+# the label it carries is unused.
 _NO_LABEL = ""
 
 

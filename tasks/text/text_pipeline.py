@@ -1,4 +1,5 @@
-"""tf.data input pipeline for single-text and text-pair classification."""
+"""tf.data input pipeline for labelled single texts and text pairs (classification; the
+bi-encoder's label encoding; sentence embedding's texts)."""
 
 import numpy as np
 import tensorflow as tf
