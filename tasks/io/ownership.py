@@ -21,7 +21,7 @@ Examples:
 >>> check_output(folder, "--model_dir", overwrite=True, own_names={"config.json"})
 Traceback (most recent call last):
 ...
-tasks.io.ownership.NotOurDirectory: --model_dir=...run holds files nlpzoo did not write (notes.txt): refusing to replace it; choose a new or empty directory
+nlpzoo.tasks.io.ownership.NotOurDirectory: --model_dir=...run holds files nlpzoo did not write (notes.txt): refusing to replace it; choose a new or empty directory
 """
 
 import datetime
@@ -143,7 +143,7 @@ def check_replaceable(directory, flag, overwrite=False, adopt=None):
     >>> check_replaceable(folder, "--output")
     Traceback (most recent call last):
     ...
-    tasks.io.ownership.NotOurDirectory: --output=... already exists; pass --overwrite to replace it
+    nlpzoo.tasks.io.ownership.NotOurDirectory: --output=... already exists; pass --overwrite to replace it
     >>> check_replaceable(folder, "--output", overwrite=True)
     'ours'
     """
@@ -190,7 +190,7 @@ def check_output_file(path, flag, overwrite=False, looks_ours=None):
     >>> check_output_file(os.path.dirname(path), "--output")
     Traceback (most recent call last):
     ...
-    tasks.io.ownership.NotOurDirectory: --output=... is a directory; give a file name
+    nlpzoo.tasks.io.ownership.NotOurDirectory: --output=... is a directory; give a file name
     """
     if path is None or not str(path).strip():
         raise NotOurDirectory(f"{flag} is empty: give a file to write to")

@@ -30,7 +30,7 @@ def read_probing_column(path, column, max_sentences=None, max_words=None):
 
     Raises:
         ValueError: `column` is not an integer >= 2.
-        tasks.errors.DataFormatError: `column` is beyond the file's columns, or the file is
+        DataFormatError: `column` is beyond the file's columns, or the file is
             malformed (the message names the file and line).
         FileNotFoundError: no such file.
 

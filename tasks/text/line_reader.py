@@ -141,7 +141,7 @@ def read_lines(path, invalid_utf8="error"):
     >>> list(read_lines(path))
     Traceback (most recent call last):
     ...
-    tasks.errors.DataFormatError: ...lines.txt:2: not valid UTF-8: found byte(s) ef at byte 2
+    nlpzoo.tasks.io.errors.DataFormatError: ...lines.txt:2: not valid UTF-8: found byte(s) ef at byte 2
     of the line (byte 5 of the file; invalid continuation byte); expected UTF-8 text: ...
     """
     if invalid_utf8 not in INVALID_UTF8_POLICIES:

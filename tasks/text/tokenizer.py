@@ -34,7 +34,7 @@ def read_vocabulary(path):
     >>> read_vocabulary(path)
     Traceback (most recent call last):
     ...
-    tasks.errors.DataFormatError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
+    nlpzoo.tasks.io.errors.DataFormatError: ...:6: the token 'the' is listed twice (first on line 5): a vocabulary lists each token once
     """
     try:  # streamed, with the line limit: a 5 GB line is refused at 1 MiB, not held
         tokens = [line for _, line in read_lines(path)]

@@ -248,7 +248,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     >>> callback.on_train_batch_end(1, {"loss": float("nan")})
     Traceback (most recent call last):
     ...
-    tasks.callbacks.NonFiniteLoss: the training loss became nan at step 2
+    nlpzoo.tasks.training.callbacks.NonFiniteLoss: the training loss became nan at step 2
     """
 
     def on_train_batch_end(self, batch, logs=None):

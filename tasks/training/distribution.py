@@ -79,7 +79,7 @@ def make_strategy(name="auto", tpu=None):
     >>> make_strategy("quantum")
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
+    nlpzoo.tasks.io.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
     """
     import tensorflow as tf
 
@@ -111,7 +111,7 @@ def read_tf_config():
     >>> read_tf_config()
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
+    nlpzoo.tasks.io.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
     >>> del os.environ["TF_CONFIG"]
     """
     text = os.environ.get("TF_CONFIG")
