@@ -44,7 +44,7 @@ FLAGS = flags.FLAGS
 
 def _test_sentences(test_file):
     """The distinct sentences of the MRPC test file, in first-seen order."""
-    from nlpzoo.tasks.classification.readers import read_mrpc
+    from nlpzoo.tasks.text.text_readers import read_mrpc
 
     seen = {}
     for example in read_mrpc(test_file):
@@ -88,7 +88,7 @@ def _bi_encoder_seconds(run, sentences):
 
 
 def _cross_encoder_pairs_per_second(run, sentences):
-    from nlpzoo.tasks.classification.readers import ClassificationExample
+    from nlpzoo.tasks.text.text_readers import ClassificationExample
     from nlpzoo.zoo.runs import directory as md
 
     trained = md.load_trained(model_dir=run)

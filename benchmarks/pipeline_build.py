@@ -34,8 +34,8 @@ def main(argv):
     import tensorflow as tf
 
     import nlpzoo.tasks
-    from nlpzoo.tasks.classification.pipeline import make_dataset
-    from nlpzoo.tasks.classification.readers import ClassificationExample
+    from nlpzoo.tasks.text.text_pipeline import make_dataset
+    from nlpzoo.tasks.text.text_readers import ClassificationExample
     from nlpzoo.tasks.text.preprocessor import TextPreprocessor
     from nlpzoo.tasks.text.tokenizer import read_vocabulary
     from nlpzoo.tasks.words.pipeline import make_word_dataset

@@ -28,7 +28,7 @@ import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before 
 
 from absl import flags  # noqa: E402
 
-from nlpzoo.tasks.io.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
+from nlpzoo.tasks.text.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli import trained_model_flags  # noqa: E402
 

@@ -5,7 +5,7 @@ from keras import ops
 
 from nlpzoo.layers import ClassificationHead, CosineSimilarity, Encoder, PairFeatures, SequencePooling
 from nlpzoo.layers import POOLINGS, cosine_similarity
-from nlpzoo.tasks.classification.model import classification_loss, classification_metrics
+from nlpzoo.tasks.modeling.class_metrics import classification_loss, classification_metrics
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
 OBJECTIVES = ("softmax", "cosine")

@@ -6,7 +6,7 @@ import tensorflow as tf
 from nlpzoo.tasks.text.batching import shuffle_batch_and_count
 from nlpzoo.tasks.bi_encoder.model import PAIR_PREFIX, pair_inputs
 from nlpzoo.tasks.bi_encoder.readers import score_of
-from nlpzoo.tasks.classification.pipeline import encode_labels
+from nlpzoo.tasks.text.text_pipeline import encode_labels
 from nlpzoo.tasks.text.preprocessor import as_preprocessor
 
 _TOKENIZE_BATCH = 512

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from nlpzoo.tasks.bi_encoder.pipeline import make_dataset
-from nlpzoo.tasks.classification.predictions import label_fields, softmax_probabilities
+from nlpzoo.tasks.modeling.class_outputs import label_fields, softmax_probabilities
 from nlpzoo.tasks.io.progress import track
 
 
@@ -32,7 +32,7 @@ def prediction_records(examples, outputs, labels):
     and every class's `probabilities`, then `cosine`; numbers rounded to 6 places.
 
     Examples:
-    >>> from nlpzoo.tasks.classification import ClassificationExample
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
     >>> pair = ClassificationExample("a b", "", "b a")
     >>> outputs = {"cosine": np.array([0.5]), "logits": np.log([[1.0, 3.0]])}
     >>> prediction_records([pair], outputs, ["0", "1"])[0]

@@ -1,4 +1,4 @@
-"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by the classification readers.
+"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by `tasks.text.text_readers`.
 
 Every example is a `ClassificationExample` with a `text_pair`; its `label` is
 kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL
@@ -15,7 +15,7 @@ Errors name the file and the 1-based line.
 
 import math
 
-from nlpzoo.tasks.classification.readers import (
+from nlpzoo.tasks.text.text_readers import (
     ClassificationExample,
     infer_format,
     read_jsonl,
@@ -23,7 +23,7 @@ from nlpzoo.tasks.classification.readers import (
 )
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned
-from nlpzoo.tasks.io.prediction_io import read_text_lines
+from nlpzoo.tasks.text.prediction_io import read_text_lines
 
 FORMATS = ("mrpc", "jsonl")
 # The JSONL field of each objective's target.

@@ -13,7 +13,7 @@ label-id order).
 from keras import ops
 
 from nlpzoo.tasks.bi_encoder.model import pair_inputs
-from nlpzoo.tasks.classification.serving import label_outputs
+from nlpzoo.tasks.modeling.class_outputs import label_outputs
 
 
 def bi_encoder_outputs(model, preprocessor, labels, text, text_pair):

@@ -18,10 +18,11 @@ from nlpzoo.tasks.bi_encoder.model import (
 from nlpzoo.tasks.bi_encoder.pipeline import make_dataset
 from nlpzoo.tasks.bi_encoder.predictions import predict_pairs, prediction_records
 from nlpzoo.tasks.bi_encoder.serving import bi_encoder_outputs
-from nlpzoo.tasks.classification.model import classification_monitor, define_pooling_flag
+from nlpzoo.tasks.modeling.class_metrics import classification_monitor
+from nlpzoo.tasks.modeling.pooling_flag import define_pooling_flag
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.labels import sorted_label_names
-from nlpzoo.tasks.io.prediction_io import looks_like_jsonl, write_output
+from nlpzoo.tasks.text.prediction_io import looks_like_jsonl, write_output
 from nlpzoo.tasks.io.progress import ProgressCallback
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.task import Task

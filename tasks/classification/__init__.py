@@ -1,13 +1,18 @@
-"""Single-text and text-pair classification."""
+"""Single-text and text-pair classification.
 
-from nlpzoo.tasks.classification.metrics import BinaryF1
-from nlpzoo.tasks.classification.model import (
-    Classifier,
+Its readers and pipeline (`tasks.text.text_readers`, `tasks.text.text_pipeline`) and its
+loss, metrics and label outputs (`tasks.modeling.class_metrics`, `tasks.modeling.class_outputs`)
+are shared with the bi-encoder and sentence embedding; this package re-exports the names.
+"""
+
+from nlpzoo.tasks.classification.model import Classifier
+from nlpzoo.tasks.modeling.class_metrics import (
+    BinaryF1,
     classification_loss,
     classification_metrics,
 )
-from nlpzoo.tasks.classification.pipeline import encode_labels, make_dataset
-from nlpzoo.tasks.classification.readers import (
+from nlpzoo.tasks.text.text_pipeline import encode_labels, make_dataset
+from nlpzoo.tasks.text.text_readers import (
     FORMATS,
     ClassificationExample,
     infer_format,

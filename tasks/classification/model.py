@@ -1,38 +1,12 @@
 """The classification model: an encoder, its pooled output, a classification head."""
 
 import keras
-from absl import flags
 
 from nlpzoo.layers import ClassificationHead, Encoder, SequencePooling
-from nlpzoo.tasks.classification.metrics import BinaryF1
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
+from nlpzoo.tasks.modeling.pooling_flag import POOLINGS
 
 CLASSIFIER_INPUTS = Encoder.INPUTS
-POOLINGS = ("pooler", "cls", "mean", "max")
-POOLING_FLAG = "pooling"
-
-
-def define_pooling_flag(flag_values):
-    """Defines `--pooling` in `flag_values`, once for every task that pools a text's vector.
-
-    Classification and the bi-encoder share the flag; absl refuses a second
-    definition, so the first task to define it does and the others reuse it.
-    It is None when omitted: each task then takes its own default.
-
-    Examples:
-    >>> values = flags.FlagValues()
-    >>> define_pooling_flag(values); define_pooling_flag(values)
-    >>> _ = values(["train"])
-    >>> values.pooling is None
-    True
-    """
-    if POOLING_FLAG in flag_values:
-        return
-    flags.DEFINE_enum(POOLING_FLAG, None, POOLINGS, "A text's vector: BERT's pooler output, "
-                      "the [CLS] vector, or the mean or maximum over its tokens (mean: what "
-                      "sentence-transformers checkpoints such as all-MiniLM-L6-v2 are "
-                      "trained with). When omitted: pooler for classification, mean for "
-                      "bi_encoder (which takes cls, mean or max).", flag_values=flag_values)
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -108,26 +82,3 @@ class Classifier(EncoderTaskModel):
             "head_hidden_dim": self.head_hidden_dim,
             "pooling": self.pooling,
         }
-
-
-def classification_loss():
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-
-def classification_metrics(num_classes):
-    """Accuracy, plus F1 of class 1 for binary tasks."""
-    metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-    if num_classes == 2:
-        metrics.append(BinaryF1(name="f1"))
-    return metrics
-
-
-def classification_monitor(num_classes):
-    """The logged validation metric that picks the best model, and its direction: F1 of
-    class 1 for two classes, accuracy otherwise.
-
-    Examples:
-    >>> classification_monitor(2), classification_monitor(6)
-    (('val_f1', 'max'), ('val_accuracy', 'max'))
-    """
-    return ("val_f1", "max") if num_classes == 2 else ("val_accuracy", "max")

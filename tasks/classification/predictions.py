@@ -2,44 +2,20 @@
 
 import numpy as np
 
-from nlpzoo.tasks.classification.pipeline import text_columns
-from nlpzoo.tasks.text.length_sorting import (
+from nlpzoo.tasks.modeling.class_outputs import softmax_probabilities
+from nlpzoo.tasks.text.text_pipeline import text_columns
+from nlpzoo.tasks.words.length_sorting import (
     compiles_each_shape,
     encode_texts,
     predict_encoded_in_length_order,
 )
 
 
-def softmax_probabilities(logits):
-    """Class probabilities [N, C] (float64) from logits [N, C].
-
-    Examples:
-    >>> softmax_probabilities(np.log([[1.0, 3.0]])).round(4).tolist()
-    [[0.25, 0.75]]
-    """
-    logits = np.asarray(logits, np.float64)
-    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
-    return probabilities / probabilities.sum(-1, keepdims=True)
-
-
-def label_fields(probabilities, labels):
-    """`label` (the first most probable) and every class's `probabilities`, rounded to 6
-    places, for one example's probabilities [C].
-
-    Examples:
-    >>> label_fields(np.array([0.25, 0.75]), ["0", "1"])
-    {'label': '1', 'probabilities': {'0': 0.25, '1': 0.75}}
-    """
-    return {"label": labels[int(np.argmax(probabilities))],
-            "probabilities": {label: round(float(p), 6)
-                              for label, p in zip(labels, probabilities)}}
-
-
 def class_probabilities(model, preprocessor, examples, batch_size):
     """Class probabilities [N, C] (float64) of `examples`, in order, batched by length.
 
     The examples are encoded once and predicted in dense batches of similar
-    lengths (`tasks.text.length_sorting.predict_encoded_in_length_order`); the rows
+    lengths (`tasks.words.length_sorting.predict_encoded_in_length_order`); the rows
     come back in the order of `examples`.
 
     Args:
@@ -50,7 +26,7 @@ def class_probabilities(model, preprocessor, examples, batch_size):
 
     Examples:
     >>> import keras
-    >>> from nlpzoo.tasks.classification.readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
     >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
     >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
     >>> class Length(keras.Model):  # logits [0, real tokens]: the batch's padding is masked

@@ -5,21 +5,22 @@ import json
 
 from absl import flags
 
-from nlpzoo.tasks.classification import readers
-from nlpzoo.tasks.classification.model import (
-    Classifier,
+from nlpzoo.tasks.classification.model import Classifier
+from nlpzoo.tasks.classification.predictions import class_probabilities
+from nlpzoo.tasks.modeling.class_metrics import (
     classification_loss,
     classification_metrics,
     classification_monitor,
-    define_pooling_flag,
 )
-from nlpzoo.tasks.classification.pipeline import make_dataset
-from nlpzoo.tasks.classification.predictions import class_probabilities, label_fields
+from nlpzoo.tasks.modeling.class_outputs import label_fields
+from nlpzoo.tasks.modeling.pooling_flag import define_pooling_flag
+from nlpzoo.tasks.text import text_readers as readers
+from nlpzoo.tasks.text.text_pipeline import make_dataset
 from nlpzoo.tasks.classification.serving import classification_outputs
 from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.labels import sorted_label_names
-from nlpzoo.tasks.io.prediction_io import looks_like_jsonl, read_text_lines, write_output
+from nlpzoo.tasks.text.prediction_io import looks_like_jsonl, read_text_lines, write_output
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.task import Task
 
@@ -151,9 +152,9 @@ class ClassificationTask(Task):
     def write_predictions(self, model, preprocessor, examples, labels, output,
                           output_format="auto", batch_size=64):
         """JSONL: the text (and text pair), the label and every class's probability.
-        Examples are batched by length (`tasks.text.length_sorting`) and written in input order."""
+        Examples are batched by length (`tasks.words.length_sorting`) and written in input order."""
         preprocessor = self.preprocessor_of(preprocessor)
-        # Batched by length (tasks.length_sorting): the same rows, less padding. The
+        # Batched by length (tasks.words.length_sorting): the same rows, less padding. The
         # input's labels (if any) are not read.
         probabilities = class_probabilities(model, preprocessor, examples, batch_size)
         lines = []

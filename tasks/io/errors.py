@@ -1,6 +1,14 @@
 """Errors for bad user input: messages name the file, line or option at fault."""
 
 
+class UserError(Exception):
+    """Bad input from the user: a flag, a file, a model directory.
+
+    The binaries (`tools/cli/errors.py`) print its message as `error: <message>` and
+    exit 1; it lives here, at the bottom of the house, so that every package can raise it.
+    """
+
+
 class DataFormatError(ValueError):
     """A data file that cannot be read as asked; the message names the file and, where it
     applies, the 1-based line (`path:LINE: what is wrong`).

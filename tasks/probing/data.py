@@ -9,7 +9,7 @@ they are (no tag scheme is checked).
 
 import numpy as np
 
-from nlpzoo.tasks.tagging.readers import read_column_file
+from nlpzoo.tasks.words.conll import read_column_file
 
 WORD_COLUMN = 1
 # What the columns of CoNLL-2003 hold, by their 1-based number.
@@ -26,11 +26,11 @@ def read_probing_column(path, column, max_sentences=None, max_words=None):
         max_words: keep whole sentences from the start while their words fit in this many.
 
     Returns:
-        A list of `tasks.tagging.TaggedSentence`, their `tags` taken from `column`.
+        A list of `tasks.words.conll.TaggedSentence`, their `tags` taken from `column`.
 
     Raises:
         ValueError: `column` is not an integer >= 2.
-        tasks.errors.DataFormatError: `column` is beyond the file's columns, or the file is
+        DataFormatError: `column` is beyond the file's columns, or the file is
             malformed (the message names the file and line).
         FileNotFoundError: no such file.
 
@@ -77,7 +77,7 @@ def probing_labels(sentences):
     """The label set of training sentences, sorted: label id = index.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> probing_labels([TaggedSentence(("EU", "rejects"), ("NNP", "VBZ")),
     ...                 TaggedSentence(("it",), ("PRP",))])
     ['NNP', 'PRP', 'VBZ']
@@ -92,7 +92,7 @@ def label_ids(sentences, labels):
     `len(labels)`, which no probe predicts: such words count as errors.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> [ids.tolist() for ids in label_ids([TaggedSentence(("a", "b"), ("NN", "XX"))],
     ...                                    ["DT", "NN"])]
     [[1, 2]]

@@ -2,7 +2,7 @@
 
 Both skip blank lines; every text keeps its file and 1-based line, and
 errors name them (`path:LINE: what is wrong`). Lines are read as prediction
-input is (`tasks.io.prediction_io.read_text_lines`): invalid UTF-8 becomes U+FFFD,
+input is (`tasks.text.prediction_io.read_text_lines`): invalid UTF-8 becomes U+FFFD,
 removed by the clean-up, with a warning; a JSONL "text" that is empty after
 the clean-up is an error.
 """
@@ -13,7 +13,7 @@ import os
 
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
-from nlpzoo.tasks.io.prediction_io import read_text_lines
+from nlpzoo.tasks.text.prediction_io import read_text_lines
 
 FORMATS = ("text", "jsonl")
 

@@ -5,9 +5,9 @@ import json
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import write_binary_atomically
-from nlpzoo.tasks.classification.pipeline import make_dataset as make_classification_dataset
-from nlpzoo.tasks.classification.readers import ClassificationExample
-from nlpzoo.tasks.io.prediction_io import write_output
+from nlpzoo.tasks.text.text_pipeline import make_dataset as make_classification_dataset
+from nlpzoo.tasks.text.text_readers import ClassificationExample
+from nlpzoo.tasks.text.prediction_io import write_output
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.sentence_embedding import readers
 from nlpzoo.tasks.sentence_embedding.model import SentenceEmbedder
@@ -16,7 +16,8 @@ from nlpzoo.tasks.task import Task
 
 # What embeddings are written as: a NumPy array, or JSON lines with their texts.
 OUTPUT_KINDS = ("npy", "jsonl")
-# The pipeline is classification's (single texts); the label it carries is unused.
+# The pipeline is the single-text one (`tasks.text.text_pipeline`, classification's too);
+# the label it carries is unused.
 _NO_LABEL = ""
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from nlpzoo.tasks.text.length_sorting import (
+from nlpzoo.tasks.words.length_sorting import (
     compiles_each_shape,
     encode_word_sentences,
     predict_encoded_in_length_order,
@@ -48,7 +48,7 @@ def span_probabilities(model, dataset, sentences, max_span_width):
 def span_probabilities_in_length_order(model, preprocessor, sentences, max_span_width,
                                        batch_size):
     """`span_probabilities` in batches of similar lengths, each padded little
-    (`tasks.text.length_sorting.predict_encoded_in_length_order`): the same scores.
+    (`tasks.words.length_sorting.predict_encoded_in_length_order`): the same scores.
 
     Args:
         model: the span model (or an ensemble).

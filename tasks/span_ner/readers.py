@@ -14,7 +14,7 @@ import os
 
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned
-from nlpzoo.tasks.tagging.readers import TaggedSentence, decoded_lines, read_column_file
+from nlpzoo.tasks.words.conll import TaggedSentence, decoded_lines, read_column_file
 from nlpzoo.tasks.words.tags import split_tag, tags_to_spans
 
 NONE_LABEL = "NONE"
@@ -40,7 +40,7 @@ class SpanSentence:
         line: 1-based line of the sentence in `source` (its JSON line, or its first word line
             in a column file); 0 when built by hand.
         document: 0-based index of the sentence's document in `source` (see `read_span_jsonl`
-            and `tasks.tagging.readers.read_column_file`); 0 when built by hand.
+            and `tasks.words.conll.read_column_file`); 0 when built by hand.
         left_context, right_context: words of the neighbouring sentences of the document,
             encoded as unlabelled context (`tasks.words.document_context`); empty by default.
         text: the raw line the words were split from (plain-text prediction input), so
@@ -282,7 +282,7 @@ def from_tagged_sentences(tagged):
             message names the file and line of the tag).
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> tagged = TaggedSentence(("Peter", "Blackburn", "visits", "Paris"),
     ...                         ("B-PER", "I-PER", "O", "B-LOC"))
     >>> from_tagged_sentences([tagged])[0].spans

@@ -15,7 +15,7 @@ from nlpzoo.tasks.words.document_context import (
 )
 from nlpzoo.tasks.modeling.encoder_task_model import MaskedAccuracy
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.io.prediction_io import (
+from nlpzoo.tasks.text.prediction_io import (
     entity_record,
     read_word_input,
     sentence_record,
@@ -36,7 +36,7 @@ from nlpzoo.tasks.span_ner.evaluation import (
 from nlpzoo.tasks.span_ner.model import SpanNER
 from nlpzoo.tasks.span_ner.pipeline import make_dataset
 from nlpzoo.tasks.span_ner.serving import span_ner_outputs
-from nlpzoo.tasks.tagging.readers import read_column_file
+from nlpzoo.tasks.words.conll import read_column_file
 from nlpzoo.tasks.words.tags import spans_to_tags
 from nlpzoo.tasks.task import Task
 from nlpzoo.tasks.training.tensorboard_examples import entity_comparison, first_batch
@@ -263,14 +263,14 @@ class SpanNERTask(CasingFeaturesOption, Task):
     def write_predictions(self, model, preprocessor, sentences, labels, output,
                           output_format="auto", batch_size=64):
         """JSONL entities with scores, or CoNLL tags (flat decoding only). Sentences are
-        batched by length (`tasks.text.length_sorting`) and written in input order."""
+        batched by length (`tasks.words.length_sorting`) and written in input order."""
         as_jsonl = wants_jsonl(output, output_format)
         if not as_jsonl and self.options.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "
                                   "use a .jsonl output")
         preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
-        # Batched by length (tasks.length_sorting): the same scores, less padding.
+        # Batched by length (tasks.words.length_sorting): the same scores, less padding.
         probabilities = span_probabilities_in_length_order(
             model, preprocessor, windows, self.options.max_span_width, batch_size)
         entities = decode_all(probabilities, labels, self.options.threshold, self.options.decoding,

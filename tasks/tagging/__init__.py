@@ -4,7 +4,7 @@ The tag-scheme names are re-exported from their home, `tasks.words.tags`.
 """
 
 from nlpzoo.tasks.tagging.metrics import entity_scores
-from nlpzoo.tasks.tagging.readers import DataFormatError, TaggedSentence, label_list, read_column_file
+from nlpzoo.tasks.words.conll import DataFormatError, TaggedSentence, label_list, read_column_file
 from nlpzoo.tasks.words.tags import (
     SCHEMES,
     detect_scheme,

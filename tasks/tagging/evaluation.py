@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from nlpzoo.tasks.text.length_sorting import (
+from nlpzoo.tasks.words.length_sorting import (
     compiles_each_shape,
     encode_word_sentences,
     predict_encoded_in_length_order,
@@ -47,7 +47,7 @@ def predict_tags(model, dataset, sentences, labels):
 
 def predict_tags_in_length_order(model, preprocessor, sentences, labels, batch_size):
     """`predict_tags` in batches of similar lengths, each padded little
-    (`tasks.text.length_sorting.predict_encoded_in_length_order`): the same tags.
+    (`tasks.words.length_sorting.predict_encoded_in_length_order`): the same tags.
 
     Args:
         model: the tagger (or an ensemble).

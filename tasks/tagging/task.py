@@ -14,7 +14,7 @@ from nlpzoo.tasks.words.document_context import (
     serving_input_names,
 )
 from nlpzoo.tasks.modeling.encoder_task_model import MaskedAccuracy
-from nlpzoo.tasks.io.prediction_io import (
+from nlpzoo.tasks.text.prediction_io import (
     entity_record,
     read_word_input,
     sentence_record,
@@ -24,7 +24,7 @@ from nlpzoo.tasks.io.prediction_io import (
 )
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.words import tags
-from nlpzoo.tasks.tagging import readers
+from nlpzoo.tasks.words import conll as readers
 from nlpzoo.tasks.tagging.ensemble import TaggerEnsemble
 from nlpzoo.tasks.tagging.evaluation import evaluate_tagger, predict_tags_in_length_order
 from nlpzoo.tasks.tagging.model import HEADS, SequenceTagger
@@ -250,10 +250,10 @@ class TaggingTask(CasingFeaturesOption, Task):
                           output_format="auto", batch_size=64):
         """CoNLL (`word tag` lines) or JSONL with the words, tags and entities (word
         offsets, and character offsets for plain-text input). Sentences are batched
-        by length (`tasks.text.length_sorting`) and written in input order."""
+        by length (`tasks.words.length_sorting`) and written in input order."""
         preprocessor = self.preprocessor_of(preprocessor)
         windows = self.prediction_examples(sentences, preprocessor)
-        # Batched by length (tasks.length_sorting): the same tags, less padding.
+        # Batched by length (tasks.words.length_sorting): the same tags, less padding.
         predictions = predict_tags_in_length_order(model, preprocessor, windows, labels,
                                                    batch_size)
         as_jsonl = wants_jsonl(output, output_format)

@@ -40,7 +40,7 @@ from absl import flags
 
 from nlpzoo.layers.keras_internals import build_from_batch, skip_build_in_fit
 from nlpzoo.tasks.io.ownership import write_marker
-from nlpzoo.tools.cli.errors import UserError
+from nlpzoo.tasks.io.errors import UserError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # What a non-chief copies from the chief's directory to resume the same run.
@@ -80,7 +80,7 @@ def make_strategy(name="auto", tpu=None):
     >>> make_strategy("quantum")
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
+    nlpzoo.tasks.io.errors.UserError: --distribution_strategy=quantum: expected one of auto, one_device, mirrored, multi_worker_mirrored, tpu
     """
     import tensorflow as tf
 
@@ -112,7 +112,7 @@ def read_tf_config():
     >>> read_tf_config()
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
+    nlpzoo.tasks.io.errors.UserError: TF_CONFIG: "task" must be {"type": "worker" or "chief", "index": N}; got {}
     >>> del os.environ["TF_CONFIG"]
     """
     text = os.environ.get("TF_CONFIG")

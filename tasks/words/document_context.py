@@ -25,7 +25,7 @@ the sentence first and the context trimmed at the far ends, is
 encoding, used by the `tf.data` pipeline and by the exported model alike.
 
 Examples:
->>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+>>> from nlpzoo.tasks.words.conll import TaggedSentence
 >>> doc = [TaggedSentence((word,), ("O",), "f.txt", line) for line, word in
 ...        enumerate(["A", "B", "C"], 1)]
 >>> [(s.left_context, s.words, s.right_context) for s in add_document_context(doc, 1)]
@@ -89,7 +89,7 @@ def document_ranges(sentences):
     readers set; 0 for sentences built by hand).
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> sentences = [TaggedSentence(("a",), ("O",), "f.txt", 1, document=d) for d in (0, 0, 1)]
     >>> document_ranges(sentences + [TaggedSentence(("b",), ("O",), "g.txt", 1)])
     [(0, 2), (2, 3), (3, 4)]
@@ -120,8 +120,9 @@ def add_document_context(sentences, context_sentences):
         A new list of sentences (copies with the context set).
 
     Examples:
-    >>> from nlpzoo.tasks.span_ner.readers import SpanSentence
-    >>> doc = [SpanSentence(words, (), "f.jsonl", 1) for words in (("a", "b"), ("c",), ("d",))]
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
+    >>> doc = [TaggedSentence(words, ("O",) * len(words), "f.txt", 1)
+    ...        for words in (("a", "b"), ("c",), ("d",))]
     >>> add_document_context(doc, 2)[0].right_context
     ('c', 'd')
     """
@@ -146,7 +147,7 @@ def context_lists(sentences):
     `(None, None)` when no sentence has context (the encoding of a sentence alone).
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> context_lists([TaggedSentence(("a",), ("O",))])
     (None, None)
     """

@@ -246,7 +246,7 @@ def kept_word_counts(sentences, preprocessor, what="training"):
         One int per sentence.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> from nlpzoo.tasks.words.preprocessor import WordPreprocessor
     >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"],
     ...                                 max_seq_length=5)
@@ -278,7 +278,7 @@ def parents(sentences):
     """The original sentences of a possibly windowed list, in order.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> whole = TaggedSentence(("a", "b", "c"), ("O",) * 3)
     >>> windows = [dataclasses.replace(whole, words=whole.words[s:e], tags=whole.tags[s:e],
     ...                                window=Window(whole, 0, s, e)) for s, e in ((0, 2), (1, 3))]
@@ -325,7 +325,7 @@ def merge_word_values(sentences, values):
         One list per original sentence: each word's value from its owner window.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> whole = TaggedSentence(tuple("abcdef"), ("O",) * 6)
     >>> windows = [dataclasses.replace(whole, words=whole.words[s:e], tags=whole.tags[s:e],
     ...            window=Window(whole, 0, s, e)) for s, e in ((0, 4), (2, 6))]

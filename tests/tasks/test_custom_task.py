@@ -23,7 +23,7 @@ from nlpzoo.tasks.text.batching import shuffle_batch_and_count
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.labels import LabelSet
-from nlpzoo.tasks.io.prediction_io import read_text_lines
+from nlpzoo.tasks.text.prediction_io import read_text_lines
 from nlpzoo.tasks.registry import get_task, register_task, task_from_metadata, task_names
 from nlpzoo.tasks.modeling.serving import first_max_index
 from nlpzoo.tasks.task import Task

@@ -17,11 +17,7 @@ import traceback
 from absl import app, flags
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite
-from nlpzoo.tasks.io.errors import DataFormatError, RunDirectoryError
-
-
-class UserError(Exception):
-    """Bad input from the user: a flag, a file, a model directory."""
+from nlpzoo.tasks.io.errors import DataFormatError, RunDirectoryError, UserError
 
 
 # FailedWrite: a save refused by the disk (full, read-only, no permission); its

@@ -43,7 +43,7 @@ from nlpzoo.tasks.io.ownership import LOCK, NotOurDirectory, check_output, claim
 from nlpzoo.tasks.io.run_lock import DirectoryInUse, hold_run_lock
 from nlpzoo.tasks.registry import task_from_metadata
 from nlpzoo.tasks.text.tokenizer import read_vocabulary, write_vocabulary
-from nlpzoo.tools.cli.errors import UserError
+from nlpzoo.tasks.io.errors import UserError
 from nlpzoo.zoo import ENCODER_PRESETS
 from nlpzoo.zoo.checkpoints import (
     load_encoder,

@@ -27,7 +27,7 @@ from nlpzoo.tasks.training.callbacks import (
 from nlpzoo.tasks.training.training_state import TrainingInterrupted, TrainingState, fit_resumable
 from nlpzoo.zoo.runs import directory as md
 from nlpzoo.tasks.io.console import fit_verbosity
-from nlpzoo.tools.cli.errors import UserError
+from nlpzoo.tasks.io.errors import UserError
 
 
 def training_stream(make_pass, passes, skip):

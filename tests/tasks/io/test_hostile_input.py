@@ -21,17 +21,17 @@ import numpy as np
 import pytest
 
 from nlpzoo.tasks.bi_encoder.readers import read_tab_separated_pairs
-from nlpzoo.tasks.classification.pipeline import encode_labels
-from nlpzoo.tasks.classification.readers import read_jsonl, read_mrpc, read_trec
+from nlpzoo.tasks.text.text_pipeline import encode_labels
+from nlpzoo.tasks.text.text_readers import read_jsonl, read_mrpc, read_trec
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import MAX_LINE_BYTES, read_lines
-from nlpzoo.tasks.io.prediction_io import read_text_lines
+from nlpzoo.tasks.text.prediction_io import read_text_lines
 from nlpzoo.tasks.pretraining.corpus import iter_documents, read_corpus
 from nlpzoo.tasks.sentence_embedding.readers import read_sentences
 from nlpzoo.tasks.span_ner.pipeline import span_label_grid
 from nlpzoo.tasks.span_ner.readers import read_span_jsonl
 from nlpzoo.tasks.tagging.pipeline import encode_tags
-from nlpzoo.tasks.tagging.readers import iter_column_file, read_column_file
+from nlpzoo.tasks.words.conll import iter_column_file, read_column_file
 from nlpzoo.tasks.text.text_cleaning import split_clean_words
 from tests.helpers.paths import ROOT, TREC
 

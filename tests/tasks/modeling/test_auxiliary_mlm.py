@@ -15,7 +15,7 @@ from nlpzoo.layers.keras_internals import compiled_loss
 from nlpzoo.tasks.modeling.auxiliary_mlm import AuxiliaryMaskedLM, auxiliary_mlm_for
 from nlpzoo.tasks.text.masking import batch_mlm_mask
 from nlpzoo.tasks.registry import get_task
-from nlpzoo.tasks.tagging.readers import TaggedSentence
+from nlpzoo.tasks.words.conll import TaggedSentence
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 from tests.helpers.binaries import json_line, run_tool
 from tests.helpers.paths import TREC

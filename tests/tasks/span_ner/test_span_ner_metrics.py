@@ -5,7 +5,7 @@ import pytest
 from nlpzoo.tasks.span_ner.metrics import span_scores
 from nlpzoo.tasks.span_ner.readers import SpanSentence
 from nlpzoo.tasks.tagging.metrics import entity_scores
-from nlpzoo.tasks.tagging.readers import tags_to_spans
+from nlpzoo.tasks.words.tags import tags_to_spans
 
 TYPES = ("PER", "LOC", "ORG")
 

@@ -5,7 +5,8 @@ import re
 import pytest
 
 from nlpzoo.tasks import span_ner
-from nlpzoo.tasks.tagging.readers import TaggedSentence, read_column_file, spans_to_tags
+from nlpzoo.tasks.words.conll import TaggedSentence, read_column_file
+from nlpzoo.tasks.words.tags import spans_to_tags
 from tests.helpers.data_samples import CONLL_FOUR_COLUMNS
 from tests.helpers.paths import shared_data_path
 

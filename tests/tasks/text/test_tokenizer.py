@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlpzoo.tasks.classification.readers import read_examples
+from nlpzoo.tasks.text.text_readers import read_examples
 from nlpzoo.tasks.pretraining.corpus import read_corpus
 from nlpzoo.tasks.text.tokenizer import (
     RESERVED_TOKENS,

@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from nlpzoo.tasks.training.callbacks import StepLogger
-from nlpzoo.tasks.classification.readers import ClassificationExample
+from nlpzoo.tasks.text.text_readers import ClassificationExample
 from nlpzoo.tasks.training.evaluation_callback import EvaluationCallback
 from nlpzoo.tasks.training.optimization import WarmupLinearDecay
 from nlpzoo.tasks.registry import get_task

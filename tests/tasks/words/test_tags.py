@@ -4,7 +4,7 @@ import random
 import numpy as np
 import pytest
 
-from nlpzoo.tasks.tagging.readers import TaggedSentence
+from nlpzoo.tasks.words.conll import TaggedSentence
 from nlpzoo.tasks.words.tags import (
     PREFIXES,
     SCHEMES,

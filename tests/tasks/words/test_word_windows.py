@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 from nlpzoo.tasks.words import tags
-from nlpzoo.tasks.text.length_sorting import encode_word_sentences
+from nlpzoo.tasks.words.length_sorting import encode_word_sentences
 from nlpzoo.tasks.span_ner.readers import SpanSentence
 from nlpzoo.tasks.span_ner.task import SpanNERTask
-from nlpzoo.tasks.tagging.readers import TaggedSentence
+from nlpzoo.tasks.words.conll import TaggedSentence
 from nlpzoo.tasks.tagging.task import TaggingTask
 from nlpzoo.tasks.text.text_cleaning import is_removed_character, split_clean_words, words_with_offsets
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor

@@ -133,9 +133,9 @@ def entity_record(sentence, start, end, label, offsets=None, **fields):
     it each entity reads the whole line again, quadratic in a long line).
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from types import SimpleNamespace  # a TaggedSentence or SpanSentence
     >>> line = "  Peter\u00a0Blackburn visited  Zürich"
-    >>> sentence = TaggedSentence(tuple(line.split()), ("O",) * 4, text=line)
+    >>> sentence = SimpleNamespace(words=tuple(line.split()), text=line)
     >>> entity_record(sentence, 0, 1, "PER")
     {'start': 0, 'end': 1, 'label': 'PER', 'text': 'Peter\xa0Blackburn', 'start_char': 2, 'end_char': 17}
     """

@@ -1,4 +1,5 @@
-"""tf.data input pipeline for single-text and text-pair classification."""
+"""tf.data input pipeline for labelled single texts and text pairs (classification; the
+bi-encoder's label encoding; sentence embedding's texts)."""
 
 import numpy as np
 import tensorflow as tf
@@ -25,7 +26,7 @@ def text_columns(examples):
             first that differs from the first example: its file and line).
 
     Examples:
-    >>> from nlpzoo.tasks.classification.readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
     >>> text_columns([ClassificationExample("a", "x", text_pair="b")])
     (['a'], ['b'])
     """

@@ -2,16 +2,8 @@ import dataclasses
 
 import pytest
 
-# The tag-scheme functions come through the readers' module too: their old import path.
-from nlpzoo.tasks.tagging.readers import (
-    DataFormatError,
-    TaggedSentence,
-    detect_scheme,
-    label_list,
-    read_column_file,
-    spans_to_tags,
-    tags_to_spans,
-)
+from nlpzoo.tasks.words.conll import DataFormatError, TaggedSentence, label_list, read_column_file
+from nlpzoo.tasks.words.tags import detect_scheme, spans_to_tags, tags_to_spans
 from tests.helpers.data_samples import CONLL_FOUR_COLUMNS
 from tests.helpers.paths import shared_data_path
 

@@ -1,9 +1,8 @@
 """Readers for column-formatted tagging data (CoNLL-2003 and `word tag` files).
 
 Pure Python, no TensorFlow: everything here can be used and tested without a model. Tag schemes
-(IOB2, IOB1, BIOES) and tags <-> spans live in `tasks.words.tags`; the names other modules import
-from here (`SCHEMES`, `split_tag`, `tags_to_spans`, `spans_to_tags`, `iob1_to_iob2`,
-`detect_scheme`) are re-exported from there.
+(IOB2, IOB1, BIOES) and tags <-> spans live in `tasks.words.tags`. Every family that reads
+word-per-line files (tagging, span NER, probing) reads them through this module.
 """
 
 import dataclasses
@@ -12,16 +11,12 @@ import sys
 
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
-from nlpzoo.tasks.words.tags import (  # noqa: F401 (re-exported: the old home of these names)
+from nlpzoo.tasks.words.tags import (
     PREFIXES,
-    SCHEMES,
     canonical_scheme,
-    detect_scheme,
     iob1_to_iob2,
     scheme_prefixes,
-    spans_to_tags,
     split_tag,
-    tags_to_spans,
     transition_error,
 )
 

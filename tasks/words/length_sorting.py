@@ -23,7 +23,7 @@ padding (`padded_size`) of every way to cut the examples into batches of those
 sizes, input order among them (here 6,656 again).
 
 The whole input is ordered at once: prediction input is read whole into memory
-(`tasks.io.prediction_io`) and predictions are written after the last batch, so
+(`tasks.text.prediction_io`) and predictions are written after the last batch, so
 nothing streams and ordering within chunks would only make batches less dense.
 
 Encoding once and batching in NumPy, instead of a `tf.data` pipeline that
@@ -195,7 +195,7 @@ def encode_word_sentences(preprocessor, sentences):
         {feature name: [one int32 array per sentence]}.
 
     Examples:
-    >>> from nlpzoo.tasks.tagging.readers import TaggedSentence
+    >>> from nlpzoo.tasks.words.conll import TaggedSentence
     >>> from nlpzoo.tasks.words.preprocessor import WordPreprocessor
     >>> preprocessor = WordPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"])
     >>> features = encode_word_sentences(preprocessor, [TaggedSentence(("opens",), ("O",))])

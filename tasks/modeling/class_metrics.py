@@ -1,4 +1,6 @@
-"""Metrics for classification: F1 of the positive class for binary tasks."""
+"""Loss, metrics and best-model monitor of every task that predicts one class per example
+(classification, the bi-encoder): cross-entropy, accuracy, and F1 of the positive class for
+binary tasks."""
 
 import keras
 from keras import ops
@@ -48,3 +50,26 @@ class BinaryF1(keras.metrics.Metric):
     def reset_state(self):
         for variable in (self.true_positives, self.false_positives, self.false_negatives):
             variable.assign(0.0)
+
+
+def classification_loss():
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def classification_metrics(num_classes):
+    """Accuracy, plus F1 of class 1 for binary tasks."""
+    metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+    if num_classes == 2:
+        metrics.append(BinaryF1(name="f1"))
+    return metrics
+
+
+def classification_monitor(num_classes):
+    """The logged validation metric that picks the best model, and its direction: F1 of
+    class 1 for two classes, accuracy otherwise.
+
+    Examples:
+    >>> classification_monitor(2), classification_monitor(6)
+    (('val_f1', 'max'), ('val_accuracy', 'max'))
+    """
+    return ("val_f1", "max") if num_classes == 2 else ("val_accuracy", "max")

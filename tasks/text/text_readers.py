@@ -1,4 +1,7 @@
-"""Readers for text classification data: TREC label files, the MRPC TSV and JSONL.
+"""Readers of labelled texts and text pairs: TREC label files, the MRPC TSV and JSONL.
+
+Classification reads its data here; the bi-encoder its pairs and sentence embedding its
+examples' type (`ClassificationExample`).
 
 Every reader returns a list of `ClassificationExample`; errors name the file and
 the 1-based line. Files are streamed (`tasks.text.line_reader`); lines may end in

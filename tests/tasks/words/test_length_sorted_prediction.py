@@ -1,4 +1,4 @@
-"""Prediction batched by length (tasks/text/length_sorting.py): the same outputs as input order.
+"""Prediction batched by length (tasks/words/length_sorting.py): the same outputs as input order.
 
 The order helpers against a plain sort, and every task's `write_predictions` (which now predicts
 longest first) against prediction in input order on tiny untrained models:
@@ -17,9 +17,9 @@ import pytest
 from nlpzoo.layers import Encoder
 from nlpzoo.tasks.text.batching import bucket_length
 from nlpzoo.tasks.classification.predictions import softmax_probabilities
-from nlpzoo.tasks.classification.readers import ClassificationExample
+from nlpzoo.tasks.text.text_readers import ClassificationExample
 from nlpzoo.tasks.classification.task import ClassificationTask
-from nlpzoo.tasks.text.length_sorting import (
+from nlpzoo.tasks.words.length_sorting import (
     batch_order,
     padded_lengths,
     padded_size,
