@@ -48,7 +48,7 @@ def check_numbers(flag_values=flags.FLAGS):
     >>> check_numbers(values)
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --learning_rate=nan: expected a finite number
+    nlpzoo.tools.cli.errors.UserError: --learning_rate=nan: expected a finite number
     """
     for name in flag_values:
         flag = flag_values[name]
@@ -77,7 +77,7 @@ def check_paths(flag_values=flags.FLAGS):
     >>> check_paths(values)
     Traceback (most recent call last):
     ...
-    tools.errors.UserError: --model_dir is empty: give a path
+    nlpzoo.tools.cli.errors.UserError: --model_dir is empty: give a path
     """
     for name in flag_values:
         flag = flag_values[name]
