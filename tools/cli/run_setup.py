@@ -98,6 +98,38 @@ def define_vocabulary_flags(flag_values=flags.FLAGS):
                          "(--init_checkpoint: the checkpoint's).", flag_values=flag_values)
 
 
+def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
+                          warmup_fraction=None, max_seq_length=None):
+    """`--epochs`, `--learning_rate`, `--warmup_fraction`, `--max_seq_length`.
+
+    Their defaults are None (the preset's fine-tuning defaults, `resolve_schedule`)
+    unless given (pretraining has its own).
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_schedule_flags(values, learning_rate=1e-4, warmup_fraction=0.1,
+    ...                       max_seq_length=128)
+    >>> _ = values(["pretrain"])
+    >>> values.epochs, values.learning_rate, values.warmup_fraction, values.max_seq_length
+    (None, 0.0001, 0.1, 128)
+    """
+    preset_default = "the preset's default when omitted"
+    flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopping; "
+                         "pretraining: passes over the packed corpus, unless --max_steps); "
+                         f"{preset_default}.", lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate"
+                       + ("." if learning_rate else f"; {preset_default}."),
+                       lower_bound=0.0, flag_values=flag_values)
+    flags.DEFINE_float("warmup_fraction", warmup_fraction, "Fraction of steps of linear "
+                       "warm-up before the schedule's decay"
+                       + ("." if warmup_fraction is not None else f"; {preset_default}."),
+                       lower_bound=0.0, upper_bound=1.0, flag_values=flag_values)
+    flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed sequence, in "
+                         "wordpieces" + ("." if max_seq_length else "; the preset's default "
+                                         "(at most the encoder's positions) when omitted."),
+                         lower_bound=8, flag_values=flag_values)
+
+
 def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
                              head_learning_rate=True, early_stopping=True, tune_decoding=True,
                              resumable=True):
@@ -117,22 +149,13 @@ def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
                             flag_values=flag_values)
         flags.DEFINE_string("data_format", None, "Data format; inferred from the file when "
                             "omitted.", flag_values=flag_values)
-    flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopping); the "
-                         "preset's default when omitted.", lower_bound=1, flag_values=flag_values)
-    flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
-                       "omitted.", lower_bound=0.0, flag_values=flag_values)
+    define_schedule_flags(flag_values)
     if head_learning_rate:
         flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what starts from "
                            "scratch (the task head, CRF transitions, span scorer) on a "
                            "pretrained encoder; the preset's default when omitted (without "
                            "--init_checkpoint everything starts from scratch and learns at "
                            "--learning_rate).", lower_bound=0.0, flag_values=flag_values)
-    flags.DEFINE_float("warmup_fraction", None, "Fraction of steps of linear warm-up before the "
-                       "schedule's decay; the preset's default when omitted.", lower_bound=0.0,
-                       upper_bound=1.0, flag_values=flag_values)
-    flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence, in wordpieces; the "
-                         "preset's default (at most the encoder's positions) when omitted.",
-                         lower_bound=8, flag_values=flag_values)
     if early_stopping:
         flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation metric "
                              "that picks the best model has not improved for this many "

@@ -1,7 +1,7 @@
 """The training loop the training binaries share: resumable, Ctrl-C-safe, logged.
 
-`tools/train.py` and `tools/distill.py` both train a task model into a model
-directory with the same guarantees (see `tasks.training.training_state`): the state
+`tools/train.py`, `tools/distill.py` and `tools/pretrain.py` train a model into a
+model directory with the same guarantees (see `tasks.training.training_state`): the state
 is saved every `checkpoint_every_steps` steps and at every epoch's end, a
 killed run resumes at its last saved step on the same batches with the same
 command, `Ctrl-C` saves and exits with status 130, and a failed save stops
@@ -51,22 +51,26 @@ def training_stream(make_pass, passes, skip):
     return stream.repeat().skip(skip)
 
 
-def train_resumably(model, *, model_dir, make_pass, steps_per_epoch, epochs, monitor, mode,
-                    validation_data, task_callbacks=(), extra_callbacks=(),
-                    checkpoint_every_steps=500, log_every_steps=50,
-                    early_stopping_patience=None, shard=None):
+def train_resumably(model, *, model_dir, steps_per_epoch, epochs, validation_data,
+                    make_pass=None, make_stream=None, monitor=None, mode=None,
+                    task_callbacks=(), extra_callbacks=(), checkpoint_every_steps=500,
+                    log_every_steps=50, early_stopping_patience=None, shard=None,
+                    what="training"):
     """Trains `model` for `epochs` epochs into `model_dir`, or finishes a run killed there.
 
     Args:
-        model: a compiled, built task model.
+        model: a compiled, built model.
         model_dir: the run's directory (`zoo.runs.directory` layout).
+        steps_per_epoch: optimizer steps per epoch (pretraining: per checkpoint
+            interval of its endless stream).
+        epochs: epochs in all.
+        validation_data: the validation dataset of each epoch (or None).
         make_pass: `make_pass(index)` → pass `index` of the training data
             (see `training_stream`); `epochs + 1` passes are built.
-        steps_per_epoch: optimizer steps per epoch.
-        epochs: epochs in all.
+        make_stream: instead of `make_pass`, `make_stream(skip)` → the endless
+            training stream with its first `skip` batches dropped.
         monitor, mode: the logged validation metric that picks the best
-            model, and "max" or "min" (`Task.monitor`).
-        validation_data: the validation dataset of each epoch.
+            model, and "max" or "min" (`Task.monitor`); None keeps no best model.
         task_callbacks: the task's own callbacks (`Task.callbacks`); they run
             first, as they add the validation metrics the others read.
         extra_callbacks: more callbacks, after the logging ones.
@@ -77,38 +81,44 @@ def train_resumably(model, *, model_dir, make_pass, steps_per_epoch, epochs, mon
             validation metric (None: never).
         shard: applied to the training stream and validation data (a
             tf.distribute sharding policy); none by default.
+        what: the word for the run in messages ("training", "pretraining").
 
     Returns:
-        The `BestModelCheckpoint` (its `best_epoch`).
+        The `BestModelCheckpoint` (its `best_epoch`), or None without `monitor`.
 
     Raises:
         UserError: a save failed (the state on disk is the last whole one).
         SystemExit: 130 after `Ctrl-C`, the state saved.
     """
     shard = shard or (lambda dataset: dataset)
+    if make_stream is None:
+        make_stream = functools.partial(training_stream, make_pass, epochs + 1)
     state = TrainingState(md.path(model_dir, md.CHECKPOINTS), steps_per_epoch,
                           checkpoint_every_steps)
     saved = state.read()
     logs = md.path(model_dir, md.LOGS)
-    best_checkpoint = BestModelCheckpoint(
-        md.path(model_dir, md.BEST_MODEL), monitor, mode,
-        completed_epochs=saved["step"] // steps_per_epoch if saved else None)
+    best_checkpoint = None
+    if monitor is not None:
+        best_checkpoint = BestModelCheckpoint(
+            md.path(model_dir, md.BEST_MODEL), monitor, mode,
+            completed_epochs=saved["step"] // steps_per_epoch if saved else None)
     callbacks = list(task_callbacks) + [
-        best_checkpoint,
+        *([best_checkpoint] if best_checkpoint else []),
         keras.callbacks.TensorBoard(logs),
         StepLogger(os.path.join(logs, "train"), log_every_steps),
         *extra_callbacks,
     ]
-    if early_stopping_patience:
+    if early_stopping_patience and best_checkpoint:
         callbacks.append(EarlyStoppingOnBest(best_checkpoint, early_stopping_patience))
     total_steps = steps_per_epoch * epochs
     if saved:
         print(f"resuming from step {saved['step']} of {total_steps} (epoch "
               f"{saved['epoch'] + 1}, step {saved['step_in_epoch']} of {steps_per_epoch}), "
               f"saved {saved.get('date', 'earlier')}", flush=True)
-    fit_or_exit(model, lambda skip: shard(training_stream(make_pass, epochs + 1, skip)),
-                steps_per_epoch, epochs, state, callbacks=callbacks,
-                validation_data=shard(validation_data))
+    fit_or_exit(model, lambda skip: shard(make_stream(skip)), steps_per_epoch, epochs, state,
+                callbacks=callbacks,
+                validation_data=None if validation_data is None else shard(validation_data),
+                what=what)
     return best_checkpoint
 
 
