@@ -1,7 +1,8 @@
 """The training loop the training binaries share: resumable, Ctrl-C-safe, logged.
 
 `tools/train.py`, `tools/distill.py` and `tools/pretrain.py` train a model into a
-model directory with the same guarantees (see `tasks.training.training_state`): the state
+model directory, and `tools/multitask.py` task models on one encoder
+(`train_entries_resumably`), with the same guarantees (see `tasks.training.training_state`): the state
 is saved every `checkpoint_every_steps` steps and at every epoch's end, a
 killed run resumes at its last saved step on the same batches with the same
 command, `Ctrl-C` saves and exits with status 130, and a failed save stops
@@ -10,11 +11,13 @@ with one line. The best model by the task's validation metric is kept as
 `logs/validation`) and the per-step loss and learning rate.
 """
 
+import contextlib
 import functools
 import os
 import sys
 
 import keras
+import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite
 from nlpzoo.tasks.training.callbacks import (
@@ -24,6 +27,7 @@ from nlpzoo.tasks.training.callbacks import (
     StepLogger,
     StopOnNonFiniteLoss,
 )
+from nlpzoo.tasks.training.shared_encoder_training import SharedEncoderModels, StepLog
 from nlpzoo.tasks.training.training_state import TrainingInterrupted, TrainingState, fit_resumable
 from nlpzoo.zoo.runs import directory as md
 from nlpzoo.tasks.io.console import fit_verbosity
@@ -137,16 +141,23 @@ def fit_or_exit(model, make_stream, steps_per_epoch, epochs, state, *, callbacks
             loss became NaN or infinite (nothing saved from then on).
         SystemExit: 130 after `Ctrl-C`, the state saved.
     """
-    total_steps = steps_per_epoch * epochs
-    resume_hint = f"the same command resumes from the saved state in {state.backup_dir}"
     # First: a NaN loss stops the run before anything saves the broken weights.
     callbacks = [StopOnNonFiniteLoss(), *callbacks]
+    with _ending_cleanly(state, steps_per_epoch * epochs, what):
+        fit_resumable(model, make_stream, steps_per_epoch, epochs, state,
+                      callbacks=callbacks, validation_data=validation_data,
+                      shuffle=False, verbose=fit_verbosity())
+
+
+@contextlib.contextmanager
+def _ending_cleanly(state, total_steps, what):
+    """Runs a resumable loop: Ctrl-C saves and exits 130, a failed save or a NaN loss is
+    one line (a `UserError`) that says what is kept."""
+    resume_hint = f"the same command resumes from the saved state in {state.backup_dir}"
     try:
         with state.stop_on_interrupt("stopping after this step (the state is then saved); "
                                      "Ctrl-C again to stop at once"):
-            fit_resumable(model, make_stream, steps_per_epoch, epochs, state,
-                          callbacks=callbacks, validation_data=validation_data,
-                          shuffle=False, verbose=fit_verbosity())
+            yield
     except NonFiniteLoss as error:
         kept = (f"the last good state (step {state.last_saved_step}) is kept in "
                 f"{state.backup_dir}" if state.last_saved_step else "no state was saved")
@@ -161,3 +172,89 @@ def fit_or_exit(model, make_stream, steps_per_epoch, epochs, state, *, callbacks
     if state.stop_requested:  # Ctrl-C after the last save: only what follows training is left
         print(f"interrupted after {what}: {resume_hint}", file=sys.stderr, flush=True)
         sys.exit(130)
+
+
+def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream, end_epoch,
+                            checkpoint_every_steps=500, log_every_steps=50, verbose=False):
+    """Multi-task training (tools/multitask.py) into `model_dir`, or the rest of a killed run.
+
+    The guarantees of `train_resumably`, for task models that share one
+    encoder and one optimizer and are trained batch by batch as `plan` says:
+    the state (every model, the optimizer, the dropout states: a
+    `SharedEncoderModels`) is saved every `checkpoint_every_steps` steps and
+    at every epoch's end, after `end_epoch`; a resumed run continues at the
+    step after the saved one, on the same batches (each entry's stream skips
+    the batches the plan drew from it before).
+
+    Args:
+        entries: objects with `name`, `model`, `loss_mean` (a `keras.metrics.Mean`)
+            and `step` (the entry's train step on a batch, `train_step`).
+        plan: for each epoch, the entry index of each of its batches.
+        optimizer: the shared optimizer (`shared_optimizer`).
+        model_dir: the run's directory (`zoo.runs.directory` layout).
+        make_stream: `make_stream(entry, skip)` → the entry's endless training
+            stream with its first `skip` batches dropped.
+        end_epoch: `end_epoch(epoch, batches)` after an epoch's last step
+            (validation, best models, epoch logs); returns the epoch line.
+        checkpoint_every_steps: save the state every this many steps (0: at
+            epoch ends only).
+        log_every_steps: the per-step TensorBoard series' interval (`StepLog`).
+        verbose: print the progress within each epoch.
+
+    Raises:
+        UserError: a save failed, or a loss became NaN or infinite.
+        SystemExit: 130 after `Ctrl-C`, the state saved.
+    """
+    ends = np.cumsum([len(batches) for batches in plan])
+    total_steps = int(ends[-1])
+    state = TrainingState(md.path(model_dir, md.CHECKPOINTS), len(plan[0]),
+                          checkpoint_every_steps)
+    state.set_model(SharedEncoderModels([entry.model for entry in entries], optimizer))
+    record = state.restore(state.model)
+    step = record["step"] if record else 0
+    drawn = np.concatenate(plan)[:step]
+    streams = {entry.name: iter(make_stream(entry, int(np.sum(drawn == number))))
+               for number, entry in enumerate(entries)}
+    if record:
+        epoch = int(np.searchsorted(ends, step, side="right"))
+        print(f"resuming from step {step} of {total_steps} (epoch {epoch + 1}), saved "
+              f"{record.get('date', 'earlier')}", flush=True)
+    step_log = StepLog(md.path(model_dir, md.LOGS), entries, optimizer, log_every_steps)
+    with _ending_cleanly(state, total_steps, "multi-task training"):
+        for epoch, batches in enumerate(plan):
+            done = step - int(ends[epoch] - len(batches))  # of this epoch, before resuming
+            if done >= len(batches):
+                continue
+            _train_epoch(entries, batches, done, streams, state, step_log, verbose,
+                         f"epoch {epoch + 1}/{len(plan)}")
+            step = int(ends[epoch])
+            for entry in entries:  # before any best model is saved from broken weights
+                loss = float(entry.loss_mean.result())
+                if not np.isfinite(loss):
+                    raise NonFiniteLoss(step, f"{loss} for {entry.name}")
+            print(("\n" if verbose else "") + end_epoch(epoch, batches), flush=True)
+            state.save()
+            if state.stop_requested:
+                raise TrainingInterrupted(step)
+    step_log.close()
+
+
+def _train_epoch(entries, batches, done, streams, state, step_log, verbose, what):
+    """Trains an epoch's batches from its `done`-th on; saves the state as due in it."""
+    for entry in entries:
+        entry.model.reset_metrics()
+        entry.loss_mean.reset_state()
+    step_log.epoch_begins()
+    for count in range(done + 1, len(batches) + 1):
+        entry = entries[batches[count - 1]]
+        entry.step(next(streams[entry.name]))
+        step = int(state.model.optimizer.iterations.numpy())
+        step_log.after_step(step, epoch_ends=count == len(batches))
+        if count < len(batches):  # the epoch's end saves after its validation
+            if state.stop_requested:
+                state.save()
+                raise TrainingInterrupted(step)
+            if state.every_steps and step % state.every_steps == 0:
+                state.save()
+        if verbose and (count % 10 == 0 or count == len(batches)):
+            print(f"\r{what}: step {count}/{len(batches)}", end="", flush=True)
