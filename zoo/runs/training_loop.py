@@ -175,7 +175,8 @@ def _ending_cleanly(state, total_steps, what):
 
 
 def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream, end_epoch,
-                            checkpoint_every_steps=500, log_every_steps=50, verbose=False):
+                            checkpoint_every_steps=500, log_every_steps=50, verbose=False,
+                            announce=None):
     """Multi-task training (tools/multitask.py) into `model_dir`, or the rest of a killed run.
 
     The guarantees of `train_resumably`, for task models that share one
@@ -200,6 +201,7 @@ def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream,
             epoch ends only).
         log_every_steps: the per-step TensorBoard series' interval (`StepLog`).
         verbose: print the progress within each epoch.
+        announce: a line printed once `Ctrl-C` saves and stops.
 
     Raises:
         UserError: a save failed, or a loss became NaN or infinite.
@@ -221,6 +223,8 @@ def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream,
               f"{record.get('date', 'earlier')}", flush=True)
     step_log = StepLog(md.path(model_dir, md.LOGS), entries, optimizer, log_every_steps)
     with _ending_cleanly(state, total_steps, "multi-task training"):
+        if announce:
+            print(announce, flush=True)
         for epoch, batches in enumerate(plan):
             done = step - int(ends[epoch] - len(batches))  # of this epoch, before resuming
             if done >= len(batches):
