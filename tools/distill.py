@@ -157,88 +157,88 @@ def _student_task(teacher):
     return family, task, head_options
 
 
-def _training_data(run, task, family, teacher, examples, labelled):
-    """Sets run.eval_examples, run.eval_dataset, run.make_pass and run.steps_per_epoch."""
-    run.eval_examples = task.prediction_examples(run.raw_eval_examples, run.preprocessor)
+def _training_data(setup, task, family, teacher, examples, labelled):
+    """Sets setup.eval_examples, setup.eval_dataset, setup.make_pass and setup.steps_per_epoch."""
+    setup.eval_examples = task.prediction_examples(setup.raw_eval_examples, setup.preprocessor)
     try:
-        run.eval_dataset = task.make_dataset(run.eval_examples, run.preprocessor, run.labels,
+        setup.eval_dataset = task.make_dataset(setup.eval_examples, setup.preprocessor, setup.labels,
                                              training=False, batch_size=FLAGS.batch_size)
         print(f"teacher: soft targets at T={FLAGS.temperature} for {len(examples)} examples",
               flush=True)
         targets = teacher_targets(teacher.model, teacher.task, family, examples,
-                                  teacher.preprocessor, run.labels, FLAGS.temperature,
+                                  teacher.preprocessor, setup.labels, FLAGS.temperature,
                                   batch_size=FLAGS.batch_size)
 
         def make_pass(index):  # each pass in its own order, fixed by (seed, pass)
-            return distillation_dataset(task, examples, labelled, targets, run.preprocessor,
-                                        run.labels, batch_size=FLAGS.batch_size,
+            return distillation_dataset(task, examples, labelled, targets, setup.preprocessor,
+                                        setup.labels, batch_size=FLAGS.batch_size,
                                         seed=(FLAGS.seed, index))
 
-        run.make_pass = make_pass
-        run.steps_per_epoch = int(make_pass(0).reduce(0, lambda count, _: count + 1))
+        setup.make_pass = make_pass
+        setup.steps_per_epoch = int(make_pass(0).reduce(0, lambda count, _: count + 1))
     except ValueError as error:  # a label the teacher does not know names its line
         raise UserError(str(error))
 
 
-def _config(run, task, teacher, train_examples, unlabeled):
+def _config(setup, task, teacher, train_examples, unlabeled):
     task_options = task.options_dict()
     return {
         "task": task.name, "task_options": task_options,
-        "tag_scheme": task_options.get("tag_scheme"), "preset": run.encoder_preset,
+        "tag_scheme": task_options.get("tag_scheme"), "preset": setup.encoder_preset,
         "teacher": os.path.abspath(FLAGS.teacher), "alpha": FLAGS.alpha,
         "temperature": FLAGS.temperature,
         "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data),
         "unlabeled_data": FLAGS.unlabeled_data and os.path.abspath(FLAGS.unlabeled_data),
         "data_format": FLAGS.data_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": len(run.tokens), "lowercase": run.lowercase,
+        "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
-        "labels": run.labels, "epochs": run.schedule.epochs, "batch_size": FLAGS.batch_size,
-        "learning_rate": run.schedule.learning_rate,
-        "warmup_fraction": run.schedule.warmup_fraction,
+        "labels": setup.labels, "epochs": setup.schedule.epochs, "batch_size": FLAGS.batch_size,
+        "learning_rate": setup.schedule.learning_rate,
+        "warmup_fraction": setup.schedule.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience, "dropout": FLAGS.dropout,
-        "max_seq_length": run.max_seq_length, "seed": FLAGS.seed,
-        "mixed_precision": run.hardware.policy, "jit_compile": run.hardware.jit_compile,
-        "pack_length": run.hardware.pack_length,
-        "steps_per_epoch": run.steps_per_epoch,
-        "total_steps": run.total_steps, "monitor": run.monitor,
+        "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
+        "mixed_precision": setup.hardware.policy, "jit_compile": setup.hardware.jit_compile,
+        "pack_length": setup.hardware.pack_length,
+        "steps_per_epoch": setup.steps_per_epoch,
+        "total_steps": setup.total_steps, "monitor": setup.monitor,
         "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "train_examples": len(train_examples), "unlabeled_examples": len(unlabeled),
-        "eval_examples": len(run.raw_eval_examples),
+        "eval_examples": len(setup.raw_eval_examples),
         "teacher_parameters": _parameters(teacher.model),
     }
 
 
-def _student(run, task, family, encoder, head_options, config):
+def _student(setup, task, family, encoder, head_options, config):
     """The student model, compiled with the distillation loss; config.json rewritten."""
-    overrides = model_overrides(run.tokens, run.schedule, run.total_steps, run.hardware,
+    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
                                 FLAGS.dropout, **head_options,
-                                **task.model_head_options(run.labels))
+                                **task.model_head_options(setup.labels))
     try:
-        student = build_task_model(task, run.encoder_preset, encoder=encoder, **overrides)
+        student = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
     except ValueError as error:
         raise UserError(str(error))
     config.update(trainable_parameters=sum(int(np.prod(v.shape))
                                            for v in student.trainable_variables),
                   total_parameters=_parameters(student))
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    student.attach_metadata(preprocessor=run.preprocessor, task=task.name, labels=run.labels,
-                            task_options=task.options_dict(), preset=run.encoder_preset,
+    student.attach_metadata(preprocessor=setup.preprocessor, task=task.name, labels=setup.labels,
+                            task_options=task.options_dict(), preset=setup.encoder_preset,
                             data_format=FLAGS.data_format, task_module=type(task).__module__)
     use_distillation_loss(student, family, FLAGS.alpha, FLAGS.temperature)
     return student
 
 
-def _finish(run, task, teacher, config):
+def _finish(setup, task, teacher, config):
     """Evaluates the best student, compares it with the teacher; the comparison."""
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
-    metrics = task.evaluate(best, run.eval_dataset, run.eval_examples, run.labels)
+    metrics = task.evaluate(best, setup.eval_dataset, setup.eval_examples, setup.labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     comparison = {
         "eval_data": os.path.abspath(FLAGS.eval_data), "batch_size": FLAGS.batch_size,
         "teacher": _side(teacher.task, teacher.model, teacher.preprocessor,
-                         run.raw_eval_examples, run.labels),
-        "student": _side(task, best, run.preprocessor, run.raw_eval_examples, run.labels),
+                         setup.raw_eval_examples, setup.labels),
+        "student": _side(task, best, setup.preprocessor, setup.raw_eval_examples, setup.labels),
     }
     md.write_json(comparison, md.path(FLAGS.model_dir, COMPARISON))
     write_hparams(md.path(FLAGS.model_dir, md.LOGS), config, metrics)
@@ -250,56 +250,56 @@ def _finish(run, task, teacher, config):
 def main(argv):
     teacher = _load_teacher()
     family, task, head_options = _student_task(teacher)
-    run = types.SimpleNamespace(hardware=apply_hardware_flags(), labels=teacher.labels)
+    setup = types.SimpleNamespace(hardware=apply_hardware_flags(), labels=teacher.labels)
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
-    run.raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
-    unlabeled = _unlabeled_examples(task, family, run.labels)
+    setup.raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
+    unlabeled = _unlabeled_examples(task, family, setup.labels)
     examples = list(train_examples) + unlabeled
     labelled = [True] * len(train_examples) + [False] * len(unlabeled)
     encoder = load_starting_encoder()
-    run.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
-    defaults = ENCODER_PRESETS[run.encoder_preset].fine_tuning
-    run.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                run.encoder_preset, defaults.max_seq_length)
-    run.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
+    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
+    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
+                                                setup.encoder_preset, defaults.max_seq_length)
+    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    run.tokens, run.lowercase = resolve_vocabulary(FLAGS, lambda: task.texts(examples),
+    setup.tokens, setup.lowercase = resolve_vocabulary(FLAGS, lambda: task.texts(examples),
                                                    resuming, learned_from=FLAGS.train_data)
-    check_vocabulary_fits(encoder, run.tokens)
-    task = task.for_text_casing(run.lowercase)
-    run.preprocessor = task.make_preprocessor(run.tokens, run.lowercase, run.max_seq_length)
-    _training_data(run, task, family, teacher, examples, labelled)
-    run.total_steps = run.steps_per_epoch * run.schedule.epochs
-    run.monitor, mode = task.monitor(len(run.labels))
-    config = _config(run, task, teacher, train_examples, unlabeled)
+    check_vocabulary_fits(encoder, setup.tokens)
+    task = task.for_text_casing(setup.lowercase)
+    setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
+    _training_data(setup, task, family, teacher, examples, labelled)
+    setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
+    setup.monitor, mode = task.monitor(len(setup.labels))
+    config = _config(setup, task, teacher, train_examples, unlabeled)
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     if os.path.exists(md.path(FLAGS.model_dir, COMPARISON)):  # of an overwritten run
         os.remove(md.path(FLAGS.model_dir, COMPARISON))
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, run.tokens)
-    md.write_json(run.labels, md.path(FLAGS.model_dir, md.LABELS))
-    student = _student(run, task, family, encoder, head_options, config)
+    md.save_vocabulary(FLAGS.model_dir, setup.tokens)
+    md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
+    student = _student(setup, task, family, encoder, head_options, config)
 
     logs = md.path(FLAGS.model_dir, md.LOGS)
-    print(f"distilling {teacher.task.name} into {run.encoder_preset} (alpha {FLAGS.alpha}, "
-          f"T {FLAGS.temperature}; {run.hardware.policy}) on {len(train_examples)} labelled "
-          f"and {len(unlabeled)} unlabelled examples, {run.steps_per_epoch} steps per epoch; "
+    print(f"distilling {teacher.task.name} into {setup.encoder_preset} (alpha {FLAGS.alpha}, "
+          f"T {FLAGS.temperature}; {setup.hardware.policy}) on {len(train_examples)} labelled "
+          f"and {len(unlabeled)} unlabelled examples, {setup.steps_per_epoch} steps per epoch; "
           f"{config['total_parameters']:,} parameters (teacher "
           f"{config['teacher_parameters']:,})", flush=True)
     train_resumably(
-        student, model_dir=FLAGS.model_dir, make_pass=run.make_pass,
-        steps_per_epoch=run.steps_per_epoch, epochs=run.schedule.epochs,
-        monitor=run.monitor, mode=mode, validation_data=run.eval_dataset,
-        task_callbacks=task.callbacks(run.eval_dataset, run.eval_examples, run.labels,
+        student, model_dir=FLAGS.model_dir, make_pass=setup.make_pass,
+        steps_per_epoch=setup.steps_per_epoch, epochs=setup.schedule.epochs,
+        monitor=setup.monitor, mode=mode, validation_data=setup.eval_dataset,
+        task_callbacks=task.callbacks(setup.eval_dataset, setup.eval_examples, setup.labels,
                                       log_dir=os.path.join(logs, "validation")),
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         log_every_steps=FLAGS.log_every_steps,
         early_stopping_patience=FLAGS.early_stopping_patience)
-    print(json.dumps(_finish(run, task, teacher, config), sort_keys=True))
+    print(json.dumps(_finish(setup, task, teacher, config), sort_keys=True))
 
 
 def entry_point():

@@ -214,12 +214,12 @@ def _read_data(entries):
         entry.labels = entry.task.label_names(entry.train_examples)
 
 
-def _datasets(entries, run):
+def _datasets(entries, setup):
     """Each entry's preprocessor, validation data and number of batches per pass."""
     for entry in entries:
-        entry.task = entry.task.for_text_casing(run.lowercase)
-        entry.preprocessor = entry.task.make_preprocessor(run.tokens, run.lowercase,
-                                                          run.max_seq_length)
+        entry.task = entry.task.for_text_casing(setup.lowercase)
+        entry.preprocessor = entry.task.make_preprocessor(setup.tokens, setup.lowercase,
+                                                          setup.max_seq_length)
         entry.eval_examples = entry.task.prediction_examples(entry.raw_eval_examples,
                                                              entry.preprocessor)
         try:
@@ -243,20 +243,20 @@ def _sampling(entries):
         raise UserError(f"--tasks={FLAGS.tasks}: {error}")
 
 
-def _configs(entries, run, temperature, probabilities):
+def _configs(entries, setup, temperature, probabilities):
     """(the run's config.json, the part each entry's config.json shares)."""
-    schedule, hardware = run.schedule, run.hardware
+    schedule, hardware = setup.schedule, setup.hardware
     common = {
-        "preset": run.encoder_preset, "vocabulary_size": len(run.tokens),
-        "lowercase": run.lowercase,
+        "preset": setup.encoder_preset, "vocabulary_size": len(setup.tokens),
+        "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate,
         "head_learning_rate": schedule.head_learning_rate,
         "warmup_fraction": schedule.warmup_fraction, "dropout": FLAGS.dropout,
-        "max_seq_length": run.max_seq_length, "seed": FLAGS.seed,
+        "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
         "mixed_precision": hardware.policy, "jit_compile": hardware.jit_compile,
-        "pack_length": hardware.pack_length, "total_steps": run.total_steps,
+        "pack_length": hardware.pack_length, "total_steps": setup.total_steps,
     }
     config = dict(common, tasks=os.path.abspath(FLAGS.tasks), sampling=FLAGS.sampling,
                   temperature=temperature, target=FLAGS.target,
@@ -278,15 +278,15 @@ def _completed_epochs(plan):
                                side="right"))
 
 
-def _build_models(entries, run, encoder, common, config):
+def _build_models(entries, setup, encoder, common, config):
     """One model per entry on one encoder; each entry's directory files and best-model
     checkpoint. Returns the shared encoder."""
-    overrides = model_overrides(run.tokens, run.schedule, run.total_steps, run.hardware,
+    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
                                 FLAGS.dropout)
-    completed_epochs = _completed_epochs(run.plan)
+    completed_epochs = _completed_epochs(setup.plan)
     for entry in entries:
         try:
-            entry.model = build_task_model(entry.task, run.encoder_preset, encoder=encoder,
+            entry.model = build_task_model(entry.task, setup.encoder_preset, encoder=encoder,
                                            **overrides, **entry.head_options,
                                            **entry.task.model_head_options(entry.labels))
         except ValueError as error:
@@ -295,7 +295,7 @@ def _build_models(entries, run, encoder, common, config):
         task_options = entry.task.options_dict()
         entry.model.attach_metadata(preprocessor=entry.preprocessor, task=entry.task.name,
                                     labels=entry.labels, task_options=task_options,
-                                    preset=run.encoder_preset, data_format=entry.data_format,
+                                    preset=setup.encoder_preset, data_format=entry.data_format,
                                     task_module=type(entry.task).__module__)
         monitor, mode = entry.task.monitor(len(entry.labels))
         entry.checkpoint = BestModelCheckpoint(md.path(entry.model_dir, md.BEST_MODEL),
@@ -313,12 +313,12 @@ def _build_models(entries, run, encoder, common, config):
                                      for v in entry.model.trainable_variables),
             total_parameters=sum(int(np.prod(v.shape)) for v in entry.model.weights))
         md.write_json(entry.config, md.path(entry.model_dir, md.CONFIG))
-        md.save_vocabulary(entry.model_dir, run.tokens)
+        md.save_vocabulary(entry.model_dir, setup.tokens)
         md.write_json(entry.labels, md.path(entry.model_dir, md.LABELS))
     return encoder
 
 
-def _train(entries, run, probabilities):
+def _train(entries, setup, probabilities):
     """Trains every entry with one optimizer (`zoo.runs.training_loop`), or finishes a
     killed run."""
     # One optimizer for everything: the zoo's AdamW of the first model, with its schedule
@@ -330,12 +330,12 @@ def _train(entries, run, probabilities):
         entry.model._symbolic_build(data_batch=next(iter(first_batch(entry))))  # noqa: SLF001
         entry.loss_mean = keras.metrics.Mean(name="loss")
         entry.step = tf.function(train_step(entry.model, optimizer, entry.loss_mean),
-                                 reduce_retracing=True, jit_compile=run.hardware.jit_compile)
+                                 reduce_retracing=True, jit_compile=setup.hardware.jit_compile)
     logs = md.path(FLAGS.model_dir, md.LOGS)
     writers = {(entry.name, part): tf.summary.create_file_writer(
         os.path.join(logs, entry.name, part)) for entry in entries
         for part in ("train", "validation")}
-    start, epochs = time.monotonic(), len(run.plan)
+    start, epochs = time.monotonic(), len(setup.plan)
 
     def end_epoch(epoch, batches):
         line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
@@ -345,14 +345,14 @@ def _train(entries, run, probabilities):
 
     # Printed once Ctrl-C saves and stops (a test waits for it).
     announce = (f"multi-task training of {', '.join(e.name for e in entries)} on "
-                f"{run.encoder_preset} ({run.hardware.policy}): {run.total_steps} steps in "
+                f"{setup.encoder_preset} ({setup.hardware.policy}): {setup.total_steps} steps in "
                 f"{epochs} epochs; batches drawn with "
                 + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
                 + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
                    if FLAGS.target else ""))
     # Each entry's batches: its passes in their fixed orders, one after the other.
     train_entries_resumably(
-        entries, run.plan, optimizer, model_dir=FLAGS.model_dir,
+        entries, setup.plan, optimizer, model_dir=FLAGS.model_dir,
         make_stream=lambda entry, skip: training_stream(
             lambda index: pass_of(entry, index), epochs + 1, skip),
         end_epoch=end_epoch, checkpoint_every_steps=FLAGS.checkpoint_every_steps,
@@ -360,10 +360,10 @@ def _train(entries, run, probabilities):
         announce=announce)
 
 
-def _evaluate(entries, run, encoder):
+def _evaluate(entries, setup, encoder):
     """Saves the shared encoder; tunes, evaluates and documents each entry's best model."""
-    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), run.tokens,
-                            run.lowercase, overwrite=True)
+    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), setup.tokens,
+                            setup.lowercase, overwrite=True)
     results = {}
     for entry in entries:
         best = keras.saving.load_model(md.path(entry.model_dir, md.BEST_MODEL))
@@ -389,31 +389,31 @@ def main(argv):
     if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
         raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
                         f"({', '.join(entry.name for entry in entries)})")
-    run = types.SimpleNamespace(hardware=apply_hardware_flags())
+    setup = types.SimpleNamespace(hardware=apply_hardware_flags())
     _read_data(entries)
     encoder = load_starting_encoder()
-    run.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
-    defaults = ENCODER_PRESETS[run.encoder_preset].fine_tuning
-    run.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                run.encoder_preset, defaults.max_seq_length)
+    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
+    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
+    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
+                                                setup.encoder_preset, defaults.max_seq_length)
     # Heads start from scratch; on a pretrained encoder they learn at their own rate.
-    run.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
-    if FLAGS.target is not None and FLAGS.target_epochs >= run.schedule.epochs:
+    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    if FLAGS.target is not None and FLAGS.target_epochs >= setup.schedule.epochs:
         raise UserError(f"--target_epochs={FLAGS.target_epochs} leaves no multi-task epoch "
-                        f"of --epochs={run.schedule.epochs}")
+                        f"of --epochs={setup.schedule.epochs}")
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    run.tokens, run.lowercase = resolve_vocabulary(
+    setup.tokens, setup.lowercase = resolve_vocabulary(
         FLAGS, lambda: [text for entry in entries
                         for text in entry.task.texts(entry.train_examples)],
         resuming, learned_from=FLAGS.tasks)
-    check_vocabulary_fits(encoder, run.tokens)
-    _datasets(entries, run)
+    check_vocabulary_fits(encoder, setup.tokens)
+    _datasets(entries, setup)
     temperature, probabilities = _sampling(entries)
-    run.plan = _epoch_plan(entries, run.schedule.epochs, probabilities)
-    run.total_steps = sum(len(batches) for batches in run.plan)
-    config, common = _configs(entries, run, temperature, probabilities)
+    setup.plan = _epoch_plan(entries, setup.schedule.epochs, probabilities)
+    setup.total_steps = sum(len(batches) for batches in setup.plan)
+    config, common = _configs(entries, setup, temperature, probabilities)
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.prepare(FLAGS.model_dir, FLAGS.overwrite)
@@ -422,9 +422,9 @@ def main(argv):
         if not resuming:  # a resumed run keeps each entry's best model so far
             md.prepare(entry.model_dir, overwrite=True)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    encoder = _build_models(entries, run, encoder, common, config)
-    _train(entries, run, probabilities)
-    results = _evaluate(entries, run, encoder)
+    encoder = _build_models(entries, setup, encoder, common, config)
+    _train(entries, setup, probabilities)
+    results = _evaluate(entries, setup, encoder)
     print(json.dumps(results, sort_keys=True))
     print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           "(tools/train.py --init_checkpoint=...)")

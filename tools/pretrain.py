@@ -163,22 +163,22 @@ def _check_flags():
         raise UserError("give exactly one of --max_steps and --epochs")
 
 
-def _starting_model(run, strategy):
-    """(the checkpoint's Pretrainer or None, its loaded heads); sets run.preset and checks
+def _starting_model(setup, strategy):
+    """(the checkpoint's Pretrainer or None, its loaded heads); sets setup.preset and checks
     --max_seq_length against the encoder's positions."""
-    model, loaded_heads, run.preset = None, (), FLAGS.preset
+    model, loaded_heads, setup.preset = None, (), FLAGS.preset
     if FLAGS.init_checkpoint:
         with strategy.scope():  # mirrored variables
-            model, loaded_heads, run.preset = _load_checkpoint(run.encoder_overrides)
+            model, loaded_heads, setup.preset = _load_checkpoint(setup.encoder_overrides)
     encoder = model.encoder if model is not None else None
-    resolve_max_seq_length(FLAGS.max_seq_length, encoder, run.preset,
+    resolve_max_seq_length(FLAGS.max_seq_length, encoder, setup.preset,
                            default=FLAGS.max_seq_length)
     return model, loaded_heads
 
 
-def _tokens(run, model, documents, resuming):
+def _tokens(setup, model, documents, resuming):
     if FLAGS.init_checkpoint:
-        tokens = run.checkpoint_tokens
+        tokens = setup.checkpoint_tokens
         if transformer_of(model.encoder).vocabulary_size != len(tokens):
             raise UserError(f"--init_checkpoint: its vocabulary has {len(tokens)} tokens but "
                             f"its encoder {transformer_of(model.encoder).vocabulary_size} "
@@ -203,47 +203,47 @@ def _steps(num_train):
     return num_checkpoints * steps_per_checkpoint, steps_per_checkpoint, num_checkpoints
 
 
-def _config(run, tokens, loaded_heads, num_train, num_eval):
+def _config(setup, tokens, loaded_heads, num_train, num_eval):
     return {
-        "preset": run.preset, "objective": FLAGS.objective,
+        "preset": setup.preset, "objective": FLAGS.objective,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "heads_from_checkpoint": list(loaded_heads),
         "corpus": [os.path.abspath(path) for path in FLAGS.corpus],
         "corpus_format": FLAGS.corpus_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": len(tokens), "lowercase": run.lowercase,
-        "max_seq_length": FLAGS.max_seq_length, "max_predictions": run.max_predictions,
-        "batch_size": FLAGS.batch_size, "total_steps": run.total_steps,
-        "steps_per_checkpoint": run.steps_per_checkpoint,
+        "vocabulary_size": len(tokens), "lowercase": setup.lowercase,
+        "max_seq_length": FLAGS.max_seq_length, "max_predictions": setup.max_predictions,
+        "batch_size": FLAGS.batch_size, "total_steps": setup.total_steps,
+        "steps_per_checkpoint": setup.steps_per_checkpoint,
         "learning_rate": FLAGS.learning_rate,
         "warmup_fraction": FLAGS.warmup_fraction, "weight_decay": FLAGS.weight_decay,
         "dropout": FLAGS.dropout, "whole_word": FLAGS.whole_word,
         "uniform_replacement": FLAGS.uniform_replacement,
         "short_sequence_probability": FLAGS.short_sequence_probability,
         "train_sequences": num_train, "eval_sequences": num_eval,
-        "seed": FLAGS.seed, "mixed_precision": run.hardware.policy,
-        "jit_compile": run.hardware.jit_compile, "log_every_steps": FLAGS.log_every_steps,
+        "seed": FLAGS.seed, "mixed_precision": setup.hardware.policy,
+        "jit_compile": setup.hardware.jit_compile, "log_every_steps": FLAGS.log_every_steps,
     }
 
 
-def _compiled(run, model, tokens, strategy):
+def _compiled(setup, model, tokens, strategy):
     """The compiled Pretrainer: the checkpoint's, or a new one of --preset."""
     with strategy.scope():  # mirrored variables, optimizer and metrics
         if model is None:
             encoder = build_encoder(FLAGS.preset, vocabulary_size=len(tokens),
-                                    **run.encoder_overrides)
+                                    **setup.encoder_overrides)
             model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
         # The pooler is trained only by NSP; other objectives leave it unused.
         transformer_of(model.encoder).pooler.trainable = FLAGS.objective == "mlm_nsp"
         model.compile(
-            optimizer=create_optimizer(FLAGS.learning_rate, run.total_steps,
-                                       int(FLAGS.warmup_fraction * run.total_steps),
+            optimizer=create_optimizer(FLAGS.learning_rate, setup.total_steps,
+                                       int(FLAGS.warmup_fraction * setup.total_steps),
                                        FLAGS.weight_decay),
-            jit_compile=run.hardware.jit_compile,
+            jit_compile=setup.hardware.jit_compile,
         )
     return model
 
 
-def _announce(run, model, loaded_heads, num_train, steps_per_pass, strategy):
+def _announce(setup, model, loaded_heads, num_train, steps_per_pass, strategy):
     if FLAGS.init_checkpoint:
         fresh = [layer.name for layer in model.layers
                  if layer.name.endswith("_head") and layer.name not in loaded_heads]
@@ -251,17 +251,17 @@ def _announce(run, model, loaded_heads, num_train, steps_per_pass, strategy):
               + "".join(f", {name}" for name in loaded_heads) + " loaded"
               + (f"; {', '.join(fresh)} initialised at random (not in the checkpoint)"
                  if fresh else ""), flush=True)
-    print(f"pretraining {run.preset} with {FLAGS.objective} ({run.hardware.policy}, "
-          f"jit_compile={run.hardware.jit_compile}): {num_train} sequences of "
-          f"{FLAGS.max_seq_length}, {run.total_steps} steps of {FLAGS.batch_size} "
-          f"({run.total_steps / steps_per_pass:.1f} passes); "
+    print(f"pretraining {setup.preset} with {FLAGS.objective} ({setup.hardware.policy}, "
+          f"jit_compile={setup.hardware.jit_compile}): {num_train} sequences of "
+          f"{FLAGS.max_seq_length}, {setup.total_steps} steps of {FLAGS.batch_size} "
+          f"({setup.total_steps / steps_per_pass:.1f} passes); "
           f"{distribution.describe(strategy)}", flush=True)
 
 
-def _save_encoder(run, model, tokens, metrics):
+def _save_encoder(setup, model, tokens, metrics):
     transformer_of(model.encoder).pooler.trainable = True  # fine-tuning trains it
     save_encoder_checkpoint(model.encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
-                            run.lowercase, overwrite=True)
+                            setup.lowercase, overwrite=True)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
@@ -272,27 +272,27 @@ def main(argv):
     # Only the chief writes --model_dir; other workers write to a temporary directory.
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     _check_flags()
-    run = types.SimpleNamespace(lowercase=FLAGS.lowercase)
+    setup = types.SimpleNamespace(lowercase=FLAGS.lowercase)
     if normalize_init_checkpoint():
-        run.checkpoint_tokens, run.lowercase = _checkpoint_tokenizer()
-    run.hardware = apply_hardware_flags(FLAGS, strategy)
-    run.encoder_overrides = {}
+        setup.checkpoint_tokens, setup.lowercase = _checkpoint_tokenizer()
+    setup.hardware = apply_hardware_flags(FLAGS, strategy)
+    setup.encoder_overrides = {}
     if FLAGS.dropout is not None:
-        run.encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
-    model, loaded_heads = _starting_model(run, strategy)
+        setup.encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
+    model, loaded_heads = _starting_model(setup, strategy)
     try:
         documents = _read_documents()
     except DataFormatError as error:
         raise UserError(f"--corpus: {error}")
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
-    tokens = _tokens(run, model, documents, resuming)
-    tokenizer = WordPieceTokenizer(tokens, lowercase=run.lowercase)
+    tokens = _tokens(setup, model, documents, resuming)
+    tokenizer = WordPieceTokenizer(tokens, lowercase=setup.lowercase)
     train_arrays, eval_arrays = _pack(documents, tokenizer, FLAGS.max_seq_length)
     num_train = len(train_arrays["token_ids"])
-    run.total_steps, run.steps_per_checkpoint, num_checkpoints = _steps(num_train)
-    run.max_predictions = (FLAGS.max_predictions
+    setup.total_steps, setup.steps_per_checkpoint, num_checkpoints = _steps(num_train)
+    setup.max_predictions = (FLAGS.max_predictions
                            or default_max_predictions(FLAGS.max_seq_length))
-    config = _config(run, tokens, loaded_heads, num_train, len(eval_arrays["token_ids"]))
+    config = _config(setup, tokens, loaded_heads, num_train, len(eval_arrays["token_ids"]))
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
@@ -300,26 +300,26 @@ def main(argv):
 
     train_dataset, eval_dataset = masked_datasets(
         train_arrays, eval_arrays, tokenizer, objective=FLAGS.objective,
-        batch_size=FLAGS.batch_size, max_predictions=run.max_predictions, seed=FLAGS.seed,
+        batch_size=FLAGS.batch_size, max_predictions=setup.max_predictions, seed=FLAGS.seed,
         uniform_replacement=FLAGS.uniform_replacement, whole_word=FLAGS.whole_word)
-    model = _compiled(run, model, tokens, strategy)
-    _announce(run, model, loaded_heads, num_train, num_train // FLAGS.batch_size, strategy)
+    model = _compiled(setup, model, tokens, strategy)
+    _announce(setup, model, loaded_heads, num_train, num_train // FLAGS.batch_size, strategy)
     start = time.time()
     distribution.build_for_fit(model, strategy, train_dataset)
     # An "epoch" here is one checkpoint interval of the endless, re-masked stream (a pure
     # function of the seed: resumes replay its batches); the state is saved at each end.
     train_resumably(model, model_dir=FLAGS.model_dir, make_stream=train_dataset.skip,
-                    steps_per_epoch=run.steps_per_checkpoint, epochs=num_checkpoints,
+                    steps_per_epoch=setup.steps_per_checkpoint, epochs=num_checkpoints,
                     validation_data=eval_dataset, checkpoint_every_steps=0,
                     log_every_steps=FLAGS.log_every_steps, shard=distribution.shard_by_data,
                     what="pretraining")
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
-    metrics = {"training_seconds": round(time.time() - start, 1), "steps": run.total_steps}
+    metrics = {"training_seconds": round(time.time() - start, 1), "steps": setup.total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(distribution.shard_by_data(eval_dataset),
                                       return_dict=True, verbose=0))
-    _save_encoder(run, model, tokens, metrics)
+    _save_encoder(setup, model, tokens, metrics)
     print({key: round(float(value), 4) for key, value in metrics.items()})
     print(f"encoder checkpoint: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           f"(tools/train.py --init_checkpoint=...)")

@@ -144,34 +144,34 @@ def _check_adaptation_flags():
                         "--lora_rank")
 
 
-def _datasets(run, task, train_examples, eval_examples):
-    """Sets run.preprocessor, run.eval_examples, run.eval_dataset, run.steps_per_epoch."""
-    run.preprocessor = task.make_preprocessor(run.tokens, run.lowercase, run.max_seq_length)
+def _datasets(setup, task, train_examples, eval_examples):
+    """Sets setup.preprocessor, setup.eval_examples, setup.eval_dataset, setup.steps_per_epoch."""
+    setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
     # Built before anything is written: an unseen evaluation label fails here.
     # Sentences longer than the window are evaluated in windows (word tasks).
-    run.eval_examples = task.prediction_examples(eval_examples, run.preprocessor)
+    setup.eval_examples = task.prediction_examples(eval_examples, setup.preprocessor)
     try:
-        run.eval_dataset = task.make_dataset(run.eval_examples, run.preprocessor, run.labels,
+        setup.eval_dataset = task.make_dataset(setup.eval_examples, setup.preprocessor, setup.labels,
                                              training=False, batch_size=FLAGS.batch_size,
                                              seed=FLAGS.seed)
         # The first pass of the training stream (zoo.runs.training_loop): its batches counted.
-        run.steps_per_epoch = _count_batches(run.make_pass(0))
+        setup.steps_per_epoch = _count_batches(setup.make_pass(0))
     except ValueError as error:
         raise UserError(str(error))
 
 
-def _config(run, task, train_examples, num_eval_examples):
+def _config(setup, task, train_examples, num_eval_examples):
     """The run's config.json (before training)."""
     task_options = task.options_dict()
-    schedule, hardware = run.schedule, run.hardware
+    schedule, hardware = setup.schedule, setup.hardware
     return {
         "task": task.name, "task_options": task_options,
         "tag_scheme": task_options.get("tag_scheme"),
-        "preset": run.preset, "train_data": os.path.abspath(FLAGS.train_data),
+        "preset": setup.preset, "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
-        "vocab": FLAGS.vocab, "vocabulary_size": len(run.tokens), "lowercase": run.lowercase,
+        "vocab": FLAGS.vocab, "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
-        "labels": run.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
+        "labels": setup.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate, "warmup_fraction": schedule.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": schedule.head_learning_rate,
@@ -179,48 +179,48 @@ def _config(run, task, train_examples, num_eval_examples):
         "freeze_encoder": FLAGS.freeze_encoder, "layer_mix": FLAGS.layer_mix,
         "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
         "gradual_unfreezing": FLAGS.gradual_unfreezing,
-        "unfreeze_every_steps": run.unfreeze_every_steps, "l2sp": FLAGS.l2sp,
+        "unfreeze_every_steps": setup.unfreeze_every_steps, "l2sp": FLAGS.l2sp,
         "auxiliary_mlm_weight": FLAGS.auxiliary_mlm_weight,
         "auxiliary_mlm_anneal": FLAGS.auxiliary_mlm_anneal,
         "schedule": FLAGS.schedule, "dropout": FLAGS.dropout,
-        "max_seq_length": run.max_seq_length, "seed": FLAGS.seed,
+        "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
         "mixed_precision": hardware.policy, "jit_compile": hardware.jit_compile,
         "pack_length": hardware.pack_length,
-        "steps_per_epoch": run.steps_per_epoch, "total_steps": run.total_steps,
+        "steps_per_epoch": setup.steps_per_epoch, "total_steps": setup.total_steps,
         "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
-        "monitor": run.monitor, "train_examples": len(train_examples),
+        "monitor": setup.monitor, "train_examples": len(train_examples),
         "eval_examples": num_eval_examples,
     }
 
 
-def _build_model(run, task, encoder, head_options, strategy):
+def _build_model(setup, task, encoder, head_options, strategy):
     """The compiled task model, with what inference needs attached."""
     overrides = model_overrides(
-        run.tokens, run.schedule, run.total_steps, run.hardware, FLAGS.dropout,
-        **head_options, **task.model_head_options(run.labels),
+        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
+        **head_options, **task.model_head_options(setup.labels),
         layer_lr_decay=FLAGS.layer_lr_decay, schedule=FLAGS.schedule,
         freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
         adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp)
     try:
         with strategy.scope():  # mirrored variables, optimizer and metrics
-            model = build_task_model(task, run.encoder_preset, encoder=encoder, **overrides)
+            model = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
             if FLAGS.auxiliary_mlm_weight:
                 model.attach_auxiliary_mlm(auxiliary_mlm_for(
-                    run.preprocessor.tokenizer(), FLAGS.auxiliary_mlm_weight,
-                    run.max_seq_length,
-                    anneal_steps=run.total_steps if FLAGS.auxiliary_mlm_anneal else 0,
+                    setup.preprocessor.tokenizer(), FLAGS.auxiliary_mlm_weight,
+                    setup.max_seq_length,
+                    anneal_steps=setup.total_steps if FLAGS.auxiliary_mlm_anneal else 0,
                     seed=FLAGS.seed))
     except ValueError as error:
         raise UserError(str(error))
     # What inference needs rides in the .keras file (vocabulary as an asset), so that
     # best_model.keras alone predicts, evaluates and exports (--model=...keras).
-    model.attach_metadata(preprocessor=run.preprocessor, task=task.name, labels=run.labels,
-                          task_options=task.options_dict(), preset=run.preset,
+    model.attach_metadata(preprocessor=setup.preprocessor, task=task.name, labels=setup.labels,
+                          task_options=task.options_dict(), preset=setup.preset,
                           data_format=FLAGS.data_format, task_module=type(task).__module__)
     return model
 
 
-def _write_run_files(run, config, model):
+def _write_run_files(setup, config, model):
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
     total = sum(int(np.prod(v.shape)) for v in model.weights)
     config.update(trainable_parameters=trainable, total_parameters=total)
@@ -228,34 +228,34 @@ def _write_run_files(run, config, model):
     return trainable, total
 
 
-def _train(run, task, model, strategy):
-    """Trains (or finishes a killed run) with `zoo.runs.training_loop`; the best checkpoint."""
+def _train(setup, task, model, strategy):
+    """Trains (or finishes a killed setup) with `zoo.runs.training_loop`; the best checkpoint."""
     logs = md.path(FLAGS.model_dir, md.LOGS)
-    distribution.build_for_fit(model, strategy, run.make_pass(0))
+    distribution.build_for_fit(model, strategy, setup.make_pass(0))
     return train_resumably(
-        model, model_dir=FLAGS.model_dir, make_pass=run.make_pass,
-        steps_per_epoch=run.steps_per_epoch, epochs=run.schedule.epochs,
-        monitor=run.monitor, mode=run.mode, validation_data=run.eval_dataset,
-        task_callbacks=task.callbacks(run.eval_dataset, run.eval_examples, run.labels,
+        model, model_dir=FLAGS.model_dir, make_pass=setup.make_pass,
+        steps_per_epoch=setup.steps_per_epoch, epochs=setup.schedule.epochs,
+        monitor=setup.monitor, mode=setup.mode, validation_data=setup.eval_dataset,
+        task_callbacks=task.callbacks(setup.eval_dataset, setup.eval_examples, setup.labels,
                                       log_dir=os.path.join(logs, "validation")),
-        extra_callbacks=[GradualUnfreezing(run.unfreeze_every_steps)]
-        if run.unfreeze_every_steps else [],
+        extra_callbacks=[GradualUnfreezing(setup.unfreeze_every_steps)]
+        if setup.unfreeze_every_steps else [],
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         log_every_steps=FLAGS.log_every_steps,
         early_stopping_patience=FLAGS.early_stopping_patience,
         shard=distribution.shard_by_data)
 
 
-def _evaluate(run, task, config):
+def _evaluate(setup, task, config):
     """Tunes the best model's decoding, evaluates it, writes the metrics, logs and card."""
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
     if FLAGS.tune_decoding:
-        changes = task.tune_decoding(best, run.eval_dataset, run.eval_examples, run.labels)
+        changes = task.tune_decoding(best, setup.eval_dataset, setup.eval_examples, setup.labels)
         if changes:
             task = task.with_options(**changes)
             md.update_task_options(changes, FLAGS.eval_data, best, FLAGS.model_dir)
             print(f"decoding tuned on {FLAGS.eval_data}: {json.dumps(changes)}", flush=True)
-    metrics = task.evaluate(best, run.eval_dataset, run.eval_examples, run.labels)
+    metrics = task.evaluate(best, setup.eval_dataset, setup.eval_examples, setup.labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_hparams(md.path(FLAGS.model_dir, md.LOGS), config, metrics)
     write_model_card(FLAGS.model_dir, training_card(FLAGS.model_dir, sys.argv))
@@ -270,58 +270,58 @@ def main(argv):
     normalize_init_checkpoint()
     task, head_options = _task()
     _check_adaptation_flags()
-    run = types.SimpleNamespace(hardware=apply_hardware_flags(FLAGS, strategy))
+    setup = types.SimpleNamespace(hardware=apply_hardware_flags(FLAGS, strategy))
 
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     task = task.adapt(train_examples)
     with strategy.scope():  # its variables are mirrored too
         encoder = load_starting_encoder()
-    run.encoder_preset, preset, head_options = resolve_preset(FLAGS.preset, encoder, task,
+    setup.encoder_preset, preset, head_options = resolve_preset(FLAGS.preset, encoder, task,
                                                               head_options)
-    run.preset = preset or run.encoder_preset
-    defaults = ENCODER_PRESETS[run.encoder_preset].fine_tuning
-    run.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                run.encoder_preset, defaults.max_seq_length)
-    run.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
-    run.labels = task.label_names(train_examples)
+    setup.preset = preset or setup.encoder_preset
+    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
+    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
+                                                setup.encoder_preset, defaults.max_seq_length)
+    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    setup.labels = task.label_names(train_examples)
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    run.tokens, run.lowercase = resolve_vocabulary(
+    setup.tokens, setup.lowercase = resolve_vocabulary(
         FLAGS, lambda: task.texts(train_examples), resuming, learned_from=FLAGS.train_data)
-    check_vocabulary_fits(encoder, run.tokens)
-    task = task.for_text_casing(run.lowercase)  # e.g. casing features for an uncased encoder
-    run.make_pass = lambda index: task.make_dataset(  # each pass in its own (seed, pass) order
-        train_examples, run.preprocessor, run.labels, training=True,
+    check_vocabulary_fits(encoder, setup.tokens)
+    task = task.for_text_casing(setup.lowercase)  # e.g. casing features for an uncased encoder
+    setup.make_pass = lambda index: task.make_dataset(  # each pass in its own (seed, pass) order
+        train_examples, setup.preprocessor, setup.labels, training=True,
         batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index))
-    _datasets(run, task, train_examples, eval_examples)
-    run.total_steps = run.steps_per_epoch * run.schedule.epochs
-    run.monitor, run.mode = task.monitor(len(run.labels))
-    run.unfreeze_every_steps = ((FLAGS.unfreeze_every_steps or run.steps_per_epoch)
+    _datasets(setup, task, train_examples, eval_examples)
+    setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
+    setup.monitor, setup.mode = task.monitor(len(setup.labels))
+    setup.unfreeze_every_steps = ((FLAGS.unfreeze_every_steps or setup.steps_per_epoch)
                                 if FLAGS.gradual_unfreezing else None)
-    config = _config(run, task, train_examples, len(eval_examples))
+    config = _config(setup, task, train_examples, len(eval_examples))
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, run.tokens)
-    md.write_json(run.labels, md.path(FLAGS.model_dir, md.LABELS))
+    md.save_vocabulary(FLAGS.model_dir, setup.tokens)
+    md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
 
-    model = _build_model(run, task, encoder, head_options, strategy)
-    trainable, total = _write_run_files(run, config, model)
-    print(f"training {preset or task.name + ' on ' + run.encoder_preset} "
-          f"({run.hardware.policy}, jit_compile={run.hardware.jit_compile}) on "
-          f"{len(train_examples)} examples, {run.steps_per_epoch} steps per epoch; "
+    model = _build_model(setup, task, encoder, head_options, strategy)
+    trainable, total = _write_run_files(setup, config, model)
+    print(f"training {preset or task.name + ' on ' + setup.encoder_preset} "
+          f"({setup.hardware.policy}, jit_compile={setup.hardware.jit_compile}) on "
+          f"{len(train_examples)} examples, {setup.steps_per_epoch} steps per epoch; "
           f"{trainable:,} of {total:,} parameters trainable", flush=True)
     print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
           flush=True)
-    best_checkpoint = _train(run, task, model, strategy)
+    best_checkpoint = _train(setup, task, model, strategy)
     print(f"trained {int(model.optimizer.iterations.numpy())} steps; evaluating the best "
           f"model (epoch {best_checkpoint.best_epoch}) on {FLAGS.eval_data}", flush=True)
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
-    print(json.dumps(_evaluate(run, task, config), sort_keys=True))
+    print(json.dumps(_evaluate(setup, task, config), sort_keys=True))
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 
 
