@@ -139,6 +139,12 @@ def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
     flags (`--train_data`, `--eval_data`, `--data_format`; multitask reads them
     from its --tasks file), `--head_learning_rate`, `--early_stopping_patience`,
     `--tune_decoding`, and `--checkpoint_every_steps` (`resumable`).
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_fine_tuning_flags(values, labelled_data=False, early_stopping=False)
+    >>> "train_data" in values, "head_learning_rate" in values, "pack_length" in values
+    (False, True, True)
     """
     define_run_flags(flag_values)
     define_encoder_flags(flag_values)
@@ -175,7 +181,15 @@ def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
 # --- resolving them ----------------------------------------------------------------------------
 
 def normalize_init_checkpoint(flag_values=flags.FLAGS):
-    """`--init_checkpoint` with a tools/pretrain.py run directory standing for its encoder/."""
+    """`--init_checkpoint` with a tools/pretrain.py run directory standing for its encoder/.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_encoder_flags(values)
+    >>> _ = values(["train"])
+    >>> normalize_init_checkpoint(values) is None
+    True
+    """
     from nlpzoo.zoo.runs.directory import encoder_checkpoint
 
     if flag_values.init_checkpoint:
@@ -184,7 +198,18 @@ def normalize_init_checkpoint(flag_values=flags.FLAGS):
 
 
 def load_starting_encoder(flag_values=flags.FLAGS):
-    """The `--init_checkpoint` encoder (with `--dropout`), or None without one."""
+    """The `--init_checkpoint` encoder (with `--dropout`), or None without one.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_encoder_flags(values)
+    >>> _ = values(["train", "--init_checkpoint=/no/such/checkpoint"])
+    >>> try:
+    ...     load_starting_encoder(values)
+    ... except UserError as error:
+    ...     print(str(error).split(":")[0])
+    --init_checkpoint=/no/such/checkpoint
+    """
     from nlpzoo.zoo.checkpoints import load_encoder
 
     if not normalize_init_checkpoint(flag_values):
@@ -240,7 +265,15 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
 
 @functools.lru_cache(maxsize=None)
 def checkpoint_tokenizer(init_checkpoint):
-    """(vocabulary, lowercase) of an `--init_checkpoint`, in any checkpoint format."""
+    """(vocabulary, lowercase) of an `--init_checkpoint`, in any checkpoint format.
+
+    Examples:
+    >>> try:
+    ...     checkpoint_tokenizer("/no/such/checkpoint")
+    ... except UserError as error:
+    ...     print(str(error).split(":")[0])
+    --init_checkpoint=/no/such/checkpoint
+    """
     from nlpzoo.zoo.checkpoints import read_tokenizer_settings
 
     try:
@@ -287,7 +320,11 @@ def resolve_vocabulary(flag_values, texts, resuming, learned_from="the training 
 
 
 def check_vocabulary_fits(encoder, tokens):
-    """Refuses a vocabulary of another size than the starting encoder's token embeddings."""
+    """Refuses a vocabulary of another size than the starting encoder's token embeddings.
+
+    Examples:
+    >>> check_vocabulary_fits(None, ["[PAD]", "a"])  # a new encoder takes any size
+    """
     from nlpzoo.layers import transformer_of
 
     if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
@@ -370,7 +407,15 @@ class Hardware:
 
 def apply_hardware_flags(flag_values=flags.FLAGS, strategy=None):
     """Resolves `--mixed_precision`, `--jit_compile` and `--pack_length`, sets Keras's dtype
-    policy and `--seed`; the `Hardware`."""
+    policy and `--seed`; the `Hardware`.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_run_flags(values); define_hardware_flags(values); define_packing_flag(values)
+    >>> _ = values(["train", "--mixed_precision=float32", "--jit_compile=false"])
+    >>> apply_hardware_flags(values)
+    Hardware(policy='float32', jit_compile=False, pack_length=1)
+    """
     import keras
 
     from nlpzoo.tasks.training import distribution

@@ -206,6 +206,31 @@ def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream,
     Raises:
         UserError: a save failed, or a loss became NaN or infinite.
         SystemExit: 130 after `Ctrl-C`, the state saved.
+
+    Examples:
+    >>> import tempfile, types
+    >>> import tensorflow as tf
+    >>> from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step
+    >>> shared, entries = keras.layers.Dense(2), []
+    >>> for name in ("a", "b"):
+    ...     inputs = keras.Input((3,))
+    ...     model = keras.Model(inputs, keras.layers.Dense(1)(shared(inputs)))
+    ...     model.compile("sgd", "mse")
+    ...     entries.append(types.SimpleNamespace(name=name, model=model,
+    ...                                          loss_mean=keras.metrics.Mean()))
+    >>> optimizer = shared_optimizer([entry.model for entry in entries])
+    >>> for entry in entries:
+    ...     entry.step = train_step(entry.model, optimizer, entry.loss_mean)
+    >>> data = tf.data.Dataset.from_tensors((tf.ones((2, 3)), tf.ones((2, 1))))
+    >>> plan = [np.array([0, 1, 0]), np.array([1, 1, 0])]  # each batch's entry, per epoch
+    >>> train_entries_resumably(
+    ...     entries, plan, optimizer, model_dir=tempfile.mkdtemp(),
+    ...     make_stream=lambda entry, skip: data.repeat().skip(skip),
+    ...     end_epoch=lambda epoch, batches: f"epoch {epoch + 1}: {len(batches)} batches")
+    epoch 1: 3 batches
+    epoch 2: 3 batches
+    >>> int(optimizer.iterations.numpy())
+    6
     """
     ends = np.cumsum([len(batches) for batches in plan])
     total_steps = int(ends[-1])
