@@ -220,7 +220,8 @@ def _build_model(setup, task, encoder, head_options, strategy):
     return model
 
 
-def _write_run_files(setup, config, model):
+def _record_parameters(setup, config, model):
+    """Adds the model's parameter counts to config.json; (trainable, total)."""
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
     total = sum(int(np.prod(v.shape)) for v in model.weights)
     config.update(trainable_parameters=trainable, total_parameters=total)
@@ -309,7 +310,7 @@ def main(argv):
     md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
 
     model = _build_model(setup, task, encoder, head_options, strategy)
-    trainable, total = _write_run_files(setup, config, model)
+    trainable, total = _record_parameters(setup, config, model)
     print(f"training {preset or task.name + ' on ' + setup.encoder_preset} "
           f"({setup.hardware.policy}, jit_compile={setup.hardware.jit_compile}) on "
           f"{len(train_examples)} examples, {setup.steps_per_epoch} steps per epoch; "
