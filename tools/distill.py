@@ -29,6 +29,7 @@ import os
 import shutil
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
@@ -37,7 +38,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from nlpzoo.layers import transformer_of  # noqa: E402
 from nlpzoo.tasks.distillation import (  # noqa: E402
     distillation_dataset,
     family_of,
@@ -46,21 +46,23 @@ from nlpzoo.tasks.distillation import (  # noqa: E402
 )
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
 from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
-from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli.flags import (  # noqa: E402
-    define_hardware_flags,
-    define_packing_flag,
-    define_task_module_flag,
-    define_training_loop_flags,
-    resolve_pack_length,
+from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
+from nlpzoo.tools.cli.run_setup import (  # noqa: E402
+    apply_hardware_flags,
+    check_vocabulary_fits,
+    define_fine_tuning_flags,
+    load_starting_encoder,
+    model_overrides,
+    resolve_max_seq_length,
+    resolve_preset,
+    resolve_schedule,
+    resolve_vocabulary,
 )
 from nlpzoo.zoo.runs.model_card import file_facts, training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from nlpzoo.zoo.checkpoints import read_tokenizer_settings  # noqa: E402
-from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 COMPARISON = "distillation.json"
 
@@ -68,47 +70,15 @@ FLAGS = flags.FLAGS
 define_task_module_flag()
 flags.DEFINE_string("teacher", None, "The teacher: a model directory written by "
                     "tools/train.py (or tools/distill.py), or a .keras file of one.")
-flags.DEFINE_string("preset", None, "The student's encoder preset (bert_tiny, ...). By "
-                    "default the preset of --init_checkpoint's shape, or bert_tiny.")
-flags.DEFINE_string("init_checkpoint", None, "A checkpoint directory whose encoder weights "
-                    "start the student (any format tools/train.py reads).")
 for _name in task_names():
     get_task_class(_name).define_flags(FLAGS)
-flags.DEFINE_string("train_data", None, "Labelled training data of the teacher's task.")
-flags.DEFINE_string("eval_data", None, "Validation data (picks the best student).")
+define_fine_tuning_flags(head_learning_rate=False, tune_decoding=False)
 flags.DEFINE_string("unlabeled_data", None, "Plain text, one example (a text, or a "
                     "sentence of words) per line: more soft targets, no hard labels.")
-flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_float("alpha", 0.5, "Weight of the soft-target loss; 1 - alpha weighs the "
                    "hard-label loss.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("temperature", 2.0, "Softmax temperature T of teacher and student in the "
                    "soft-target loss (which is multiplied by T^2).", lower_bound=1e-3)
-flags.DEFINE_string("vocab", None, "The student's vocab.txt; by default --init_checkpoint's, "
-                    "or one learned from the training (and unlabelled) text.")
-flags.DEFINE_integer("vocab_size", 8000, "Size of a vocabulary learned from the text.",
-                     lower_bound=100)
-flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
-flags.DEFINE_string("model_dir", None, "Output directory of the student.")
-flags.DEFINE_boolean("overwrite", False, "Replace a finished model in --model_dir.")
-flags.DEFINE_integer("epochs", None, "Training epochs; the preset's default when omitted.",
-                     lower_bound=1)
-flags.DEFINE_integer("early_stopping_patience", None, "Stop when the validation metric has "
-                     "not improved for this many epochs.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Examples per batch (training, teacher and the "
-                     "throughput comparison).", lower_bound=1)
-flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
-                   "omitted.", lower_bound=0.0)
-flags.DEFINE_float("warmup_fraction", None, "Fraction of steps of linear warm-up; the "
-                   "preset's default when omitted.", lower_bound=0.0, upper_bound=1.0)
-flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
-                   lower_bound=0.0, upper_bound=0.99)
-flags.DEFINE_integer("max_seq_length", None, "The student's longest packed sequence; the "
-                     "preset's default (at most the encoder's positions) when omitted.",
-                     lower_bound=8)
-flags.DEFINE_integer("seed", 42, "Random seed.")
-define_hardware_flags()
-define_packing_flag()
-define_training_loop_flags()
 flags.mark_flags_as_required(["teacher", "train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
@@ -131,43 +101,6 @@ def _load_teacher():
         for flag in (f"--model_dir={path}", f"--model={path}"):
             message = message.replace(flag, f"--teacher={path}")
         raise UserError(message) from None
-
-
-def _student_encoder():
-    """(--init_checkpoint's encoder or None, encoder preset name) from --init_checkpoint and
-    --preset."""
-    if FLAGS.init_checkpoint:  # a run directory stands for its encoder/
-        FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
-    return md.encoder_and_preset(FLAGS.init_checkpoint, FLAGS.preset, FLAGS.dropout)
-
-
-def _vocabulary(task, examples, resuming):
-    """(tokens, lowercase) of the student's tokenizer."""
-    if FLAGS.vocab:
-        return read_vocabulary(FLAGS.vocab), FLAGS.lowercase
-    if FLAGS.init_checkpoint:
-        try:
-            return read_tokenizer_settings(FLAGS.init_checkpoint)
-        except (ValueError, OSError) as error:
-            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    if resuming and os.path.exists(md.path(FLAGS.model_dir, md.VOCAB)):
-        return md.load_vocabulary(FLAGS.model_dir), FLAGS.lowercase
-    try:
-        return build_vocabulary(task.texts(examples), FLAGS.vocab_size,
-                                FLAGS.lowercase), FLAGS.lowercase
-    except ValueError as error:
-        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
-
-
-def _max_seq_length(encoder, encoder_preset, default):
-    positions = (transformer_of(encoder).max_sequence_length if encoder is not None
-                 else ENCODER_PRESETS[encoder_preset].max_sequence_length)
-    if FLAGS.max_seq_length is None:
-        return min(default, positions)
-    if FLAGS.max_seq_length > positions:
-        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the student "
-                        f"encoder's {positions} positions")
-    return FLAGS.max_seq_length
 
 
 def _unlabeled_examples(task, family, labels):
@@ -210,151 +143,163 @@ def _card(config):
     return card
 
 
-def main(argv):
-    teacher = _load_teacher()
+def _student_task(teacher):
+    """(the family, the student's task and its head options) of the teacher's task."""
     try:
         family = family_of(teacher.task)
     except ValueError as error:
         raise UserError(f"--teacher={FLAGS.teacher}: {error}")
-    task, labels = family.student_task(teacher.task), teacher.labels
+    task = family.student_task(teacher.task)
     if FLAGS.data_format and FLAGS.data_format not in task.formats:
         raise UserError(f"--data_format={FLAGS.data_format} is not one of "
                         f"{', '.join(task.formats)} for a {task.name} teacher")
     _, head_options = type(task).options_from_flags(FLAGS)
-    policy = resolve_mixed_precision(FLAGS.mixed_precision)
-    jit_compile = resolve_jit_compile(FLAGS.jit_compile)
-    try:
-        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
-    except ValueError as error:
-        raise UserError(str(error))
-    keras.mixed_precision.set_global_policy(policy)
-    keras.utils.set_random_seed(FLAGS.seed)
+    return family, task, head_options
 
-    train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
-    raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
-    unlabeled = _unlabeled_examples(task, family, labels)
-    examples = list(train_examples) + unlabeled
-    labelled = [True] * len(train_examples) + [False] * len(unlabeled)
-    encoder, encoder_preset = _student_encoder()
-    defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
-    max_seq_length = _max_seq_length(encoder, encoder_preset, defaults.max_seq_length)
-    epochs = FLAGS.epochs or defaults.epochs
-    learning_rate = FLAGS.learning_rate or defaults.learning_rate
-    warmup_fraction = (defaults.warmup_fraction if FLAGS.warmup_fraction is None
-                       else FLAGS.warmup_fraction)
 
-    # Nothing is written (or removed) before the data and flags have passed every check.
-    resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    tokens, lowercase = _vocabulary(task, examples, resuming)
-    if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
-        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
-                        f"has {transformer_of(encoder).vocabulary_size} token embeddings")
-    task = task.for_text_casing(lowercase)
-    preprocessor = task.make_preprocessor(tokens, lowercase, max_seq_length)
-    eval_examples = task.prediction_examples(raw_eval_examples, preprocessor)
+def _training_data(setup, task, family, teacher, examples, labelled):
+    """Sets setup.eval_examples, setup.eval_dataset, setup.make_pass and setup.steps_per_epoch."""
+    setup.eval_examples = task.prediction_examples(setup.raw_eval_examples, setup.preprocessor)
     try:
-        eval_dataset = task.make_dataset(eval_examples, preprocessor, labels, training=False,
-                                         batch_size=FLAGS.batch_size)
+        setup.eval_dataset = task.make_dataset(setup.eval_examples, setup.preprocessor, setup.labels,
+                                             training=False, batch_size=FLAGS.batch_size)
         print(f"teacher: soft targets at T={FLAGS.temperature} for {len(examples)} examples",
               flush=True)
         targets = teacher_targets(teacher.model, teacher.task, family, examples,
-                                  teacher.preprocessor, labels, FLAGS.temperature,
+                                  teacher.preprocessor, setup.labels, FLAGS.temperature,
                                   batch_size=FLAGS.batch_size)
 
         def make_pass(index):  # each pass in its own order, fixed by (seed, pass)
-            return distillation_dataset(task, examples, labelled, targets, preprocessor,
-                                        labels, batch_size=FLAGS.batch_size,
+            return distillation_dataset(task, examples, labelled, targets, setup.preprocessor,
+                                        setup.labels, batch_size=FLAGS.batch_size,
                                         seed=(FLAGS.seed, index))
 
-        train_dataset = make_pass(0)
+        setup.make_pass = make_pass
+        setup.steps_per_epoch = int(make_pass(0).reduce(0, lambda count, _: count + 1))
     except ValueError as error:  # a label the teacher does not know names its line
         raise UserError(str(error))
-    steps_per_epoch = int(train_dataset.reduce(0, lambda count, _: count + 1))
-    total_steps = steps_per_epoch * epochs
-    monitor, mode = task.monitor(len(labels))
 
+
+def _config(setup, task, teacher, train_examples, unlabeled):
     task_options = task.options_dict()
-    config = {
+    return {
         "task": task.name, "task_options": task_options,
-        "tag_scheme": task_options.get("tag_scheme"), "preset": encoder_preset,
+        "tag_scheme": task_options.get("tag_scheme"), "preset": setup.encoder_preset,
         "teacher": os.path.abspath(FLAGS.teacher), "alpha": FLAGS.alpha,
         "temperature": FLAGS.temperature,
         "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data),
         "unlabeled_data": FLAGS.unlabeled_data and os.path.abspath(FLAGS.unlabeled_data),
         "data_format": FLAGS.data_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": len(tokens), "lowercase": lowercase,
+        "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
-        "labels": labels, "epochs": epochs, "batch_size": FLAGS.batch_size,
-        "learning_rate": learning_rate, "warmup_fraction": warmup_fraction,
+        "labels": setup.labels, "epochs": setup.schedule.epochs, "batch_size": FLAGS.batch_size,
+        "learning_rate": setup.schedule.learning_rate,
+        "warmup_fraction": setup.schedule.warmup_fraction,
         "early_stopping_patience": FLAGS.early_stopping_patience, "dropout": FLAGS.dropout,
-        "max_seq_length": max_seq_length, "seed": FLAGS.seed, "mixed_precision": policy,
-        "jit_compile": jit_compile, "pack_length": pack_length,
-        "steps_per_epoch": steps_per_epoch,
-        "total_steps": total_steps, "monitor": monitor,
+        "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
+        "mixed_precision": setup.hardware.policy, "jit_compile": setup.hardware.jit_compile,
+        "pack_length": setup.hardware.pack_length,
+        "steps_per_epoch": setup.steps_per_epoch,
+        "total_steps": setup.total_steps, "monitor": setup.monitor,
         "checkpoint_every_steps": FLAGS.checkpoint_every_steps,
         "train_examples": len(train_examples), "unlabeled_examples": len(unlabeled),
-        "eval_examples": len(raw_eval_examples),
+        "eval_examples": len(setup.raw_eval_examples),
         "teacher_parameters": _parameters(teacher.model),
     }
-    if resuming:
-        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
-    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
-    if os.path.exists(md.path(FLAGS.model_dir, COMPARISON)):  # of an overwritten run
-        os.remove(md.path(FLAGS.model_dir, COMPARISON))
-    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, tokens)
-    md.write_json(labels, md.path(FLAGS.model_dir, md.LABELS))
 
-    overrides = dict(head_options, **task.model_head_options(labels),
-                     vocabulary_size=len(tokens), learning_rate=learning_rate,
-                     total_steps=total_steps, warmup_steps=int(warmup_fraction * total_steps),
-                     jit_compile=jit_compile, pack_length=pack_length)
-    if FLAGS.dropout is not None:
-        overrides["dropout"] = FLAGS.dropout
+
+def _student(setup, task, family, encoder, head_options, config):
+    """The student model, compiled with the distillation loss; config.json rewritten."""
+    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
+                                FLAGS.dropout, **head_options,
+                                **task.model_head_options(setup.labels))
     try:
-        student = build_task_model(task, encoder_preset, encoder=encoder, **overrides)
+        student = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
     except ValueError as error:
         raise UserError(str(error))
     config.update(trainable_parameters=sum(int(np.prod(v.shape))
                                            for v in student.trainable_variables),
                   total_parameters=_parameters(student))
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    student.attach_metadata(preprocessor=preprocessor, task=task.name, labels=labels,
-                            task_options=task_options, preset=encoder_preset,
+    student.attach_metadata(preprocessor=setup.preprocessor, task=task.name, labels=setup.labels,
+                            task_options=task.options_dict(), preset=setup.encoder_preset,
                             data_format=FLAGS.data_format, task_module=type(task).__module__)
     use_distillation_loss(student, family, FLAGS.alpha, FLAGS.temperature)
+    return student
 
-    logs = md.path(FLAGS.model_dir, md.LOGS)
-    print(f"distilling {teacher.task.name} into {encoder_preset} (alpha {FLAGS.alpha}, "
-          f"T {FLAGS.temperature}; {policy}) on {len(train_examples)} labelled and "
-          f"{len(unlabeled)} unlabelled examples, {steps_per_epoch} steps per epoch; "
-          f"{config['total_parameters']:,} parameters (teacher "
-          f"{config['teacher_parameters']:,})", flush=True)
-    train_resumably(
-        student, model_dir=FLAGS.model_dir, make_pass=make_pass,
-        steps_per_epoch=steps_per_epoch, epochs=epochs, monitor=monitor, mode=mode,
-        validation_data=eval_dataset,
-        task_callbacks=task.callbacks(eval_dataset, eval_examples, labels,
-                                      log_dir=os.path.join(logs, "validation")),
-        checkpoint_every_steps=FLAGS.checkpoint_every_steps,
-        log_every_steps=FLAGS.log_every_steps,
-        early_stopping_patience=FLAGS.early_stopping_patience)
 
+def _finish(setup, task, teacher, config):
+    """Evaluates the best student, compares it with the teacher; the comparison."""
     best = keras.saving.load_model(md.path(FLAGS.model_dir, md.BEST_MODEL))
-    metrics = task.evaluate(best, eval_dataset, eval_examples, labels)
+    metrics = task.evaluate(best, setup.eval_dataset, setup.eval_examples, setup.labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     comparison = {
         "eval_data": os.path.abspath(FLAGS.eval_data), "batch_size": FLAGS.batch_size,
         "teacher": _side(teacher.task, teacher.model, teacher.preprocessor,
-                         raw_eval_examples, labels),
-        "student": _side(task, best, preprocessor, raw_eval_examples, labels),
+                         setup.raw_eval_examples, setup.labels),
+        "student": _side(task, best, setup.preprocessor, setup.raw_eval_examples, setup.labels),
     }
     md.write_json(comparison, md.path(FLAGS.model_dir, COMPARISON))
-    write_hparams(logs, config, metrics)
+    write_hparams(md.path(FLAGS.model_dir, md.LOGS), config, metrics)
     write_model_card(FLAGS.model_dir, _card(config))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
-    print(json.dumps(comparison, sort_keys=True))
+    return comparison
+
+
+def main(argv):
+    teacher = _load_teacher()
+    family, task, head_options = _student_task(teacher)
+    setup = types.SimpleNamespace(hardware=apply_hardware_flags(), labels=teacher.labels)
+    train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
+    setup.raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
+    unlabeled = _unlabeled_examples(task, family, setup.labels)
+    examples = list(train_examples) + unlabeled
+    labelled = [True] * len(train_examples) + [False] * len(unlabeled)
+    encoder = load_starting_encoder()
+    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
+    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
+    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
+                                                setup.encoder_preset, defaults.max_seq_length)
+    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+
+    # Nothing is written (or removed) before the data and flags have passed every check.
+    resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
+    setup.tokens, setup.lowercase = resolve_vocabulary(FLAGS, lambda: task.texts(examples),
+                                                   resuming, learned_from=FLAGS.train_data)
+    check_vocabulary_fits(encoder, setup.tokens)
+    task = task.for_text_casing(setup.lowercase)
+    setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
+    _training_data(setup, task, family, teacher, examples, labelled)
+    setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
+    setup.monitor, mode = task.monitor(len(setup.labels))
+    config = _config(setup, task, teacher, train_examples, unlabeled)
+    if resuming:
+        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
+    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
+    if os.path.exists(md.path(FLAGS.model_dir, COMPARISON)):  # of an overwritten run
+        os.remove(md.path(FLAGS.model_dir, COMPARISON))
+    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+    md.save_vocabulary(FLAGS.model_dir, setup.tokens)
+    md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
+    student = _student(setup, task, family, encoder, head_options, config)
+
+    logs = md.path(FLAGS.model_dir, md.LOGS)
+    print(f"distilling {teacher.task.name} into {setup.encoder_preset} (alpha {FLAGS.alpha}, "
+          f"T {FLAGS.temperature}; {setup.hardware.policy}) on {len(train_examples)} labelled "
+          f"and {len(unlabeled)} unlabelled examples, {setup.steps_per_epoch} steps per epoch; "
+          f"{config['total_parameters']:,} parameters (teacher "
+          f"{config['teacher_parameters']:,})", flush=True)
+    train_resumably(
+        student, model_dir=FLAGS.model_dir, make_pass=setup.make_pass,
+        steps_per_epoch=setup.steps_per_epoch, epochs=setup.schedule.epochs,
+        monitor=setup.monitor, mode=mode, validation_data=setup.eval_dataset,
+        task_callbacks=task.callbacks(setup.eval_dataset, setup.eval_examples, setup.labels,
+                                      log_dir=os.path.join(logs, "validation")),
+        checkpoint_every_steps=FLAGS.checkpoint_every_steps,
+        log_every_steps=FLAGS.log_every_steps,
+        early_stopping_patience=FLAGS.early_stopping_patience)
+    print(json.dumps(_finish(setup, task, teacher, config), sort_keys=True))
 
 
 def entry_point():

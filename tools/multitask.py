@@ -31,10 +31,11 @@ batches came from the entry, and every `--log_every_steps` steps `loss/step`,
 the mean loss of its batches since the last write), `logs/<name>/validation`
 (its validation metrics) and `logs/train` (`learning_rate/step`).
 
-A multi-task run does not resume (it saves no training state): `Ctrl-C`
-stops after the current step with exit status 130, a failed save stops with
-one line; each entry's best model so far stays, and the same command with
-`--overwrite` starts again.
+An interrupted run (killed, or stopped with `Ctrl-C`) resumes from its last
+saved step when started again with the same flags, as tools/train.py does
+(`zoo.runs.training_loop.train_entries_resumably`): the training state (every
+entry's model, the shared optimizer, the dropout states) is saved every
+--checkpoint_every_steps steps and at every epoch's end.
 """
 
 import dataclasses
@@ -42,6 +43,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 import types
@@ -54,61 +56,39 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
 
-from nlpzoo.layers import transformer_of  # noqa: E402
-from nlpzoo.tasks.io.atomic_files import FailedWrite  # noqa: E402
 from nlpzoo.tasks.training.callbacks import BestModelCheckpoint  # noqa: E402
 from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
 from nlpzoo.tasks.text.line_reader import read_lines  # noqa: E402
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
-from nlpzoo.tasks.training.shared_encoder_training import StepLog, shared_optimizer, train_step  # noqa: E402
+from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step  # noqa: E402
 from nlpzoo.tasks.training.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
-from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noqa: E402
-from nlpzoo.tasks.training.training_state import stop_on_interrupt  # noqa: E402
+from nlpzoo.tasks.training.training_state import TrainingState  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tasks.io.console import fit_verbosity  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli.flags import (  # noqa: E402
-    define_hardware_flags,
-    define_packing_flag,
-    define_task_module_flag,
-    define_training_loop_flags,
-    resolve_pack_length,
+from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
+from nlpzoo.tools.cli.run_setup import (  # noqa: E402
+    apply_hardware_flags,
+    check_vocabulary_fits,
+    define_fine_tuning_flags,
+    load_starting_encoder,
+    model_overrides,
+    resolve_max_seq_length,
+    resolve_preset,
+    resolve_schedule,
+    resolve_vocabulary,
 )
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
-from nlpzoo.zoo.runs.training_loop import training_stream  # noqa: E402
+from nlpzoo.zoo.runs.training_loop import train_entries_resumably, training_stream  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
-from nlpzoo.zoo.checkpoints import read_tokenizer_settings  # noqa: E402
 from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
-from nlpzoo.zoo.hardware import resolve_jit_compile, resolve_mixed_precision  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
 flags.DEFINE_string("tasks", None, "The entries: one per line, a name then that task's "
                     "tools/train.py flags (--task, --train_data, --eval_data, --data_format, "
                     "the task's own options, --weight).")
-flags.DEFINE_string("model_dir", None, "Output directory.")
-flags.DEFINE_boolean("overwrite", False, "Replace what --model_dir holds.")
-flags.DEFINE_string("preset", None, "Encoder preset: the shape of a new encoder and the "
-                    "training defaults; by default --init_checkpoint's (else bert_tiny).")
-flags.DEFINE_string("init_checkpoint", None, "A checkpoint directory whose encoder all "
-                    "entries share (any format tools/train.py reads).")
-flags.DEFINE_string("vocab", None, "vocab.txt; by default --init_checkpoint's, or one learned "
-                    "from every entry's training text.")
-flags.DEFINE_integer("vocab_size", 8000, "Size of a learned vocabulary.", lower_bound=100)
-flags.DEFINE_boolean("lowercase", True, "Lower-case and strip accents before WordPiece.")
-flags.DEFINE_integer("epochs", None, "Epochs in all (the target's included); the preset's "
-                     "default when omitted.", lower_bound=1)
-flags.DEFINE_integer("batch_size", 32, "Examples per batch.", lower_bound=1)
-flags.DEFINE_float("learning_rate", None, "Peak learning rate; the preset's default when "
-                   "omitted.", lower_bound=0.0)
-flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of the heads on a "
-                   "pretrained encoder; the preset's default when omitted.", lower_bound=0.0)
-flags.DEFINE_float("warmup_fraction", None, "Fraction of steps of linear warm-up; the "
-                   "preset's default when omitted.", lower_bound=0.0, upper_bound=1.0)
-flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
-                   lower_bound=0.0, upper_bound=0.99)
-flags.DEFINE_integer("max_seq_length", None, "Longest packed sequence; the preset's default "
-                     "(at most the encoder's positions) when omitted.", lower_bound=8)
+define_fine_tuning_flags(labelled_data=False, early_stopping=False)
 flags.DEFINE_enum("sampling", "proportional", ["proportional", "temperature"], "How an "
                   "entry is drawn for each batch: in proportion to weight x batches, or to "
                   "weight x batches^(1/--temperature).")
@@ -117,15 +97,12 @@ flags.DEFINE_string("target", None, "An entry name: the last --target_epochs epo
                     "alone.")
 flags.DEFINE_integer("target_epochs", 1, "Epochs of --target alone, at the end.",
                      lower_bound=1)
-flags.DEFINE_integer("seed", 42, "Random seed.")
-flags.DEFINE_boolean("tune_decoding", True, "After training, let each entry's task tune its "
-                     "decoding on its --eval_data (span NER: the F1-best threshold), as "
-                     "tools/train.py does, before the final evaluation.")
-define_training_loop_flags(resumable=False)
-define_hardware_flags()
-define_packing_flag()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
+# Settings that shape the models or the batches: a resumed run must not change them.
+_RESUME_KEYS = ("tasks", "entries", "preset", "vocabulary_size", "lowercase", "max_seq_length",
+                "batch_size", "epochs", "learning_rate", "head_learning_rate", "seed",
+                "sampling", "temperature", "target", "target_epochs", "total_steps")
 
 _ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _RESERVED_NAMES = (md.ENCODER, md.LOGS, md.CHECKPOINTS)
@@ -205,30 +182,6 @@ def read_entries(path):
     return entries
 
 
-def _encoder():
-    """(--init_checkpoint's encoder or None, encoder preset name) from --init_checkpoint and
-    --preset."""
-    if FLAGS.init_checkpoint:  # a run directory stands for its encoder/
-        FLAGS.init_checkpoint = md.encoder_checkpoint(FLAGS.init_checkpoint)
-    return md.encoder_and_preset(FLAGS.init_checkpoint, FLAGS.preset, FLAGS.dropout)
-
-
-def _vocabulary(entries):
-    """(tokens, lowercase) shared by every entry."""
-    if FLAGS.vocab:
-        return read_vocabulary(FLAGS.vocab), FLAGS.lowercase
-    if FLAGS.init_checkpoint:
-        try:
-            return read_tokenizer_settings(FLAGS.init_checkpoint)
-        except (ValueError, OSError) as error:
-            raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: {error}")
-    texts = [text for entry in entries for text in entry.task.texts(entry.train_examples)]
-    try:
-        return build_vocabulary(texts, FLAGS.vocab_size, FLAGS.lowercase), FLAGS.lowercase
-    except ValueError as error:
-        raise UserError(f"--vocab_size={FLAGS.vocab_size}: {error}")
-
-
 def _epoch_plan(entries, epochs, probabilities):
     """For each epoch, the entry index of each batch."""
     target = next((i for i, e in enumerate(entries) if e.name == FLAGS.target), None)
@@ -249,20 +202,8 @@ def _write_scalars(writer, values, step):
     writer.flush()
 
 
-def main(argv):
-    entries = read_entries(FLAGS.tasks)
-    if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
-        raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
-                        f"({', '.join(entry.name for entry in entries)})")
-    policy = resolve_mixed_precision(FLAGS.mixed_precision)
-    jit_compile = resolve_jit_compile(FLAGS.jit_compile)
-    try:
-        pack_length = resolve_pack_length(FLAGS.pack_length, jit_compile)
-    except ValueError as error:
-        raise UserError(str(error))
-    keras.mixed_precision.set_global_policy(policy)
-    keras.utils.set_random_seed(FLAGS.seed)
-
+def _read_data(entries):
+    """Reads each entry's data; adapts its task to it and sets its labels."""
     for entry in entries:
         if entry.data_format and entry.data_format not in entry.task.formats:
             raise UserError(f"{entry.where}: --data_format={entry.data_format} is not one of "
@@ -271,70 +212,51 @@ def main(argv):
         entry.raw_eval_examples = entry.task.read(entry.eval_data, entry.data_format)
         entry.task = entry.task.adapt(entry.train_examples)
         entry.labels = entry.task.label_names(entry.train_examples)
-    encoder, encoder_preset = _encoder()
-    defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
-    positions = (transformer_of(encoder).max_sequence_length if encoder is not None
-                 else ENCODER_PRESETS[encoder_preset].max_sequence_length)
-    if FLAGS.max_seq_length is not None and FLAGS.max_seq_length > positions:
-        raise UserError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the encoder's "
-                        f"{positions} positions")
-    max_seq_length = FLAGS.max_seq_length or min(defaults.max_seq_length, positions)
-    epochs = FLAGS.epochs or defaults.epochs
-    if FLAGS.target is not None and FLAGS.target_epochs >= epochs:
-        raise UserError(f"--target_epochs={FLAGS.target_epochs} leaves no multi-task epoch "
-                        f"of --epochs={epochs}")
-    learning_rate = FLAGS.learning_rate or defaults.learning_rate
-    # Heads start from scratch; on a pretrained encoder they learn at their own rate.
-    head_learning_rate = FLAGS.head_learning_rate or (
-        defaults.head_learning_rate if encoder is not None else learning_rate)
-    warmup_fraction = (defaults.warmup_fraction if FLAGS.warmup_fraction is None
-                       else FLAGS.warmup_fraction)
 
-    # Nothing is written (or removed) before the data and flags have passed every check.
-    if md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume":
-        raise UserError(f"--model_dir={FLAGS.model_dir} holds an unfinished multi-task run; "
-                        "multi-task runs do not resume: pass --overwrite to start again")
-    tokens, lowercase = _vocabulary(entries)
-    if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
-        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
-                        f"has {transformer_of(encoder).vocabulary_size} token embeddings")
+
+def _datasets(entries, setup):
+    """Each entry's preprocessor, validation data and number of batches per pass."""
     for entry in entries:
-        entry.task = entry.task.for_text_casing(lowercase)
-        entry.preprocessor = entry.task.make_preprocessor(tokens, lowercase, max_seq_length)
+        entry.task = entry.task.for_text_casing(setup.lowercase)
+        entry.preprocessor = entry.task.make_preprocessor(setup.tokens, setup.lowercase,
+                                                          setup.max_seq_length)
         entry.eval_examples = entry.task.prediction_examples(entry.raw_eval_examples,
                                                              entry.preprocessor)
         try:
             entry.eval_dataset = entry.task.make_dataset(
                 entry.eval_examples, entry.preprocessor, entry.labels, training=False,
                 batch_size=FLAGS.batch_size)
-            first = entry.task.make_dataset(entry.train_examples, entry.preprocessor,
-                                            entry.labels, training=True,
-                                            batch_size=FLAGS.batch_size, seed=(FLAGS.seed, 0))
+            first = pass_of(entry, 0)
         except ValueError as error:
             raise UserError(f"{entry.where}: {error}")
         entry.batches = int(first.reduce(0, lambda count, _: count + 1))
+
+
+def _sampling(entries):
+    """(the temperature, each entry's probability of being drawn)."""
     temperature = FLAGS.temperature if FLAGS.sampling == "temperature" else 1.0
     try:
-        probabilities = sampling_probabilities([entry.batches for entry in entries],
-                                               [entry.weight for entry in entries],
-                                               temperature)
+        return temperature, sampling_probabilities([entry.batches for entry in entries],
+                                                   [entry.weight for entry in entries],
+                                                   temperature)
     except ValueError as error:
         raise UserError(f"--tasks={FLAGS.tasks}: {error}")
-    plan = _epoch_plan(entries, epochs, probabilities)
-    total_steps = sum(len(batches) for batches in plan)
 
-    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
-    for entry in entries:
-        entry.model_dir = os.path.join(FLAGS.model_dir, entry.name)
-        md.prepare(entry.model_dir, overwrite=True)
+
+def _configs(entries, setup, temperature, probabilities):
+    """(the run's config.json, the part each entry's config.json shares)."""
+    schedule, hardware = setup.schedule, setup.hardware
     common = {
-        "preset": encoder_preset, "vocabulary_size": len(tokens), "lowercase": lowercase,
+        "preset": setup.encoder_preset, "vocabulary_size": len(setup.tokens),
+        "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
-        "epochs": epochs, "batch_size": FLAGS.batch_size, "learning_rate": learning_rate,
-        "head_learning_rate": head_learning_rate, "warmup_fraction": warmup_fraction,
-        "dropout": FLAGS.dropout, "max_seq_length": max_seq_length, "seed": FLAGS.seed,
-        "mixed_precision": policy, "jit_compile": jit_compile, "pack_length": pack_length,
-        "total_steps": total_steps,
+        "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
+        "learning_rate": schedule.learning_rate,
+        "head_learning_rate": schedule.head_learning_rate,
+        "warmup_fraction": schedule.warmup_fraction, "dropout": FLAGS.dropout,
+        "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
+        "mixed_precision": hardware.policy, "jit_compile": hardware.jit_compile,
+        "pack_length": hardware.pack_length, "total_steps": setup.total_steps,
     }
     config = dict(common, tasks=os.path.abspath(FLAGS.tasks), sampling=FLAGS.sampling,
                   temperature=temperature, target=FLAGS.target,
@@ -344,18 +266,27 @@ def main(argv):
                                         "batches_per_pass": entry.batches,
                                         "probability": float(p)}
                            for entry, p in zip(entries, probabilities)})
-    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+    return config, common
 
-    # One encoder under every head, one optimizer (the first model's) for everything.
-    overrides = dict(vocabulary_size=len(tokens), learning_rate=learning_rate,
-                     head_learning_rate=head_learning_rate, total_steps=total_steps,
-                     warmup_steps=int(warmup_fraction * total_steps), jit_compile=jit_compile,
-                     pack_length=pack_length)
-    if FLAGS.dropout is not None:
-        overrides["dropout"] = FLAGS.dropout
+
+def _completed_epochs(plan):
+    """The epochs whose end the saved training state includes (None: nothing saved)."""
+    saved = TrainingState(md.path(FLAGS.model_dir, md.CHECKPOINTS), 1).read()
+    if saved is None:
+        return None
+    return int(np.searchsorted(np.cumsum([len(batches) for batches in plan]), saved["step"],
+                               side="right"))
+
+
+def _build_models(entries, setup, encoder, common, config):
+    """One model per entry on one encoder; each entry's directory files and best-model
+    checkpoint. Returns the shared encoder."""
+    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
+                                FLAGS.dropout)
+    completed_epochs = _completed_epochs(setup.plan)
     for entry in entries:
         try:
-            entry.model = build_task_model(entry.task, encoder_preset, encoder=encoder,
+            entry.model = build_task_model(entry.task, setup.encoder_preset, encoder=encoder,
                                            **overrides, **entry.head_options,
                                            **entry.task.model_head_options(entry.labels))
         except ValueError as error:
@@ -364,11 +295,11 @@ def main(argv):
         task_options = entry.task.options_dict()
         entry.model.attach_metadata(preprocessor=entry.preprocessor, task=entry.task.name,
                                     labels=entry.labels, task_options=task_options,
-                                    preset=encoder_preset, data_format=entry.data_format,
+                                    preset=setup.encoder_preset, data_format=entry.data_format,
                                     task_module=type(entry.task).__module__)
         monitor, mode = entry.task.monitor(len(entry.labels))
         entry.checkpoint = BestModelCheckpoint(md.path(entry.model_dir, md.BEST_MODEL),
-                                               monitor, mode)
+                                               monitor, mode, completed_epochs)
         entry.checkpoint.set_model(entry.model)
         entry.config = dict(
             common, task=entry.task.name, task_options=task_options,
@@ -382,8 +313,14 @@ def main(argv):
                                      for v in entry.model.trainable_variables),
             total_parameters=sum(int(np.prod(v.shape)) for v in entry.model.weights))
         md.write_json(entry.config, md.path(entry.model_dir, md.CONFIG))
-        md.save_vocabulary(entry.model_dir, tokens)
+        md.save_vocabulary(entry.model_dir, setup.tokens)
         md.write_json(entry.labels, md.path(entry.model_dir, md.LABELS))
+    return encoder
+
+
+def _train(entries, setup, probabilities):
+    """Trains every entry with one optimizer (`zoo.runs.training_loop`), or finishes a
+    killed run."""
     # One optimizer for everything: the zoo's AdamW of the first model, with its schedule
     # over all steps and its head rate.
     optimizer = shared_optimizer([entry.model for entry in entries])
@@ -393,62 +330,40 @@ def main(argv):
         entry.model._symbolic_build(data_batch=next(iter(first_batch(entry))))  # noqa: SLF001
         entry.loss_mean = keras.metrics.Mean(name="loss")
         entry.step = tf.function(train_step(entry.model, optimizer, entry.loss_mean),
-                                 reduce_retracing=True, jit_compile=jit_compile)
+                                 reduce_retracing=True, jit_compile=setup.hardware.jit_compile)
     logs = md.path(FLAGS.model_dir, md.LOGS)
     writers = {(entry.name, part): tf.summary.create_file_writer(
         os.path.join(logs, entry.name, part)) for entry in entries
         for part in ("train", "validation")}
-    # Each entry's batches: its passes in their fixed orders, one after the other.
-    streams = {entry.name: iter(training_stream(
-        lambda index, entry=entry: pass_of(entry, index), epochs + 1, skip=0))
-        for entry in entries}
-    verbose = fit_verbosity() == 1
-    step_log = StepLog(logs, entries, optimizer, FLAGS.log_every_steps)
-    stop = types.SimpleNamespace(stop_requested=False)
-    start, done = time.monotonic(), 0
-    try:
-        with stop_on_interrupt(stop, "stopping after this step; Ctrl-C again to stop at once"):
-            # Printed once Ctrl-C is handled (a test waits for it).
-            print(f"multi-task training of {', '.join(e.name for e in entries)} on "
-                  f"{encoder_preset} ({policy}): {total_steps} steps in {epochs} epochs; "
-                  "batches drawn with "
-                  + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
-                  + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
-                     if FLAGS.target else ""), flush=True)
-            for epoch, batches in enumerate(plan):
-                for entry in entries:
-                    entry.model.reset_metrics()
-                    entry.loss_mean.reset_state()
-                step_log.epoch_begins()
-                for count, index in enumerate(batches, 1):
-                    entry = entries[index]
-                    entry.step(next(streams[entry.name]))
-                    done += 1
-                    step_log.after_step(done, epoch_ends=count == len(batches))
-                    if stop.stop_requested:
-                        _stopped(done, total_steps)
-                    if verbose and (count % 10 == 0 or count == len(batches)):
-                        print(f"\repoch {epoch + 1}/{epochs}: step {count}/{len(batches)}",
-                              end="", flush=True)
-                for entry in entries:  # before any best model is saved from broken weights
-                    loss = float(entry.loss_mean.result())
-                    if not np.isfinite(loss):
-                        raise UserError(f"the training loss of {entry.name} became {loss} in "
-                                        f"epoch {epoch + 1}: multi-task training stopped "
-                                        f"({_NO_RESUME}); a lower --learning_rate may help")
-                line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
-                for number, entry in enumerate(entries):
-                    line.append(_end_epoch(entry, epoch, int(np.sum(batches == number)),
-                                           writers))
-                print(("\n" if verbose else "") + "; ".join(line), flush=True)
-                if stop.stop_requested:
-                    _stopped(done, total_steps)
-    except FailedWrite as error:
-        raise UserError(f"{error}; multi-task training stopped ({_NO_RESUME})")
-    step_log.close()
+    start, epochs = time.monotonic(), len(setup.plan)
 
-    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
-                            lowercase, overwrite=True)
+    def end_epoch(epoch, batches):
+        line = [f"epoch {epoch + 1}/{epochs} ({time.monotonic() - start:.0f} s)"]
+        for number, entry in enumerate(entries):
+            line.append(_end_epoch(entry, epoch, int(np.sum(batches == number)), writers))
+        return "; ".join(line)
+
+    # Printed once Ctrl-C saves and stops (a test waits for it).
+    announce = (f"multi-task training of {', '.join(e.name for e in entries)} on "
+                f"{setup.encoder_preset} ({setup.hardware.policy}): {setup.total_steps} steps in "
+                f"{epochs} epochs; batches drawn with "
+                + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
+                + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
+                   if FLAGS.target else ""))
+    # Each entry's batches: its passes in their fixed orders, one after the other.
+    train_entries_resumably(
+        entries, setup.plan, optimizer, model_dir=FLAGS.model_dir,
+        make_stream=lambda entry, skip: training_stream(
+            lambda index: pass_of(entry, index), epochs + 1, skip),
+        end_epoch=end_epoch, checkpoint_every_steps=FLAGS.checkpoint_every_steps,
+        log_every_steps=FLAGS.log_every_steps, verbose=fit_verbosity() == 1,
+        announce=announce)
+
+
+def _evaluate(entries, setup, encoder):
+    """Saves the shared encoder; tunes, evaluates and documents each entry's best model."""
+    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), setup.tokens,
+                            setup.lowercase, overwrite=True)
     results = {}
     for entry in entries:
         best = keras.saving.load_model(md.path(entry.model_dir, md.BEST_MODEL))
@@ -465,21 +380,55 @@ def main(argv):
         md.write_json(results[entry.name], md.path(entry.model_dir, md.METRICS))
         write_model_card(entry.model_dir, training_card(entry.model_dir, sys.argv))
     md.write_json(results, md.path(FLAGS.model_dir, md.METRICS))
+    shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)
+    return results
+
+
+def main(argv):
+    entries = read_entries(FLAGS.tasks)
+    if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
+        raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
+                        f"({', '.join(entry.name for entry in entries)})")
+    setup = types.SimpleNamespace(hardware=apply_hardware_flags())
+    _read_data(entries)
+    encoder = load_starting_encoder()
+    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
+    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
+    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
+                                                setup.encoder_preset, defaults.max_seq_length)
+    # Heads start from scratch; on a pretrained encoder they learn at their own rate.
+    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    if FLAGS.target is not None and FLAGS.target_epochs >= setup.schedule.epochs:
+        raise UserError(f"--target_epochs={FLAGS.target_epochs} leaves no multi-task epoch "
+                        f"of --epochs={setup.schedule.epochs}")
+
+    # Nothing is written (or removed) before the data and flags have passed every check.
+    resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
+    setup.tokens, setup.lowercase = resolve_vocabulary(
+        FLAGS, lambda: [text for entry in entries
+                        for text in entry.task.texts(entry.train_examples)],
+        resuming, learned_from=FLAGS.tasks)
+    check_vocabulary_fits(encoder, setup.tokens)
+    _datasets(entries, setup)
+    temperature, probabilities = _sampling(entries)
+    setup.plan = _epoch_plan(entries, setup.schedule.epochs, probabilities)
+    setup.total_steps = sum(len(batches) for batches in setup.plan)
+    config, common = _configs(entries, setup, temperature, probabilities)
+    if resuming:
+        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
+    md.prepare(FLAGS.model_dir, FLAGS.overwrite)
+    for entry in entries:
+        entry.model_dir = os.path.join(FLAGS.model_dir, entry.name)
+        if not resuming:  # a resumed run keeps each entry's best model so far
+            md.prepare(entry.model_dir, overwrite=True)
+    md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
+    encoder = _build_models(entries, setup, encoder, common, config)
+    _train(entries, setup, probabilities)
+    results = _evaluate(entries, setup, encoder)
     print(json.dumps(results, sort_keys=True))
     print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           "(tools/train.py --init_checkpoint=...)")
-    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(logs)}")
-
-
-_NO_RESUME = ("each entry's best model so far is kept; multi-task runs do not resume: "
-              "--overwrite starts again")
-
-
-def _stopped(step, total_steps):
-    """Exits 130 (the shell's code for Ctrl-C) after a requested stop."""
-    print(f"interrupted at step {step} of {total_steps}: {_NO_RESUME}", file=sys.stderr,
-          flush=True)
-    sys.exit(130)
+    print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 
 
 def _end_epoch(entry, epoch, drawn, writers):

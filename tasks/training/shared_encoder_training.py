@@ -11,6 +11,7 @@ task's model moves the encoder and that task's head only.
 
 import os
 
+import keras
 import tensorflow as tf
 
 from nlpzoo.tasks.training.callbacks import StepLogger
@@ -43,6 +44,34 @@ def shared_optimizer(models):
     variables = {id(v): v for model in models for v in model.trainable_variables}
     optimizer.build(list(variables.values()))
     return optimizer
+
+
+class SharedEncoderModels(keras.Model):
+    """The task models on one encoder and their shared optimizer, as one Keras model.
+
+    Training does not call it: it is what the training state saves and
+    restores (`tasks.training.training_state.TrainingState`): every model's
+    weights (the shared encoder's once), the optimizer's moments and step
+    count, and the dropout layers' random states.
+
+    Examples:
+    >>> dense = keras.layers.Dense(2)
+    >>> models = []
+    >>> for width in (3, 4):
+    ...     inputs = keras.Input((5,))
+    ...     model = keras.Model(inputs, keras.layers.Dense(width)(dense(inputs)))
+    ...     model.compile("adam", "mse")
+    ...     models.append(model)
+    >>> together = SharedEncoderModels(models, shared_optimizer(models))
+    >>> len(together.weights)  # the shared layer's kernel and bias once, then each head's
+    6
+    """
+
+    def __init__(self, models, optimizer, **kwargs):
+        super().__init__(**kwargs)
+        self.task_models = list(models)
+        self.optimizer = optimizer
+        self.built = True  # of built models: nothing to build
 
 
 def train_step(model, optimizer, loss_mean):

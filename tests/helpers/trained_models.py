@@ -1,5 +1,6 @@
 """Tiny models trained once per test session by tools/train.py, shared read-only."""
 
+import pytest
 import json
 import os
 import shutil

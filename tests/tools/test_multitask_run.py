@@ -78,7 +78,7 @@ def _wait_for_line(process, text, timeout=600):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Two one-epoch runs where conll has weight 0, from the same seed at two learning rates;
-    and a run stopped by Ctrl-C in its first epoch."""
+    and a run stopped by Ctrl-C in its first epoch (its state saved)."""
     base = tmp_path_factory.mktemp("multitask")
     never = _tasks_file(base / "never", conll_weight=0)
     stopped = start_tool("multitask.py", f"--tasks={_tasks_file(base / 'stop', 1)}",
@@ -146,18 +146,21 @@ def test_per_step_losses_add_up_to_the_epoch_loss(runs):
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_with_130_and_the_run_is_not_resumed(runs):
+def test_ctrl_c_saves_the_state_and_a_changed_command_is_refused(runs):
     base, results = runs
     stopped = results["stop"]
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     last = stopped.stderr.strip().splitlines()[-1]
-    assert last.startswith("interrupted at step ") and "do not resume" in last
+    assert last.startswith("interrupted at step ") and "the same command resumes" in last
     run_dir = base / "stop" / "run"
     assert (run_dir / "config.json").exists() and not (run_dir / "metrics.json").exists()
     assert not (run_dir / "encoder").exists()
+    assert (run_dir / "checkpoints" / "training_state.json").exists()
+    # The same command resumes (tests/tools/test_multitask_resume.py); other settings do not.
     again = run_tools({"again": ("multitask.py", f"--tasks={base / 'stop' / 'tasks.txt'}",
                                  f"--model_dir={run_dir}", *_COMMON)})["again"]
     assert again.returncode == 1
-    assert again.stderr.strip().splitlines()[-1] == (
-        f"error: --model_dir={run_dir} holds an unfinished multi-task run; multi-task runs "
-        "do not resume: pass --overwrite to start again")
+    last = again.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: --model_dir={run_dir} holds an interrupted run with other "
+                           "settings (epochs: 3 → 1")
+    assert last.endswith("pass --overwrite to start again")

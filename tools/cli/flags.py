@@ -189,8 +189,8 @@ def resolve_pack_length(pack_length, jit_compile):
 def define_training_loop_flags(flag_values=flags.FLAGS, resumable=True):
     """`--checkpoint_every_steps` and `--log_every_steps` of `zoo.runs.training_loop`.
 
-    A binary whose runs do not resume (`resumable=False`, tools/multitask.py)
-    saves no training state: it gets `--log_every_steps` alone.
+    A binary that saves its state on a schedule of its own (`resumable=False`,
+    tools/pretrain.py: `--steps_per_checkpoint`) gets `--log_every_steps` alone.
     """
     if resumable:
         flags.DEFINE_integer("checkpoint_every_steps", 500, "Save the training state (weights, "
