@@ -163,7 +163,7 @@ def encoder_shape(preset_name):
 
 
 def _ours_classifier(preset_name, learning_rate, jit_compile):
-    from nlpzoo.tasks.classification.model import classification_loss
+    from nlpzoo.tasks.modeling.class_metrics import classification_loss
     from nlpzoo.zoo import build_model
     model = build_model(f"{preset_name}_classifier", num_classes=2, compile=False)
     model.compile(optimizer=_optimizer(learning_rate), loss=classification_loss(),
@@ -174,7 +174,7 @@ def _ours_classifier(preset_name, learning_rate, jit_compile):
 def _kerashub_classifier(shape, learning_rate, jit_compile):
     import keras
     import keras_hub
-    from nlpzoo.tasks.classification.model import classification_loss
+    from nlpzoo.tasks.modeling.class_metrics import classification_loss
     backbone = keras_hub.models.BertBackbone(**shape)
     pooled = backbone(backbone.input)["pooled_output"]
     dropped = keras.layers.Dropout(shape["dropout"])(pooled)

@@ -49,20 +49,10 @@ from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E40
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
-from nlpzoo.tools.cli.run_setup import (  # noqa: E402
-    apply_hardware_flags,
-    check_vocabulary_fits,
-    define_fine_tuning_flags,
-    load_starting_encoder,
-    model_overrides,
-    resolve_max_seq_length,
-    resolve_preset,
-    resolve_schedule,
-    resolve_vocabulary,
-)
+from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import file_facts, training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
-from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
+from nlpzoo.zoo import build_task_model  # noqa: E402
 
 COMPARISON = "distillation.json"
 
@@ -72,7 +62,7 @@ flags.DEFINE_string("teacher", None, "The teacher: a model directory written by 
                     "tools/train.py (or tools/distill.py), or a .keras file of one.")
 for _name in task_names():
     get_task_class(_name).define_flags(FLAGS)
-define_fine_tuning_flags(head_learning_rate=False, tune_decoding=False)
+run_setup.define_fine_tuning_flags(head_learning_rate=False, tune_decoding=False)
 flags.DEFINE_string("unlabeled_data", None, "Plain text, one example (a text, or a "
                     "sentence of words) per line: more soft targets, no hard labels.")
 flags.DEFINE_float("alpha", 0.5, "Weight of the soft-target loss; 1 - alpha weighs the "
@@ -211,9 +201,9 @@ def _config(setup, task, teacher, train_examples, unlabeled):
 
 def _student(setup, task, family, encoder, head_options, config):
     """The student model, compiled with the distillation loss; config.json rewritten."""
-    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
-                                FLAGS.dropout, **head_options,
-                                **task.model_head_options(setup.labels))
+    overrides = run_setup.model_overrides(
+        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
+        **head_options, **task.model_head_options(setup.labels))
     try:
         student = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
     except ValueError as error:
@@ -250,24 +240,22 @@ def _finish(setup, task, teacher, config):
 def main(argv):
     teacher = _load_teacher()
     family, task, head_options = _student_task(teacher)
-    setup = types.SimpleNamespace(hardware=apply_hardware_flags(), labels=teacher.labels)
+    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(), labels=teacher.labels)
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     setup.raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     unlabeled = _unlabeled_examples(task, family, setup.labels)
     examples = list(train_examples) + unlabeled
     labelled = [True] * len(train_examples) + [False] * len(unlabeled)
-    encoder = load_starting_encoder()
-    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
-    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
-    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                setup.encoder_preset, defaults.max_seq_length)
-    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    encoder = run_setup.load_starting_encoder()
+    setup.encoder_preset, _, _ = run_setup.resolve_preset(FLAGS.preset, encoder)
+    setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
+        encoder, setup.encoder_preset)
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = resolve_vocabulary(FLAGS, lambda: task.texts(examples),
-                                                   resuming, learned_from=FLAGS.train_data)
-    check_vocabulary_fits(encoder, setup.tokens)
+    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
+        FLAGS, lambda: task.texts(examples), resuming, learned_from=FLAGS.train_data)
+    run_setup.check_vocabulary_fits(encoder, setup.tokens)
     task = task.for_text_casing(setup.lowercase)
     setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
     _training_data(setup, task, family, teacher, examples, labelled)

@@ -67,20 +67,10 @@ from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tasks.io.console import fit_verbosity  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
-from nlpzoo.tools.cli.run_setup import (  # noqa: E402
-    apply_hardware_flags,
-    check_vocabulary_fits,
-    define_fine_tuning_flags,
-    load_starting_encoder,
-    model_overrides,
-    resolve_max_seq_length,
-    resolve_preset,
-    resolve_schedule,
-    resolve_vocabulary,
-)
+from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_entries_resumably, training_stream  # noqa: E402
-from nlpzoo.zoo import ENCODER_PRESETS, build_task_model  # noqa: E402
+from nlpzoo.zoo import build_task_model  # noqa: E402
 from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -88,7 +78,7 @@ define_task_module_flag()
 flags.DEFINE_string("tasks", None, "The entries: one per line, a name then that task's "
                     "tools/train.py flags (--task, --train_data, --eval_data, --data_format, "
                     "the task's own options, --weight).")
-define_fine_tuning_flags(labelled_data=False, early_stopping=False)
+run_setup.define_fine_tuning_flags(labelled_data=False, early_stopping=False)
 flags.DEFINE_enum("sampling", "proportional", ["proportional", "temperature"], "How an "
                   "entry is drawn for each batch: in proportion to weight x batches, or to "
                   "weight x batches^(1/--temperature).")
@@ -281,8 +271,8 @@ def _completed_epochs(plan):
 def _build_models(entries, setup, encoder, common, config):
     """One model per entry on one encoder; each entry's directory files and best-model
     checkpoint. Returns the shared encoder."""
-    overrides = model_overrides(setup.tokens, setup.schedule, setup.total_steps, setup.hardware,
-                                FLAGS.dropout)
+    overrides = run_setup.model_overrides(
+        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout)
     completed_epochs = _completed_epochs(setup.plan)
     for entry in entries:
         try:
@@ -389,26 +379,24 @@ def main(argv):
     if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
         raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
                         f"({', '.join(entry.name for entry in entries)})")
-    setup = types.SimpleNamespace(hardware=apply_hardware_flags())
+    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags())
     _read_data(entries)
-    encoder = load_starting_encoder()
-    setup.encoder_preset, _, _ = resolve_preset(FLAGS.preset, encoder)
-    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
-    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                setup.encoder_preset, defaults.max_seq_length)
+    encoder = run_setup.load_starting_encoder()
+    setup.encoder_preset, _, _ = run_setup.resolve_preset(FLAGS.preset, encoder)
     # Heads start from scratch; on a pretrained encoder they learn at their own rate.
-    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
+        encoder, setup.encoder_preset)
     if FLAGS.target is not None and FLAGS.target_epochs >= setup.schedule.epochs:
         raise UserError(f"--target_epochs={FLAGS.target_epochs} leaves no multi-task epoch "
                         f"of --epochs={setup.schedule.epochs}")
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = resolve_vocabulary(
+    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
         FLAGS, lambda: [text for entry in entries
                         for text in entry.task.texts(entry.train_examples)],
         resuming, learned_from=FLAGS.tasks)
-    check_vocabulary_fits(encoder, setup.tokens)
+    run_setup.check_vocabulary_fits(encoder, setup.tokens)
     _datasets(entries, setup)
     temperature, probabilities = _sampling(entries)
     setup.plan = _epoch_plan(entries, setup.schedule.epochs, probabilities)

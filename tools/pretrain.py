@@ -59,17 +59,7 @@ from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_progress_flag,
     define_training_loop_flags,
 )
-from nlpzoo.tools.cli.run_setup import (  # noqa: E402
-    apply_hardware_flags,
-    checkpoint_tokenizer,
-    define_encoder_flags,
-    define_run_flags,
-    define_schedule_flags,
-    define_vocabulary_flags,
-    normalize_init_checkpoint,
-    resolve_max_seq_length,
-    resolve_vocabulary,
-)
+from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import pretraining_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
@@ -77,10 +67,10 @@ from nlpzoo.zoo.checkpoints import load_pretrainer, matching_encoder_preset  # n
 from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 
 FLAGS = flags.FLAGS
-define_run_flags()
-define_encoder_flags(preset_default="bert_mini")
-define_vocabulary_flags()
-define_schedule_flags(learning_rate=1e-4, warmup_fraction=0.1, max_seq_length=128)
+run_setup.define_run_flags()
+run_setup.define_encoder_flags(preset_default="bert_mini")
+run_setup.define_vocabulary_flags()
+run_setup.define_schedule_flags(learning_rate=1e-4, warmup_fraction=0.1, max_seq_length=128)
 flags.DEFINE_enum("objective", "mlm", OBJECTIVES, "mlm: masked LM; mlm_nsp: masked LM + next "
                   "sentence prediction; span_sbo: SpanBERT span masking + span boundary "
                   "objective.")
@@ -125,7 +115,7 @@ def _checkpoint_tokenizer():
         if FLAGS[name].present:
             raise UserError(f"--{name} cannot be combined with --init_checkpoint: continued "
                             "pretraining keeps the checkpoint's vocabulary")
-    tokens, lowercase = checkpoint_tokenizer(FLAGS.init_checkpoint)
+    tokens, lowercase = run_setup.checkpoint_tokenizer(FLAGS.init_checkpoint)
     if FLAGS["lowercase"].present and FLAGS.lowercase != lowercase:
         raise UserError(f"--lowercase={FLAGS.lowercase} contradicts --init_checkpoint, whose "
                         f"tokenizer has lowercase={lowercase}; leave --lowercase out")
@@ -171,8 +161,8 @@ def _starting_model(setup, strategy):
         with strategy.scope():  # mirrored variables
             model, loaded_heads, setup.preset = _load_checkpoint(setup.encoder_overrides)
     encoder = model.encoder if model is not None else None
-    resolve_max_seq_length(FLAGS.max_seq_length, encoder, setup.preset,
-                           default=FLAGS.max_seq_length)
+    run_setup.resolve_max_seq_length(FLAGS.max_seq_length, encoder, setup.preset,
+                                     default=FLAGS.max_seq_length)
     return model, loaded_heads
 
 
@@ -184,7 +174,7 @@ def _tokens(setup, model, documents, resuming):
                             f"its encoder {transformer_of(model.encoder).vocabulary_size} "
                             "token embeddings")
     else:
-        tokens, _ = resolve_vocabulary(
+        tokens, _ = run_setup.resolve_vocabulary(
             FLAGS, lambda: (line for document in documents for line in document), resuming,
             learned_from="the corpus")
     if "[MASK]" not in tokens:
@@ -273,9 +263,9 @@ def main(argv):
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     _check_flags()
     setup = types.SimpleNamespace(lowercase=FLAGS.lowercase)
-    if normalize_init_checkpoint():
+    if run_setup.normalize_init_checkpoint():
         setup.checkpoint_tokens, setup.lowercase = _checkpoint_tokenizer()
-    setup.hardware = apply_hardware_flags(FLAGS, strategy)
+    setup.hardware = run_setup.apply_hardware_flags(FLAGS, strategy)
     setup.encoder_overrides = {}
     if FLAGS.dropout is not None:
         setup.encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)

@@ -36,21 +36,10 @@ from nlpzoo.tasks.training import distribution  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
-from nlpzoo.tools.cli.run_setup import (  # noqa: E402
-    apply_hardware_flags,
-    check_vocabulary_fits,
-    define_fine_tuning_flags,
-    load_starting_encoder,
-    model_overrides,
-    normalize_init_checkpoint,
-    resolve_max_seq_length,
-    resolve_preset,
-    resolve_schedule,
-    resolve_vocabulary,
-)
+from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
-from nlpzoo.zoo import ENCODER_PRESETS, build_task_model, check_adaptation  # noqa: E402
+from nlpzoo.zoo import build_task_model, check_adaptation  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -58,7 +47,7 @@ flags.DEFINE_string("task", "classification", "The task: a registered task name 
                     f"{', '.join(task_names())}, or one of a --task_module).")
 for _name in task_names():
     get_task_class(_name).define_flags(FLAGS)
-define_fine_tuning_flags()
+run_setup.define_fine_tuning_flags()
 flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l of L learns at "
                    "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
                    lower_bound=0.0, upper_bound=1.0)
@@ -195,7 +184,7 @@ def _config(setup, task, train_examples, num_eval_examples):
 
 def _build_model(setup, task, encoder, head_options, strategy):
     """The compiled task model, with what inference needs attached."""
-    overrides = model_overrides(
+    overrides = run_setup.model_overrides(
         setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
         **head_options, **task.model_head_options(setup.labels),
         layer_lr_decay=FLAGS.layer_lr_decay, schedule=FLAGS.schedule,
@@ -268,30 +257,28 @@ def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
     # Only the chief writes --model_dir; other workers write to a temporary directory.
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
-    normalize_init_checkpoint()
+    run_setup.normalize_init_checkpoint()
     task, head_options = _task()
     _check_adaptation_flags()
-    setup = types.SimpleNamespace(hardware=apply_hardware_flags(FLAGS, strategy))
+    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(FLAGS, strategy))
 
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     task = task.adapt(train_examples)
     with strategy.scope():  # its variables are mirrored too
-        encoder = load_starting_encoder()
-    setup.encoder_preset, preset, head_options = resolve_preset(FLAGS.preset, encoder, task,
-                                                              head_options)
+        encoder = run_setup.load_starting_encoder()
+    setup.encoder_preset, preset, head_options = run_setup.resolve_preset(
+        FLAGS.preset, encoder, task, head_options)
     setup.preset = preset or setup.encoder_preset
-    defaults = ENCODER_PRESETS[setup.encoder_preset].fine_tuning
-    setup.max_seq_length = resolve_max_seq_length(FLAGS.max_seq_length, encoder,
-                                                setup.encoder_preset, defaults.max_seq_length)
-    setup.schedule = resolve_schedule(FLAGS, defaults, pretrained=encoder is not None)
+    setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
+        encoder, setup.encoder_preset)
     setup.labels = task.label_names(train_examples)
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = resolve_vocabulary(
+    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
         FLAGS, lambda: task.texts(train_examples), resuming, learned_from=FLAGS.train_data)
-    check_vocabulary_fits(encoder, setup.tokens)
+    run_setup.check_vocabulary_fits(encoder, setup.tokens)
     task = task.for_text_casing(setup.lowercase)  # e.g. casing features for an uncased encoder
     setup.make_pass = lambda index: task.make_dataset(  # each pass in its own (seed, pass) order
         train_examples, setup.preprocessor, setup.labels, training=True,

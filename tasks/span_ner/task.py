@@ -15,14 +15,7 @@ from nlpzoo.tasks.words.document_context import (
 )
 from nlpzoo.tasks.modeling.encoder_task_model import MaskedAccuracy
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.text.prediction_io import (
-    entity_record,
-    read_word_input,
-    sentence_record,
-    wants_jsonl,
-    word_offsets,
-    write_output,
-)
+from nlpzoo.tasks.text import prediction_io
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.span_ner import readers
 from nlpzoo.tasks.span_ner.ensemble import SpanEnsemble
@@ -256,7 +249,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
                          for s in read]
         else:
             sentences = [readers.SpanSentence(words, (), source, line, document, text=text)
-                         for words, source, line, document, text in read_word_input(
+                         for words, source, line, document, text in prediction_io.read_word_input(
                              path, input_format, read_column_file)]
         return add_document_context(sentences, self.options.context_sentences)
 
@@ -264,7 +257,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
                           output_format="auto", batch_size=64):
         """JSONL entities with scores, or CoNLL tags (flat decoding only). Sentences are
         batched by length (`tasks.words.length_sorting`) and written in input order."""
-        as_jsonl = wants_jsonl(output, output_format)
+        as_jsonl = prediction_io.wants_jsonl(output, output_format)
         if not as_jsonl and self.options.decoding == "nested":
             raise DataFormatError("nested entities cannot be written as CoNLL tags; "
                                   "use a .jsonl output")
@@ -278,15 +271,15 @@ class SpanNERTask(CasingFeaturesOption, Task):
         lines = []
         for sentence, found in zip(sentences, entities):
             if as_jsonl:
-                offsets = word_offsets(sentence)
-                lines.append(json.dumps(sentence_record(sentence, entities=[
-                    entity_record(sentence, start, end, label, offsets,
+                offsets = prediction_io.word_offsets(sentence)
+                lines.append(json.dumps(prediction_io.sentence_record(sentence, entities=[
+                    prediction_io.entity_record(sentence, start, end, label, offsets,
                                   score=round(float(score), 6))
                     for start, end, label, score in found]), ensure_ascii=False) + "\n")
             else:
                 tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
                 lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
-        write_output(output, lines)
+        prediction_io.write_output(output, lines)
         return f"{len(sentences)} sentences"
 
     # === Serving ===

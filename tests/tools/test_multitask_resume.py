@@ -45,6 +45,7 @@ def uninterrupted(tmp_path_factory):
     return _metrics(folder / "run"), config["total_steps"]
 
 
+@pytest.mark.slow  # three multi-task runs (about 2 min); make test keeps train's resume-after-kill test
 def test_killed_mid_epoch_resumes_at_its_last_saved_step(tmp_path, uninterrupted):
     expected, total_steps = uninterrupted
     model_dir = str(tmp_path / "run")

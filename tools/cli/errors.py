@@ -44,7 +44,7 @@ def check_numbers(flag_values=flags.FLAGS):
     >>> check_numbers(values)
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: --learning_rate=nan: expected a finite number
+    nlpzoo.tasks.io.errors.UserError: --learning_rate=nan: expected a finite number
     """
     for name in flag_values:
         flag = flag_values[name]
@@ -73,7 +73,7 @@ def check_paths(flag_values=flags.FLAGS):
     >>> check_paths(values)
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: --model_dir is empty: give a path
+    nlpzoo.tasks.io.errors.UserError: --model_dir is empty: give a path
     """
     for name in flag_values:
         flag = flag_values[name]

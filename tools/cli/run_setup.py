@@ -236,7 +236,7 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
     >>> resolve_preset("bert_tiny_classifier", None)
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: --preset=bert_tiny_classifier is not an encoder preset; one of albert_base, bert_base, bert_large, bert_medium, bert_mini, bert_small, bert_tiny, minilm_l6_h384
+    nlpzoo.tasks.io.errors.UserError: --preset=bert_tiny_classifier is not an encoder preset; one of albert_base, bert_base, bert_large, bert_medium, bert_mini, bert_small, bert_tiny, minilm_l6_h384
     """
     from nlpzoo.layers import transformer_of
     from nlpzoo.zoo import ENCODER_PRESETS, TASK_PRESETS, get_preset
@@ -341,7 +341,7 @@ def resolve_max_seq_length(requested, encoder, encoder_preset, default):
     >>> resolve_max_seq_length(4096, None, "bert_tiny", default=128)
     Traceback (most recent call last):
     ...
-    nlpzoo.tools.cli.errors.UserError: --max_seq_length=4096 exceeds the 512 positions of bert_tiny
+    nlpzoo.tasks.io.errors.UserError: --max_seq_length=4096 exceeds the 512 positions of bert_tiny
     """
     from nlpzoo.layers import transformer_of
     from nlpzoo.zoo import ENCODER_PRESETS
@@ -395,6 +395,25 @@ def resolve_schedule(flag_values, defaults, pretrained):
                     learning_rate=flag_values.learning_rate or defaults.learning_rate,
                     head_learning_rate=head_learning_rate, warmup_fraction=warmup_fraction)
 
+
+
+def fine_tuning_settings(encoder, encoder_preset, flag_values=flags.FLAGS):
+    """(max_seq_length, `Schedule`) of a fine-tuning run: its flags over the preset's defaults.
+
+    Examples:
+    >>> import types
+    >>> values = types.SimpleNamespace(max_seq_length=None, epochs=None, learning_rate=None,
+    ...                                head_learning_rate=None, warmup_fraction=None)
+    >>> length, schedule = fine_tuning_settings(None, "bert_tiny", values)
+    >>> length == 128, schedule.head_learning_rate is None
+    (True, True)
+    """
+    from nlpzoo.zoo import ENCODER_PRESETS
+
+    defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
+    max_seq_length = resolve_max_seq_length(flag_values.max_seq_length, encoder,
+                                            encoder_preset, defaults.max_seq_length)
+    return max_seq_length, resolve_schedule(flag_values, defaults, pretrained=encoder is not None)
 
 @dataclasses.dataclass(frozen=True)
 class Hardware:
