@@ -405,8 +405,8 @@ def fine_tuning_settings(encoder, encoder_preset, flag_values=flags.FLAGS):
     >>> values = types.SimpleNamespace(max_seq_length=None, epochs=None, learning_rate=None,
     ...                                head_learning_rate=None, warmup_fraction=None)
     >>> length, schedule = fine_tuning_settings(None, "bert_tiny", values)
-    >>> length == 128, schedule.head_learning_rate is None
-    (True, True)
+    >>> length, schedule.learning_rate, schedule.head_learning_rate  # bert_tiny's, from scratch
+    (256, 0.0003, None)
     """
     from nlpzoo.zoo import ENCODER_PRESETS
 
