@@ -55,13 +55,13 @@ class SharedEncoderModels(keras.Model):
     count, and the dropout layers' random states.
 
     Examples:
-    >>> dense = keras.layers.Dense(2)
-    >>> models = []
-    >>> for width in (3, 4):
-    ...     inputs = keras.Input((5,))
-    ...     model = keras.Model(inputs, keras.layers.Dense(width)(dense(inputs)))
+    >>> shared = keras.layers.Dense(2)
+    >>> def head_on_shared(width):
+    ...     features = keras.Input((5,))
+    ...     return keras.Model(features, keras.layers.Dense(width)(shared(features)))
+    >>> models = [head_on_shared(3), head_on_shared(4)]
+    >>> for model in models:
     ...     model.compile("adam", "mse")
-    ...     models.append(model)
     >>> together = SharedEncoderModels(models, shared_optimizer(models))
     >>> len(together.weights)  # the shared layer's kernel and bias once, then each head's
     6
