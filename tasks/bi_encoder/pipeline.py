@@ -73,7 +73,6 @@ def make_dataset(examples, preprocessor, labels, objective="softmax", max_seq_le
         .unbatch()
         # Unbatched ragged rows are dense tensors; this map makes their spec dense too.
         .map(lambda features, target: (features, target), num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
     )
     return shuffle_batch_and_count(dataset, len(examples), batch_size,
                                    preprocessor.max_seq_length, pair_padding_values(preprocessor),

@@ -90,7 +90,7 @@ def distillation_dataset(task, examples, labelled, targets, preprocessor, labels
             target = tf.pad(target, [[0, slots - tf.shape(target)[0]], [0, 0]])
         return features, {LABELS: hard, TARGETS: target}
 
-    dataset = tf.data.Dataset.zip((encoded, extras)).map(combine).cache()
+    dataset = tf.data.Dataset.zip((encoded, extras)).map(combine)
     padding = {**preprocessor.padding_values, LABELS: -1, TARGETS: 0.0}
     return shuffle_batch_and_count(dataset, len(examples), batch_size,
                                    preprocessor.max_seq_length, padding, training=True,

@@ -125,11 +125,12 @@ def _padding_value_structure(spec, padding_values):
 
 def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_values, training,
                             seed=None, length_features=LENGTH_FEATURES):
-    """The common tail of every input pipeline.
+    """The common tail of every input pipeline: cache the encoded examples, then batch.
 
     Training: shuffle every epoch, group examples of similar length into
     buckets. Otherwise: keep the order and declare the number of batches
-    (Keras wants it to size progress bars and avoid a warning).
+    (Keras wants it to size progress bars and avoid a warning); the cache is
+    filled here, in one pass that checks there are `count` examples.
     `length_features` name the features whose longest decides the bucket.
 
     `seed`: an int (or None) reshuffles at every iteration; `(seed, pass)`
@@ -138,6 +139,13 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     of the dataset advances, including ones Keras or `tf.distribute` make
     and drop; a fixed order per pass is what makes a stream replayable.
     """
+    dataset = dataset.cache()
+    if not training:
+        # Evaluation data is read by several iterators (Keras's distributed one for
+        # validation, the evaluation callback's, the final evaluation), and two of them
+        # meeting a half-written in-memory cache can see it cut short (a CI run lost
+        # the last of 33 windows). Filled now, the cache is only ever read.
+        _fill_cache(dataset, count)
     if training and isinstance(seed, tuple):
         base, index = seed
         pass_seed = ((base or 0) * 1_000_003 + index) % (2**31 - 1)
@@ -150,3 +158,10 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
         batches = -(-count // batch_size)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _fill_cache(cached, count):
+    """Reads `cached` (a `.cache()`d dataset) once to its end: the cache is then complete."""
+    seen = int(cached.reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
+    if seen != count:
+        raise RuntimeError(f"the input pipeline made {seen} examples of {count}")

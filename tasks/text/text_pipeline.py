@@ -81,7 +81,6 @@ def make_dataset(
         .unbatch()
         # Unbatched ragged rows are dense tensors; this map makes their spec dense too.
         .map(lambda features, label: (features, label), num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
     )
     return shuffle_batch_and_count(dataset, len(examples), batch_size,
                                    preprocessor.max_seq_length, preprocessor.padding_values,

@@ -101,7 +101,6 @@ def make_word_dataset(
         .unbatch()
         # Unbatched ragged rows are dense tensors; this map makes their spec dense too.
         .map(lambda features, tags: (features, tags), num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
     )
     padding = {**preprocessor.padding_values, "labels": LABEL_PADDING}
     return shuffle_batch_and_count(dataset, len(words), batch_size,
