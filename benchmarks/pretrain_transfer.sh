@@ -12,7 +12,7 @@
 # Prints one line per run; everything else goes to OUT_DIR/*.log. Each step is
 # skipped when its result exists, so an interrupted run continues, and the
 # pretraining or fine-tuning runs can be started in parallel by hand with the
-# same commands (the figures in the README were made that way on 2 cores).
+# same commands (the figures in docs/results.md were made that way on 2 cores).
 # LOW_RESOURCE=N also fine-tunes on only the first N training questions
 # (10 epochs), where pretraining should matter more.
 set -euo pipefail

@@ -9,7 +9,7 @@ the packed encoder drew other dropout masks, and TREC-6 moved by 1-2 points). Ru
 the code before the change and after it, each into its own `--out`, and put both tables in
 the commit message (docs/performance.md). Two checks, each a few minutes on 2 CPU cores:
 
-- TREC-6: `configs/trec6.flags` (the classifier of the README's results table) from the
+- TREC-6: `configs/trec6.flags` (the classifier of docs/results.md's results table) from the
   MiniLM checkpoint, on `--trec_seeds` (three by default), exactly as
   `benchmarks/results.py --rows=trec6` runs it: the last 500 training questions validate,
   `TREC_10.label` is tested once. Test accuracy per seed, their mean and spread.

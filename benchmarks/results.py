@@ -1,4 +1,4 @@
-"""The README's results table: every row a committed config in configs/, run unchanged.
+"""The results table of docs/results.md: every row a committed config in configs/, run unchanged.
 
     .venv/bin/python benchmarks/results.py --out=runs/results [--rows=trec6,mrpc] [--seeds=42,43,44]
     .venv/bin/python benchmarks/results.py --out=runs/results --rows=trec6 \

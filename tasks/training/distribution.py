@@ -56,7 +56,7 @@ def define_distribution_flags(flag_values=flags.FLAGS):
         "tf.distribute strategy. auto: mirrored over every GPU when several are visible, "
         "else one device; one_device; mirrored: every local GPU (or CPU device); "
         "multi_worker_mirrored: one process per host, the cluster read from TF_CONFIG "
-        "(README: Training on several devices and hosts); tpu: the TPU named by --tpu. "
+        "(docs/distributed.md); tpu: the TPU named by --tpu. "
         "--batch_size is the global batch, split over all replicas.",
         flag_values=flag_values)
     flags.DEFINE_string("tpu", None, "--distribution_strategy=tpu: the TPU's name or grpc:// "
@@ -118,8 +118,8 @@ def read_tf_config():
     text = os.environ.get("TF_CONFIG")
     if not text:
         raise UserError("--distribution_strategy=multi_worker_mirrored reads the cluster from "
-                        "the TF_CONFIG environment variable, which is not set (see the "
-                        "README: Training on several devices and hosts)")
+                        "the TF_CONFIG environment variable, which is not set (see "
+                        "docs/distributed.md)")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
