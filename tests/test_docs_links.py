@@ -2,7 +2,8 @@
 
 README.md stays under 15 KB with no dated measurement (those live in docs/results.md, and
 their history in git); every relative Markdown link in README.md and docs/*.md names a file
-that exists, and an anchor into one of our Markdown pages names one of its headings.
+that exists, and an anchor into one of our Markdown pages names one of its headings; every
+file of the repository that the pages name in code (`tests/zoo/test_hf_import.py`) exists.
 """
 
 import os
@@ -23,6 +24,10 @@ PAGES_WRITTEN_ELSEWHERE = {"docs/python.md", "docs/own_data.md", "docs/raw_text.
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~)")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+# A repository path in inline code or a code block: `tasks/words/shapes.py`, `configs/`.
+REPOSITORY_PATH = re.compile(
+    r"(?<![\w/.$<-])((?:tests|tools|tasks|zoo|layers|nlpzoo|benchmarks|configs|samples|docs)"
+    r"/[\w./-]*)")
 
 
 def markdown_files():
@@ -96,6 +101,29 @@ def test_every_relative_link_resolves():
             elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
                 broken.append(f"{where} (no heading with that anchor)")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def repository_paths(path):
+    """(line number, path) of every file or folder of the repository that `path` names.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+    ...     _ = f.write("Run `tools/train.py` (see tasks/words/shapes.py.) or runs/x.\\n")
+    >>> repository_paths(f.name)
+    [(1, 'tools/train.py'), (1, 'tasks/words/shapes.py')]
+    """
+    with open(path, encoding="utf-8") as f:
+        return [(number, match.group(1).rstrip("."))
+                for number, line in enumerate(f, 1)
+                for match in REPOSITORY_PATH.finditer(line)]
+
+
+def test_every_repository_path_named_in_the_docs_exists():
+    missing = [f"{os.path.relpath(path, ROOT)}:{number}: {named}"
+               for path in markdown_files() for number, named in repository_paths(path)
+               if not os.path.exists(os.path.join(ROOT, named))
+               and named not in PAGES_WRITTEN_ELSEWHERE]
+    assert not missing, "paths that do not exist:\n" + "\n".join(missing)
 
 
 def test_readme_is_a_front_page():
