@@ -34,7 +34,7 @@ class ClassificationOptions:
 
 @register_task
 class ClassificationTask(Task):
-    """Single-text and text-pair classification (TREC, MRPC, JSONL).
+    """Single-text and text-pair classification (TREC, MRPC, CSV/TSV, JSONL).
 
     The model is a `Classifier` (the encoder's pooled output, or a `pooling`
     of its token vectors → logits); the
@@ -78,8 +78,10 @@ class ClassificationTask(Task):
 
     # === Data ===
 
-    def read(self, path, data_format=None):
-        return readers.read_examples(path, data_format)
+    def read(self, path, data_format=None, columns=None):
+        """The examples of a TREC, MRPC, CSV/TSV or JSONL file; `columns` (a
+        `tasks.text.columns.Columns`) names a CSV/TSV/JSONL file's columns."""
+        return readers.read_examples(path, data_format, columns)
 
     def adapt(self, examples):
         return self.with_options(paired_input=examples[0].text_pair is not None)
