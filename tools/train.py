@@ -1,4 +1,4 @@
-"""Fine-tunes (or trains from scratch) a zoo preset on a task.
+r"""Fine-tunes (or trains from scratch) a zoo preset on a task.
 
     python tools/train.py --task=classification --preset=bert_tiny \
         --train_data=train.label --eval_data=test.label --model_dir=runs/trec
