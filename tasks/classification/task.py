@@ -141,6 +141,9 @@ class ClassificationTask(Task):
             return readers.read_jsonl(path, require_label=False)
         if input_format != "text":
             try:
+                data_format = data_format or readers.infer_format(path)
+                if data_format in ("csv", "tsv"):  # texts to predict: the label column optional
+                    return readers.read_delimited(path, data_format, require_label=False)
                 return self.read(path, data_format)
             except DataFormatError:
                 if input_format == "data":

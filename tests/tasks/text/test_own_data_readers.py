@@ -115,3 +115,10 @@ def test_labels_for_stratifying_only_when_every_example_has_a_class():
     class Sentence:  # a tagging example: no `label`
         words = ["a"]
     assert example_labels([Sentence()], lambda _: ["O"]) is None
+
+
+def test_prediction_input_csv_needs_no_label_column(tmp_path):
+    from nlpzoo.tasks.classification.task import ClassificationTask
+    path = _write(tmp_path / "p.csv", 'id,text\n1,"Who wrote Hamlet, and when ?"\n')
+    [example] = ClassificationTask().read_prediction_input(path)
+    assert (example.text, example.label, example.line) == ("Who wrote Hamlet, and when ?", "", 2)
