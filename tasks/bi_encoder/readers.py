@@ -5,8 +5,8 @@ Every example is a `ClassificationExample` with a `text_pair`; its `label` is
 kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL
 record's "label". The cosine objective reads a graded similarity, a number
 in [-1, 1] (the range of a cosine): MRPC's Quality (0 or 1), or a JSONL
-record's "score" (a CSV/TSV file's `score` column, or --label_column); STS-B's 0–5 scores are divided by 5 first, as
-Sentence-BERT does.
+record's "score" (a CSV/TSV file's `score` column, or --label_column); STS-B's 0–5
+scores are divided by 5 first, as Sentence-BERT does.
 
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "label": "1"}
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "score": 0.95}
