@@ -76,7 +76,7 @@ def test_flag_errors_are_one_line(tmp_path):
         "neither": "error: no validation data: pass --eval_data=<file>, or "
                    "--validation_split=0.1",
         "column": f"error: {data}:1: no column named 'sentence'; the header has: text, label",
-        "tagging": "error: --text_column: --task=tagging reads no columns",
+        "tagging": "error: --text_column: --task=tagging has no CSV/TSV columns to name",
     }
     for name, result in results.items():
         assert result.returncode == 1, (name, result.stderr[-2000:])

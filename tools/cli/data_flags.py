@@ -61,8 +61,8 @@ def _read_options(task, flag_values):
         return {}
     if "csv" not in task.formats:
         given = [f"--{name}" for name in COLUMN_FLAGS if flag_values[name].value is not None]
-        raise UserError(f"{', '.join(given)}: --task={task.name} reads no columns (its "
-                        f"formats: {', '.join(task.formats)})")
+        raise UserError(f"{', '.join(given)}: --task={task.name} has no CSV/TSV columns to "
+                        f"name (it reads {', '.join(task.formats)})")
     return {"columns": columns}
 
 
