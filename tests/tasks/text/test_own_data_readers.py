@@ -122,3 +122,7 @@ def test_prediction_input_csv_needs_no_label_column(tmp_path):
     path = _write(tmp_path / "p.csv", 'id,text\n1,"Who wrote Hamlet, and when ?"\n')
     [example] = ClassificationTask().read_prediction_input(path)
     assert (example.text, example.label, example.line) == ("Who wrote Hamlet, and when ?", "", 2)
+    other = _write(tmp_path / "q.csv", "id,review\n1,Great\n")
+    with pytest.raises(DataFormatError, match=r"q.csv:1: no column named 'text'; the header "
+                                              r"has: id, review"):
+        ClassificationTask().read_prediction_input(other)
