@@ -1,4 +1,4 @@
-"""Learns a WordPiece vocabulary from raw text.
+r"""Learns a WordPiece vocabulary from raw text.
 
     python tools/build_vocab.py --corpus=wiki.train.txt --vocab_size=8000 \
         --output=runs/vocab.txt

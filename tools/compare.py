@@ -1,4 +1,4 @@
-"""Evaluates several trained models on one data file and prints them side by side.
+r"""Evaluates several trained models on one data file and prints them side by side.
 
     python tools/compare.py --data=samples/trec/test.label \
         --run=pretrained=demo_runs/trec/pretrained --run=scratch=demo_runs/trec/scratch

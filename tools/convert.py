@@ -1,4 +1,4 @@
-"""Converts an encoder checkpoint between formats.
+r"""Converts an encoder checkpoint between formats.
 
     python tools/convert.py --input=/path/to/all-MiniLM-L6-v2 \
         --output_format=keras_hub --output=runs/minilm_keras_hub

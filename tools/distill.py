@@ -1,4 +1,4 @@
-"""Knowledge distillation: trains a student on a trained teacher's softened outputs.
+r"""Knowledge distillation: trains a student on a trained teacher's softened outputs.
 
     python tools/distill.py --teacher=runs/trec_minilm --preset=bert_tiny \
         --train_data=train.label --eval_data=dev.label --model_dir=runs/trec_tiny \

@@ -1,4 +1,4 @@
-"""Sentence embeddings of a text file, and similarity search over them.
+r"""Sentence embeddings of a text file, and similarity search over them.
 
     python tools/embed.py --init_checkpoint=/path/to/all-MiniLM-L6-v2 \
         --input=sentences.txt --output=embeddings.npy

@@ -1,4 +1,4 @@
-"""Exports a model as a TensorFlow SavedModel that serves raw text.
+r"""Exports a model as a TensorFlow SavedModel that serves raw text.
 
     python tools/export.py --model_dir=runs/conll --output=exported/conll
     python tools/export.py --model=runs/trec/best_model.keras --output=exported/trec

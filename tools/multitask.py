@@ -1,4 +1,4 @@
-"""Multi-task fine-tuning: several tasks trained at once on one shared encoder.
+r"""Multi-task fine-tuning: several tasks trained at once on one shared encoder.
 
     python tools/multitask.py --tasks=tasks.txt --init_checkpoint=<checkpoint dir> \
         --model_dir=runs/multi [--sampling=temperature --temperature=2] \

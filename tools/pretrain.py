@@ -1,4 +1,4 @@
-"""Pretrains an encoder preset on unlabeled text: MLM, MLM + NSP, or SpanBERT span + SBO.
+r"""Pretrains an encoder preset on unlabeled text: MLM, MLM + NSP, or SpanBERT span + SBO.
 
     python tools/pretrain.py --preset=bert_mini --objective=span_sbo \
         --corpus=wiki.train.txt --vocab=runs/vocab.txt --model_dir=runs/pretrain \

@@ -1,4 +1,4 @@
-"""Probing classifiers: how well each layer of an encoder linearly encodes a word-level column.
+r"""Probing classifiers: how well each layer of an encoder linearly encodes a word-level column.
 
     python tools/probe.py --init_checkpoint=/path/to/all-MiniLM-L6-v2 \
         --train_data=eng.train --eval_data=eng.testa --column=2 --column_name=pos \

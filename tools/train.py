@@ -1,7 +1,11 @@
-"""Fine-tunes (or trains from scratch) a zoo preset on a task.
+r"""Fine-tunes (or trains from scratch) a zoo preset on a task.
 
     python tools/train.py --task=classification --preset=bert_tiny \
         --train_data=train.label --eval_data=test.label --model_dir=runs/trec
+    python tools/train.py --train_data=reviews.csv --text_column=review \
+        --label_column=stars --validation_split=0.1 --model_dir=runs/reviews
+
+Your own data (CSV/TSV/JSONL columns, the validation split): docs/own_data.md.
 
 Writes into --model_dir the resolved config (before training), the
 vocabulary, the label names, TensorBoard logs (logs/train, logs/validation),
@@ -36,7 +40,7 @@ from nlpzoo.tasks.training import distribution  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
-from nlpzoo.tools.cli import run_setup  # noqa: E402
+from nlpzoo.tools.cli import data_flags, run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import build_task_model, check_adaptation  # noqa: E402
@@ -48,6 +52,7 @@ flags.DEFINE_string("task", "classification", "The task: a registered task name 
 for _name in task_names():
     get_task_class(_name).define_flags(FLAGS)
 run_setup.define_fine_tuning_flags()
+data_flags.define_data_flags()
 flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l of L learns at "
                    "decay^(L-1-l) x the learning rate, the embeddings at decay^L (1: off).",
                    lower_bound=0.0, upper_bound=1.0)
@@ -82,13 +87,14 @@ flags.DEFINE_enum("schedule", "linear", SCHEDULES, "Learning-rate schedule: warm
                   "slanted triangular (the warm-up fraction is its cut_frac), or constant "
                   "(no warm-up).")
 distribution.define_distribution_flags()
-flags.mark_flags_as_required(["train_data", "eval_data", "model_dir"])
+flags.mark_flags_as_required(["train_data", "model_dir"])  # --eval_data or --validation_split
 
 # Settings that shape the model or data: a resumed run must not change them.
 _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length", "lowercase", "labels",
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
-                "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal")
+                "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal", "columns",
+                "validation_split")
 
 
 def _count_batches(dataset):
@@ -157,7 +163,10 @@ def _config(setup, task, train_examples, num_eval_examples):
         "task": task.name, "task_options": task_options,
         "tag_scheme": task_options.get("tag_scheme"),
         "preset": setup.preset, "train_data": os.path.abspath(FLAGS.train_data),
-        "eval_data": os.path.abspath(FLAGS.eval_data), "data_format": FLAGS.data_format,
+        "eval_data": FLAGS.eval_data and os.path.abspath(FLAGS.eval_data),
+        "validation_split": setup.validation_split, "data_format": FLAGS.data_format,
+        "columns": {name: FLAGS[name].value for name in data_flags.COLUMN_FLAGS
+                    if FLAGS[name].value is not None} or None,
         "vocab": FLAGS.vocab, "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "labels": setup.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
@@ -243,8 +252,8 @@ def _evaluate(setup, task, config):
         changes = task.tune_decoding(best, setup.eval_dataset, setup.eval_examples, setup.labels)
         if changes:
             task = task.with_options(**changes)
-            md.update_task_options(changes, FLAGS.eval_data, best, FLAGS.model_dir)
-            print(f"decoding tuned on {FLAGS.eval_data}: {json.dumps(changes)}", flush=True)
+            md.update_task_options(changes, setup.eval_name, best, FLAGS.model_dir)
+            print(f"decoding tuned on {setup.eval_name}: {json.dumps(changes)}", flush=True)
     metrics = task.evaluate(best, setup.eval_dataset, setup.eval_examples, setup.labels)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_hparams(md.path(FLAGS.model_dir, md.LOGS), config, metrics)
@@ -262,8 +271,8 @@ def main(argv):
     _check_adaptation_flags()
     setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(FLAGS, strategy))
 
-    train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
-    eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
+    train_examples, eval_examples, setup.eval_name, setup.validation_split = (
+        data_flags.read_training_data(task))
     task = task.adapt(train_examples)
     with strategy.scope():  # its variables are mirrored too
         encoder = run_setup.load_starting_encoder()
@@ -306,7 +315,7 @@ def main(argv):
           flush=True)
     best_checkpoint = _train(setup, task, model, strategy)
     print(f"trained {int(model.optimizer.iterations.numpy())} steps; evaluating the best "
-          f"model (epoch {best_checkpoint.best_epoch}) on {FLAGS.eval_data}", flush=True)
+          f"model (epoch {best_checkpoint.best_epoch}) on {setup.eval_name}", flush=True)
     if strategy.num_replicas_in_sync > 1:
         print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
     print(json.dumps(_evaluate(setup, task, config), sort_keys=True))

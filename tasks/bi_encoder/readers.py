@@ -1,11 +1,12 @@
-"""Text pairs for the bi-encoder: the MRPC TSV and JSONL, read by `tasks.text.text_readers`.
+"""Text pairs for the bi-encoder: the MRPC TSV, CSV/TSV with columns and JSONL, read by
+`tasks.text.text_readers`.
 
 Every example is a `ClassificationExample` with a `text_pair`; its `label` is
 kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL
 record's "label". The cosine objective reads a graded similarity, a number
 in [-1, 1] (the range of a cosine): MRPC's Quality (0 or 1), or a JSONL
-record's "score"; STS-B's 0–5 scores are divided by 5 first, as
-Sentence-BERT does.
+record's "score" (a CSV/TSV file's `score` column, or --label_column); STS-B's 0–5
+scores are divided by 5 first, as Sentence-BERT does.
 
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "label": "1"}
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "score": 0.95}
@@ -18,6 +19,7 @@ import math
 from nlpzoo.tasks.text.text_readers import (
     ClassificationExample,
     infer_format,
+    read_delimited,
     read_jsonl,
     read_mrpc,
 )
@@ -25,20 +27,21 @@ from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned
 from nlpzoo.tasks.text.prediction_io import read_text_lines
 
-FORMATS = ("mrpc", "jsonl")
+FORMATS = ("mrpc", "csv", "tsv", "jsonl")
 # The JSONL field of each objective's target.
 LABEL_KEYS = {"softmax": "label", "cosine": "score"}
 
 
-def read_pairs(path, data_format=None, objective="softmax", labeled=True):
-    """The text pairs of an MRPC or JSONL file (format inferred when None).
+def read_pairs(path, data_format=None, objective="softmax", labeled=True, columns=None):
+    """The text pairs of an MRPC, CSV/TSV or JSONL file (format inferred when None).
 
     Args:
         path: the data file.
-        data_format: "mrpc" or "jsonl"; guessed from the file when None.
+        data_format: "mrpc", "csv", "tsv" or "jsonl"; guessed from the file when None.
         objective: "softmax" (a class label) or "cosine" (a score in [-1, 1]).
         labeled: whether every pair must carry its target (False: prediction
             input, whose JSONL may leave it out; the label is then "").
+        columns: a CSV/TSV/JSONL file's columns (`tasks.text.columns.Columns`).
 
     Examples:
     >>> import tempfile
@@ -47,11 +50,14 @@ def read_pairs(path, data_format=None, objective="softmax", labeled=True):
     >>> [(e.text, e.text_pair, score_of(e)) for e in read_pairs(path, objective="cosine")]
     [('a b', 'a c', 0.5)]
     """
-    data_format = data_format or infer_format(path)
+    label_key = LABEL_KEYS[objective]
+    data_format = data_format or infer_format(path, columns, FORMATS, "bi-encoder", label_key)
     if data_format == "mrpc":
         examples = read_mrpc(path)
+    elif data_format in ("csv", "tsv"):
+        examples = read_delimited(path, data_format, columns, label_key, require_label=labeled)
     elif data_format == "jsonl":
-        examples = read_jsonl(path, LABEL_KEYS[objective], require_label=labeled)
+        examples = read_jsonl(path, label_key, require_label=labeled, columns=columns)
     else:
         raise DataFormatError(f"{path}: the bi-encoder reads text pairs in the formats "
                               f"{', '.join(FORMATS)}, not {data_format!r}")

@@ -92,8 +92,10 @@ class BiEncoderTask(Task):
 
     # === Data ===
 
-    def read(self, path, data_format=None):
-        return readers.read_pairs(path, data_format, self.options.objective)
+    def read(self, path, data_format=None, columns=None):
+        """Text pairs of an MRPC, CSV/TSV or JSONL file; `columns` (a
+        `tasks.text.columns.Columns`) names a CSV/TSV/JSONL file's columns."""
+        return readers.read_pairs(path, data_format, self.options.objective, columns=columns)
 
     def label_names(self, examples):
         """Softmax: the classes, sorted (numerically when all are integers); cosine: none."""

@@ -34,7 +34,7 @@ class ClassificationOptions:
 
 @register_task
 class ClassificationTask(Task):
-    """Single-text and text-pair classification (TREC, MRPC, JSONL).
+    """Single-text and text-pair classification (TREC, MRPC, CSV/TSV, JSONL).
 
     The model is a `Classifier` (the encoder's pooled output, or a `pooling`
     of its token vectors → logits); the
@@ -78,8 +78,10 @@ class ClassificationTask(Task):
 
     # === Data ===
 
-    def read(self, path, data_format=None):
-        return readers.read_examples(path, data_format)
+    def read(self, path, data_format=None, columns=None):
+        """The examples of a TREC, MRPC, CSV/TSV or JSONL file; `columns` (a
+        `tasks.text.columns.Columns`) names a CSV/TSV/JSONL file's columns."""
+        return readers.read_examples(path, data_format, columns)
 
     def adapt(self, examples):
         return self.with_options(paired_input=examples[0].text_pair is not None)
@@ -133,12 +135,21 @@ class ClassificationTask(Task):
 
     def read_prediction_input(self, path, input_format="auto", data_format=None):
         """The texts of a data file (labels optional and unused), JSON lines (read as
-        JSONL whatever the training format; a bad record is an error naming its line) or,
-        with "text" or when no data format reads the file, one text a line."""
+        JSONL whatever the training format; a bad record is an error naming its line), a
+        `.csv`/`.tsv` table (its `text` and `text_pair` columns; an error, never lines of
+        text, when it has none) or, with "text" or when no data format reads the file, one
+        text a line."""
         if input_format != "text" and looks_like_jsonl(path):
             return readers.read_jsonl(path, require_label=False)
+        if input_format != "text" and path.lower().endswith((".csv", ".tsv")):
+            # A table is never read as lines of text (its header would be a text): the
+            # texts are its `text` (and `text_pair`) columns; the label column is optional.
+            return readers.read_delimited(path, path[-3:].lower(), require_label=False)
         if input_format != "text":
             try:
+                data_format = data_format or readers.infer_format(path)
+                if data_format in ("csv", "tsv"):
+                    return readers.read_delimited(path, data_format, require_label=False)
                 return self.read(path, data_format)
             except DataFormatError:
                 if input_format == "data":

@@ -1,4 +1,5 @@
-"""Readers of labelled texts and text pairs: TREC label files, the MRPC TSV and JSONL.
+"""Readers of labelled texts and text pairs: TREC label files, the MRPC TSV, CSV/TSV with
+named (or numbered) columns, and JSONL.
 
 Classification reads its data here; the bi-encoder its pairs and sentence embedding its
 examples' type (`ClassificationExample`).
@@ -8,7 +9,9 @@ the 1-based line. Files are streamed (`tasks.text.line_reader`); lines may end i
 `\\n`, `\\r\\n` or `\\r`; a byte-order mark is dropped; lines of only whitespace
 or control characters are blank and skipped; a text that is empty after BERT's
 clean-up (`tasks.text.text_cleaning.clean_text`) is an error. Texts are kept as
-written: the tokenizer cleans them.
+written: the tokenizer cleans them. Which CSV/TSV columns or JSONL keys hold the
+text, the text pair and the label: `tasks.text.columns.Columns`
+(`--text_column`, `--text_pair_column`, `--label_column`).
 """
 
 import dataclasses
@@ -16,9 +19,17 @@ import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
+from nlpzoo.tasks.text.columns import Columns
+from nlpzoo.tasks.text.delimited_rows import DELIMITERS, first_row, read_records
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
+from nlpzoo.tasks.text.prediction_io import looks_like_columns
 
-FORMATS = ("trec", "trec_fine", "mrpc", "jsonl")
+FORMATS = ("trec", "trec_fine", "mrpc", "csv", "tsv", "jsonl")
+# How each format looks, for the error of a file that none of them reads.
+_LOOKS = {"trec": 'trec ("LABEL:fine text")',
+          "mrpc": "mrpc (tab-separated, header Quality...)",
+          "csv": "csv/tsv (a header with the column names {names})",
+          "jsonl": "jsonl ({{...}} records with {keys})"}
 
 # A UTF-8 byte-order mark, and the same three bytes after a second round of
 # UTF-8 encoding (how the MRPC release's header begins).
@@ -139,7 +150,7 @@ def read_mrpc(path):
     return _non_empty(examples, path)
 
 
-def read_jsonl(path, label_key="label", require_label=True):
+def read_jsonl(path, label_key="label", require_label=True, columns=None):
     """Reads JSON lines with `text`, an optional `text_pair` and a label.
 
     Args:
@@ -148,7 +159,23 @@ def read_jsonl(path, label_key="label", require_label=True):
             its value; a bi-encoder's graded score is read from "score").
         require_label: a record without `label_key` is an error; when False
             (prediction input) its label is "".
+        columns: other keys (`tasks.text.columns.Columns`, names only): e.g.
+            `Columns(text="sentence")` reads `{"sentence": ..., "label": ...}`.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".jsonl")
+    >>> _ = open(path, "w").write('{"sentence": "Hi there", "intent": "greet"}\\n')
+    >>> [(e.text, e.label) for e in read_jsonl(path, columns=Columns("sentence", "intent"))]
+    [('Hi there', 'greet')]
     """
+    keys = (columns or Columns()).names(label_key)
+    for role, key in keys.items():
+        if isinstance(key, int):
+            raise DataFormatError(f"{path}: JSONL records are read by key: --{role}_column "
+                                  f"must be a name, not the index {key}")
+    text_key, label_key = keys["text"], keys["label"]
+    pair_key = keys.get("text_pair", "text_pair")
     examples = []
     for number, line in _read_lines(path):
         if _is_blank(line):
@@ -157,20 +184,24 @@ def read_jsonl(path, label_key="label", require_label=True):
             record = json.loads(line, strict=False)  # raw control characters allowed
         except json.JSONDecodeError as error:
             raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}")
-        if (not isinstance(record, dict) or "text" not in record
+        if (not isinstance(record, dict) or text_key not in record
                 or (require_label and label_key not in record)):
-            wanted = f"'text' and {label_key!r}" if require_label else "'text'"
-            raise DataFormatError(f"{path}:{number}: expected an object with {wanted}")
-        pair = record.get("text_pair")
-        if not isinstance(record["text"], str) or not (pair is None or isinstance(pair, str)):
-            raise DataFormatError(f"{path}:{number}: 'text' and 'text_pair' must be strings")
-        _check_text(record["text"], path, number, "a 'text'")
+            wanted = f"{text_key!r} and {label_key!r}" if require_label else repr(text_key)
+            found = f" (found {', '.join(map(repr, record))})" if isinstance(record, dict) else ""
+            raise DataFormatError(f"{path}:{number}: expected an object with {wanted}{found}")
+        text, pair = record[text_key], record.get(pair_key)
+        if "text_pair" in keys and pair is None:
+            raise DataFormatError(f"{path}:{number}: expected an object with {pair_key!r}")
+        if not isinstance(text, str) or not (pair is None or isinstance(pair, str)):
+            raise DataFormatError(f"{path}:{number}: {text_key!r} and {pair_key!r} must be "
+                                  "strings")
+        _check_text(text, path, number, f"a {text_key!r}")
         if pair is not None:
-            _check_text(pair, path, number, "a 'text_pair'")
+            _check_text(pair, path, number, f"a {pair_key!r}")
         label = str(record[label_key]) if label_key in record else ""
         examples.append(
             ClassificationExample(
-                text=record["text"], text_pair=pair, label=label, source=path, line=number,
+                text=text, text_pair=pair, label=label, source=path, line=number,
             )
         )
     return _non_empty(examples, path)
@@ -182,35 +213,126 @@ def _non_empty(examples, path):
     return examples
 
 
-def infer_format(path):
-    """Guesses the format from the file name, then from the first line."""
+def read_delimited(path, data_format="csv", columns=None, label_key="label",
+                   require_label=True):
+    """Reads a CSV or TSV file's examples from its columns (`tasks.text.columns`).
+
+    Args:
+        path: the file.
+        data_format: "csv" or "tsv".
+        columns: which columns (a `Columns`; by default the header's `text`,
+            `label` and, when present, `text_pair`).
+        label_key: the label column's name when `columns` gives none.
+        require_label: when False (prediction input) a file without the label
+            column is read, every label "".
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".csv")
+    >>> _ = open(path, "w").write('text,label\\n"Who wrote ""Hamlet"", and when ?",HUM\\n')
+    >>> [(e.text, e.label, e.line) for e in read_delimited(path)]
+    [('Who wrote "Hamlet", and when ?', 'HUM', 2)]
+    """
+    if not os.path.isfile(path):
+        raise MissingDataFileError(f"{path}: no such file")
+    examples = []
+    for number, record in read_records(path, data_format, columns, label_key, require_label):
+        for role in ("text", "text_pair"):
+            if role in record:
+                _check_text(record[role], path, number, f"a {role}")
+        label = record.get("label", "").strip()
+        if require_label and not label:
+            raise DataFormatError(f"{path}:{number}: expected a label, found none")
+        examples.append(ClassificationExample(
+            text=record["text"], text_pair=record.get("text_pair"), label=label,
+            source=path, line=number))
+    return examples
+
+
+def _header_names(path, delimiter):
+    """The first row's fields as column names, when it has two or more."""
+    row = first_row(path, delimiter)
+    return [name.strip() for name in row] if row and len(row) >= 2 else []
+
+
+def _named_columns(columns, label_key):
+    """The column names a header must have (the text and label, unless given by index)."""
+    return [name for name in (columns or Columns()).names(label_key).values()
+            if not isinstance(name, int)]
+
+
+def infer_format(path, columns=None, tried=FORMATS, what="classification", label_key="label"):
+    """Guesses the format from the file name, then from the first line: JSON, the MRPC or
+    a CSV/TSV header naming the columns, a TREC label. A file none of `tried` reads is a
+    `DataFormatError` saying how each looks, what line 1 is and, when it looks like
+    CoNLL columns or a header-less table, what reads it.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".txt")
+    >>> _ = open(path, "w").write("sentence\\tlabel\\nHi there\\tgreet\\n")
+    >>> infer_format(path, Columns(text="sentence"))
+    'tsv'
+    """
     name = os.path.basename(path).lower()
     if name.endswith((".jsonl", ".json")):
         return "jsonl"
-    if name.endswith(".label"):
+    if name.endswith(".label") and "trec" in tried:
         return "trec"
     first = next(_read_lines(path, invalid_utf8="latin-1"), (0, ""))[1]
-    if first.startswith("Quality\t"):
+    if first.startswith("Quality\t") and "mrpc" in tried:
         return "mrpc"
+    for data_format in ("csv", "tsv"):
+        if name.endswith("." + data_format) and data_format in tried:
+            return data_format
     if first.lstrip().startswith("{"):
         return "jsonl"
-    head = first.partition(" ")[0]
-    if ":" in head and head.split(":")[0].isupper():
+    named = _named_columns(columns, label_key)
+    for data_format in ("tsv", "csv"):  # a tab-separated header may hold commas in its names
+        header = _header_names(path, DELIMITERS[data_format])
+        if data_format in tried and named and all(column in header for column in named):
+            return data_format
+    if "trec" in tried and _looks_like_trec(first):
         return "trec"
-    raise DataFormatError(
-        f"{path}: cannot tell the data format; pass --data_format (one of {', '.join(FORMATS)})"
-    )
+    raise DataFormatError(_not_readable(path, first, tried, what, named, label_key))
 
 
-def read_examples(path, data_format=None):
-    """Reads `path` in `data_format` (inferred when None)."""
-    data_format = data_format or infer_format(path)
+def _looks_like_trec(line):
+    """`COARSE:fine text`: an upper-case class, a colon, then the question."""
+    head = line.partition(" ")[0]
+    return ":" in head and head.split(":")[0].isupper()
+
+
+def _not_readable(path, first, tried, what, named, label_key):
+    """The message of a file that no format reads: what was tried and what line 1 is."""
+    looks = [_LOOKS[data_format].format(names=", ".join(named) or "text, label",
+                                        keys=f"'text' and {label_key!r}")
+             for data_format in tried if data_format in _LOOKS]
+    hint = ""
+    if _looks_like_trec(first):
+        hint = " (it looks like TREC questions: --task=classification reads those)"
+    elif looks_like_columns(path):
+        hint = " (it looks like CoNLL columns: --task=tagging reads those)"
+    elif any(len(_header_names(path, delimiter)) >= 2 for delimiter in DELIMITERS.values()):
+        hint = (" (it looks like a table: name its columns with --text_column and "
+                "--label_column, as header names or 0-based indices, and --data_format=csv "
+                "or tsv)")
+    return (f"{path}: not a {what} file: tried {', '.join(looks)}; line 1 is "
+            f"{first[:80]!r}{hint}")
+
+
+def read_examples(path, data_format=None, columns=None):
+    """Reads `path` in `data_format` (inferred when None), with `columns` for CSV, TSV and
+    JSONL (`tasks.text.columns.Columns`)."""
+    data_format = data_format or infer_format(path, columns)
     if data_format == "trec":
         return read_trec(path)
     if data_format == "trec_fine":
         return read_trec(path, fine_labels=True)
     if data_format == "mrpc":
         return read_mrpc(path)
+    if data_format in DELIMITERS:
+        return read_delimited(path, data_format, columns)
     if data_format == "jsonl":
-        return read_jsonl(path)
+        return read_jsonl(path, columns=columns)
     raise ValueError(f"unknown data format {data_format!r}; expected one of {FORMATS}")

@@ -18,6 +18,7 @@ from absl import app, flags
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite
 from nlpzoo.tasks.io.errors import DataFormatError, RunDirectoryError, UserError
+from nlpzoo.tools.cli import help  # noqa: A004  (the module, not the builtin)
 
 
 # FailedWrite: a save refused by the disk (full, read-only, no permission); its
@@ -190,6 +191,7 @@ def run(main):
             print(_report_internal_error(error), file=sys.stderr)
             sys.exit(1)
 
+    help.install(main)  # --help lists the binary's flags, grouped, and exits 0
     try:
         app.run(guarded)
     except KeyboardInterrupt:  # during flag parsing or start-up, before `guarded`

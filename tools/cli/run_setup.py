@@ -151,10 +151,12 @@ def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
     define_vocabulary_flags(flag_values)
     if labelled_data:
         flags.DEFINE_string("train_data", None, "Training data file.", flag_values=flag_values)
-        flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model).",
+        flags.DEFINE_string("eval_data", None, "Validation data file (picks the best model); "
+                            "tools/train.py: or --validation_split.", flag_values=flag_values)
+        flags.DEFINE_string("data_format", None, "Data format (classification: trec, trec_fine, "
+                            "mrpc, csv, tsv, jsonl; tagging: conll; ... see "
+                            "docs/own_data.md); inferred from the file when omitted.",
                             flag_values=flag_values)
-        flags.DEFINE_string("data_format", None, "Data format; inferred from the file when "
-                            "omitted.", flag_values=flag_values)
     define_schedule_flags(flag_values)
     if head_learning_rate:
         flags.DEFINE_float("head_learning_rate", None, "Peak learning rate of what starts from "

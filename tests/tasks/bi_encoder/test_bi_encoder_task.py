@@ -81,8 +81,9 @@ def test_bad_jsonl_names_file_and_line(tmp_path, objective, records, message):
 
 def test_other_formats_are_refused(tmp_path):
     path = _write(tmp_path / "q.label", ["LOC:city Where ?"])
-    with pytest.raises(DataFormatError, match=r"q.label: the bi-encoder reads text pairs in "
-                                              r"the formats mrpc, jsonl, not 'trec'"):
+    with pytest.raises(DataFormatError, match=r"q.label: not a bi-encoder file: tried mrpc .*"
+                                              r"it looks like TREC questions: "
+                                              r"--task=classification reads those"):
         read_pairs(path)
 
 
