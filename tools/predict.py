@@ -5,8 +5,9 @@
     python tools/predict.py --model=runs/conll/best_model.keras --input=eng.testb --output=e.jsonl
     python tools/predict.py --model_dir=runs/seed42,runs/seed43 --input=q.txt --output=q.jsonl
 
-Tagging and span NER: the input is tokenized text, one sentence per line with words separated
-by spaces, or a CoNLL/column file (its tags are ignored). The output is CoNLL
+Tagging and span NER: the input is raw text, one sentence per line, split into words as BERT
+splits text (punctuation and CJK ideographs are words of their own; character offsets into
+the line are kept: docs/raw_text.md), or a CoNLL/column file (its tags are ignored). The output is CoNLL
 (`word tag` lines, a blank line between sentences) or, for a `.jsonl` output,
 one JSON object per sentence with its words, tags and entities (word offsets,
 `end` inclusive; span NER adds each entity's score, and nested decoding needs

@@ -18,7 +18,6 @@ import tensorflow as tf
 
 from nlpzoo.tasks.span_ner.serving import span_ner_outputs
 from nlpzoo.tasks.tagging.serving import tagging_outputs
-from nlpzoo.tasks.text.text_cleaning import PYTHON_WHITESPACE, split_words
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 from nlpzoo.tasks.span_ner.decoding import decode_flat, decode_nested
 from nlpzoo.tasks.tagging import tags_to_spans
@@ -367,15 +366,6 @@ def test_old_model_directories_still_load(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # The in-graph word splitting and decoding against the Python code predict.py uses
 # ---------------------------------------------------------------------------------------------
-
-
-def test_split_words_is_python_str_split():
-    assert set(PYTHON_WHITESPACE) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
-    rng = np.random.default_rng(0)
-    pieces = ["EU", "Café", "1996-08-22", "ß", "\u00e9t\u00e9", "x"] + list(PYTHON_WHITESPACE)
-    texts = ["".join(rng.choice(pieces, 12)) for _ in range(50)] + ["", " \t "]
-    words = split_words(tf.constant(texts)).to_list()
-    assert [[w.decode() for w in row] for row in words] == [text.split() for text in texts]
 
 
 class _FakeTagger:
