@@ -55,8 +55,12 @@ def _ranges_class(ranges):
     return "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in ranges)
 
 
-# A run of non-whitespace: `\\s` of a str pattern is exactly `str.isspace()`.
+# A run of non-whitespace: `\s` of a str pattern is exactly `str.isspace()`.
 _RUN = re.compile(r"\S+")
+# A printable ASCII run's words: letters and digits, or one punctuation character.
+_ASCII_PUNCTUATION = "".join(re.escape(chr(low)) + "-" + re.escape(chr(high))
+                             for low, high in ASCII_PUNCTUATION_RANGES)
+_ASCII_WORD = re.compile(f"[^{_ASCII_PUNCTUATION}]+|[{_ASCII_PUNCTUATION}]")
 WHITESPACE_PATTERN = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE) + "]+"
 
 
@@ -109,8 +113,9 @@ def split_words(text):
     """
     words = []
     for run, start in _whitespace_runs(text):
-        if run.isascii() and run.isalnum():  # the common case: one word, nothing to split
-            words.append((run, start, start + len(run)))
+        if run.isascii() and run.isprintable():  # the common case: no character to remove,
+            words.extend((match.group(), start + match.start(), start + match.end())
+                         for match in _ASCII_WORD.finditer(run))  # no ideograph
             continue
         kept = []  # (offset, character) of the word being read
 
