@@ -20,6 +20,8 @@ offsets, is `tasks.text.word_splitting`. Python (`clean_text`) and TensorFlow
 (`clean_texts`) give the same results; a test keeps them so.
 """
 
+import functools
+import sys
 import unicodedata
 
 import tensorflow as tf
@@ -31,11 +33,47 @@ PYTHON_WHITESPACE = (
 )
 _REMOVED_CONTROL_RANGES = ((0x00, 0x08), (0x0E, 0x1B), (0x7F, 0x84), (0x86, 0x9F))
 REPLACEMENT_CHARACTER = "\ufffd"
-# `is_removed_character` as an RE2 class: the graph's clean-up and word splitting.
-REMOVED_PATTERN = (
-    "[" + "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in _REMOVED_CONTROL_RANGES)
-    + "\\x{fffd}\\p{Cf}]"
-)
+
+
+@functools.cache
+def category_ranges(prefix):
+    """`((low, high), ...)`: the code points whose Unicode category starts with `prefix`,
+    as Python's `unicodedata` (not RE2's `\\p{..}`, whose Unicode version differs) has them.
+
+    Examples:
+    >>> category_ranges("Cf")[:3]
+    ((173, 173), (1536, 1541), (1564, 1564))
+    """
+    ranges = []
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code)).startswith(prefix):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return tuple(ranges)
+
+
+def ranges_class(ranges):
+    """An RE2 character class of `(low, high)` code point ranges.
+
+    Examples:
+    >>> ranges_class([(0x41, 0x5A), (0xAD, 0xAD)])
+    '[\\\\x{41}-\\\\x{5a}\\\\x{ad}-\\\\x{ad}]'
+    """
+    return "[" + "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in ranges) + "]"
+
+
+@functools.cache
+def removed_pattern():
+    """`is_removed_character` as an RE2 character class: the graph's clean-up (`clean_texts`)
+    and word splitting drop exactly what Python's does (a test checks every code point).
+
+    Examples:
+    >>> removed_pattern()[:24]
+    '[\\\\x{0}-\\\\x{8}\\\\x{e}-\\\\x{1b}'
+    """
+    return ranges_class(_REMOVED_CONTROL_RANGES + ((0xFFFD, 0xFFFD),) + category_ranges("Cf"))
 
 
 def is_removed_character(character):
@@ -72,4 +110,4 @@ def clean_texts(texts):
     """
     valid = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
                                          replacement_char=0xFFFD)
-    return tf.strings.regex_replace(valid, REMOVED_PATTERN, "")
+    return tf.strings.regex_replace(valid, removed_pattern(), "")

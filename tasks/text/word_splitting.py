@@ -30,7 +30,6 @@ words, as `str.split()` does.
 
 import functools
 import re
-import sys
 import unicodedata
 
 import tensorflow as tf
@@ -38,8 +37,10 @@ import tensorflow_text as tf_text
 
 from nlpzoo.tasks.text.text_cleaning import (
     PYTHON_WHITESPACE,
-    REMOVED_PATTERN,
+    category_ranges,
     is_removed_character,
+    ranges_class,
+    removed_pattern,
 )
 
 # The ASCII symbols BERT counts as punctuation though Unicode does not (all of
@@ -49,10 +50,6 @@ ASCII_PUNCTUATION_RANGES = ((0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7
 # Ideographs and their Supplement (Hangul and kana are not among them).
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-
-
-def _ranges_class(ranges):
-    return "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in ranges)
 
 
 # A run of non-whitespace: `\s` of a str pattern is exactly `str.isspace()`.
@@ -75,14 +72,7 @@ def alone_pattern():
     >>> alone_pattern()[:40]
     '[\\\\x{21}-\\\\x{2f}\\\\x{3a}-\\\\x{40}\\\\x{5b}-\\\\x{60}'
     """
-    punctuation = []  # [low, high] ranges of the characters of categories P*
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code)).startswith("P"):
-            if punctuation and punctuation[-1][1] == code - 1:
-                punctuation[-1][1] = code
-            else:
-                punctuation.append([code, code])
-    return "[" + _ranges_class(ASCII_PUNCTUATION_RANGES + CJK_RANGES + tuple(punctuation)) + "]"
+    return ranges_class(ASCII_PUNCTUATION_RANGES + CJK_RANGES + category_ranges("P"))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -161,11 +151,12 @@ def split_texts_with_offsets(texts):
     pieces, begins, ends = tf_text.regex_split_with_offsets(
         texts, WHITESPACE_PATTERN + "|" + alone_pattern(), alone_pattern())
     # A piece's removed characters: dropped from the word, and from its ends' offsets.
-    words = tf.strings.regex_replace(pieces.flat_values, REMOVED_PATTERN, "")
+    removed = removed_pattern()
+    words = tf.strings.regex_replace(pieces.flat_values, removed, "")
     leading = tf.strings.length(pieces.flat_values) - tf.strings.length(
-        tf.strings.regex_replace(pieces.flat_values, "^" + REMOVED_PATTERN + "+", ""))
+        tf.strings.regex_replace(pieces.flat_values, "^" + removed + "+", ""))
     trailing = tf.strings.length(pieces.flat_values) - tf.strings.length(
-        tf.strings.regex_replace(pieces.flat_values, REMOVED_PATTERN + "+$", ""))
+        tf.strings.regex_replace(pieces.flat_values, removed + "+$", ""))
     rows = pieces.value_rowids()
     starts = _character_offsets(texts, rows, begins.flat_values + tf.cast(leading, tf.int64))
     ends = _character_offsets(texts, rows, ends.flat_values - tf.cast(trailing, tf.int64))

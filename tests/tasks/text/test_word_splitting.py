@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlpzoo.tasks.text.text_cleaning import PYTHON_WHITESPACE, is_removed_character
+from nlpzoo.tasks.text.text_cleaning import (
+    PYTHON_WHITESPACE,
+    is_removed_character,
+    removed_pattern,
+)
 from nlpzoo.tasks.text.word_splitting import (
     alone_pattern,
     is_word_alone,
@@ -131,11 +135,15 @@ def test_whitespace_is_python_str_isspace():
     assert [[w.decode() for w in row] for row in words] == [text.split() for text in texts]
 
 
-def test_the_graph_pattern_is_is_word_alone_on_every_code_point():
+@pytest.mark.parametrize("pattern, python", [(alone_pattern, is_word_alone),
+                                             (removed_pattern, is_removed_character)])
+def test_the_graph_patterns_are_the_python_tests_on_every_code_point(pattern, python):
+    # RE2's \p{P} and \p{Cf} follow another Unicode version than Python's unicodedata
+    # (U+11B00-11B09, U+13439-1343F differed): the patterns list Python's code points.
     characters = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
-    graph = tf.strings.regex_full_match(tf.constant(characters), alone_pattern()).numpy()
-    python = np.array([is_word_alone(c) for c in characters])
-    different = [hex(ord(c)) for c, g, p in zip(characters, graph, python) if g != p]
+    graph = tf.strings.regex_full_match(tf.constant(characters), pattern()).numpy()
+    expected = np.array([python(c) for c in characters])
+    different = [hex(ord(c)) for c, g, p in zip(characters, graph, expected) if g != p]
     assert different == []
 
 
