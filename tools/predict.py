@@ -40,7 +40,9 @@ flags.DEFINE_string("output", None, "Output file (written atomically); - for sta
                     "output.")
 flags.DEFINE_enum("input_format", "auto", INPUT_FORMATS,
                   "text: one sentence per line; data: a file in the task's data format "
-                  "(CoNLL columns, TREC, MRPC, JSONL); auto: data when it parses as such.")
+                  "(CoNLL columns, TREC, MRPC, JSONL); auto: data when the file looks like it "
+                  "(word tasks: one token and 2 to 12 columns ending in a tag per line), text "
+                  "otherwise (docs/raw_text.md).")
 flags.DEFINE_enum("output_format", "auto", OUTPUT_FORMATS,
                   "Tagging output; auto: jsonl for a .jsonl file, CoNLL otherwise.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.", lower_bound=1)
