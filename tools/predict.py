@@ -5,8 +5,9 @@
     python tools/predict.py --model=runs/conll/best_model.keras --input=eng.testb --output=e.jsonl
     python tools/predict.py --model_dir=runs/seed42,runs/seed43 --input=q.txt --output=q.jsonl
 
-Tagging and span NER: the input is tokenized text, one sentence per line with words separated
-by spaces, or a CoNLL/column file (its tags are ignored). The output is CoNLL
+Tagging and span NER: the input is raw text, one sentence per line, split into words as BERT
+splits text (punctuation and CJK ideographs are words of their own; character offsets into
+the line are kept: docs/raw_text.md), or a CoNLL/column file (its tags are ignored). The output is CoNLL
 (`word tag` lines, a blank line between sentences) or, for a `.jsonl` output,
 one JSON object per sentence with its words, tags and entities (word offsets,
 `end` inclusive; span NER adds each entity's score, and nested decoding needs
@@ -39,7 +40,9 @@ flags.DEFINE_string("output", None, "Output file (written atomically); - for sta
                     "output.")
 flags.DEFINE_enum("input_format", "auto", INPUT_FORMATS,
                   "text: one sentence per line; data: a file in the task's data format "
-                  "(CoNLL columns, TREC, MRPC, JSONL); auto: data when it parses as such.")
+                  "(CoNLL columns, TREC, MRPC, JSONL); auto: data when the file looks like it "
+                  "(word tasks: one token and 2 to 12 columns ending in a tag per line), text "
+                  "otherwise (docs/raw_text.md).")
 flags.DEFINE_enum("output_format", "auto", OUTPUT_FORMATS,
                   "Tagging output; auto: jsonl for a .jsonl file, CoNLL otherwise.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.", lower_bound=1)

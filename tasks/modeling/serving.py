@@ -43,7 +43,7 @@ def dense_rows(values, row_ids, num_rows, default):
 def word_outputs(windows):
     """`words` (string [B, W], "" as padding), `num_words` (int32 [B]), and each word's
     `word_start_char`, `word_end_char` (int32 [B, W], -1 as padding: character
-    offsets into the text as given, `tasks.text.text_cleaning.split_words_with_offsets`)."""
+    offsets into the text as given, `tasks.text.word_splitting.split_texts_with_offsets`)."""
     return {"words": windows.words.to_tensor(""),
             "num_words": tf.cast(windows.words.row_lengths(), tf.int32),
             "word_start_char": windows.char_starts.to_tensor(-1),

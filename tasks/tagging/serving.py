@@ -1,8 +1,9 @@
 """The serving outputs of a tagger, from raw sentences (see `tasks.modeling.serving`).
 
-Each text is cleaned and split into words as `tools/predict.py` does with
-plain-text input (`tasks.text.text_cleaning`: control and format characters
-removed, then `str.split()`). A text longer than the model's window is read
+Each text is split into words as `tools/predict.py` splits plain-text input,
+as BERT splits raw text (`tasks.text.word_splitting`: control and format
+characters removed, words split at whitespace, punctuation and CJK ideographs
+words of their own, each with its character offsets). A text longer than the model's window is read
 in overlapping windows (`tasks.words.serving_windows`, the model's `stride`), so
 every word gets a tag. Outputs, padded to the longest row: `words` (string
 [B, W], "" as padding), `num_words` (int32 [B]), `word_start_char`,

@@ -8,7 +8,7 @@ import sys
 from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
-from nlpzoo.tasks.text.text_cleaning import split_clean_words, words_with_offsets
+from nlpzoo.tasks.text.word_splitting import split_words
 
 INPUT_FORMATS = ("auto", "text", "data")
 OUTPUT_FORMATS = ("auto", "conll", "jsonl")
@@ -46,6 +46,8 @@ def _iter_text_lines(path, strip=True):
 
 _TAG = re.compile(r"^(O|[BIESLU]-\S+)$")
 _SAMPLE_LINES = 50
+# The most columns a column file has (CoNLL-2003: 4; CoNLL-2012 and CoNLL-U: about 10).
+MAX_COLUMNS = 12
 
 
 def _first_lines(path, count=_SAMPLE_LINES):
@@ -55,10 +57,13 @@ def _first_lines(path, count=_SAMPLE_LINES):
 
 def looks_like_columns(path):
     """Whether the file is a CoNLL-style column file: its first 50 non-blank lines all
-    one token then tag columns (≥ 2 columns, the same count on each line, the last
-    one a tag: `O` or `B-`/`I-`/`E-`/`S-`/`L-`/`U-` and a type).
+    one token then a few tag columns (2 to `MAX_COLUMNS` columns, the same count on
+    each line, the last one a tag: `O` or `B-`/`I-`/`E-`/`S-`/`L-`/`U-` and a type).
 
-    Plain text whose lines happen to hold the same number of words is text.
+    Plain text is text even when its lines happen to hold the same number of
+    words ending in something tag-like: a line of more than `MAX_COLUMNS` words
+    is a sentence, not one token's columns (a one-line text of 1,000 words that
+    ends in "O" included).
 
     Examples:
     >>> import tempfile
@@ -69,9 +74,12 @@ def looks_like_columns(path):
     >>> _ = open(path, "w").write("He flew to Paris .\\nShe went to Rome .\\n")
     >>> looks_like_columns(path)
     False
+    >>> _ = open(path, "w").write("Vitamins A , B , C and D are not like vitamin O at all , says O\\n")
+    >>> looks_like_columns(path)
+    False
     """
     lines = [line.split() for line in _first_lines(path)]
-    return (bool(lines) and all(len(columns) >= 2 and _TAG.match(columns[-1])
+    return (bool(lines) and all(2 <= len(columns) <= MAX_COLUMNS and _TAG.match(columns[-1])
                                 for columns in lines)
             and len({len(columns) for columns in lines}) == 1)
 
@@ -100,9 +108,10 @@ def wants_jsonl(output, output_format):
 def read_word_input(path, input_format, read_columns):
     """Sentences to tag: `(words, source, line, document, text)` from plain text or a column file.
 
-    Plain text is one sentence per line, cleaned and split into words as
-    `tasks.text.text_cleaning.split_clean_words` does (what exported models do), and one
-    document (`document` 0); the line as given is returned too, for character offsets
+    Plain text is one sentence per line, split into words as BERT splits raw
+    text (`tasks.text.word_splitting.split_words`: punctuation and CJK ideographs
+    are words of their own; what exported models do), and one document
+    (`document` 0); the line as given is returned too, for character offsets
     (`text`: "" for a data file). With `input_format="data"`, or `"auto"` when the
     file looks like columns, `read_columns(path)` reads it and must return
     objects with `words`, `source`, `line` and `document` (their labels are
@@ -110,7 +119,7 @@ def read_word_input(path, input_format, read_columns):
     """
     if input_format == "data" or (input_format == "auto" and looks_like_columns(path)):
         return [(tuple(s.words), s.source, s.line, s.document, "") for s in read_columns(path)]
-    sentences = [(tuple(split_clean_words(line)), path, number, 0, line)
+    sentences = [(tuple(word for word, _, _ in split_words(line)), path, number, 0, line)
                  for number, line in read_text_lines(path, strip=False)]
     if not sentences:
         raise DataFormatError(f"{path}: no sentences found")
@@ -118,9 +127,10 @@ def read_word_input(path, input_format, read_columns):
 
 
 def word_offsets(sentence):
-    """`words_with_offsets(sentence.text)` for plain-text input, None otherwise: what
-    `entity_record` takes, computed once per sentence."""
-    return words_with_offsets(sentence.text) if sentence.text else None
+    """`split_words(sentence.text)` (`(word, start_char, end_char)` of each word) for
+    plain-text input, None otherwise: what `entity_record` takes, computed once per
+    sentence."""
+    return split_words(sentence.text) if sentence.text else None
 
 
 def entity_record(sentence, start, end, label, offsets=None, **fields):
@@ -134,10 +144,12 @@ def entity_record(sentence, start, end, label, offsets=None, **fields):
 
     Examples:
     >>> from types import SimpleNamespace  # a TaggedSentence or SpanSentence
-    >>> line = "  Peter\u00a0Blackburn visited  Zürich"
-    >>> sentence = SimpleNamespace(words=tuple(line.split()), text=line)
+    >>> line = "  Peter\u00a0Blackburn visited  Zürich, Switzerland."
+    >>> sentence = SimpleNamespace(words=tuple(w for w, _, _ in split_words(line)), text=line)
     >>> entity_record(sentence, 0, 1, "PER")
     {'start': 0, 'end': 1, 'label': 'PER', 'text': 'Peter\xa0Blackburn', 'start_char': 2, 'end_char': 17}
+    >>> entity_record(sentence, 3, 3, "LOC")
+    {'start': 3, 'end': 3, 'label': 'LOC', 'text': 'Zürich', 'start_char': 27, 'end_char': 33}
     """
     record = {"start": int(start), "end": int(end), "label": label, **fields}
     if not sentence.text:

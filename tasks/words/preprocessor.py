@@ -2,8 +2,8 @@
 
 `WordPreprocessor` is the one word encoding of the project: the tagging and
 span NER pipelines call `encode_words` inside `tf.data`, and exported models
-call it (through `call`) on raw sentences, cleaned and split into words by
-`tasks.text.text_cleaning.split_words` (as Python's `str.split()`, after BERT's clean-up).
+call it (through `call`) on raw sentences, cleaned and split into words as BERT
+splits raw text (`tasks.text.word_splitting.split_texts`: whitespace, punctuation, CJK).
 """
 
 import keras
@@ -21,7 +21,7 @@ from nlpzoo.tasks.text.ragged_rows import (
     split_rows,
     value_rowids,
 )
-from nlpzoo.tasks.text.text_cleaning import split_words
+from nlpzoo.tasks.text.word_splitting import split_texts
 from nlpzoo.tasks.words.shapes import word_shape_ids
 
 
@@ -220,14 +220,14 @@ class WordPreprocessor(TextPreprocessor):
         return self.encode_words(words, left_context, right_context)[0]
 
     def call(self, text, left_context=None, right_context=None):
-        """Dense features of raw sentences, cleaned and split into words (`split_words`).
+        """Dense features of raw sentences, cleaned and split into words (`split_texts`).
 
         `left_context` and `right_context`, when given, are [B] raw strings
         of the neighbouring sentences' words (split the same way; "" for none).
         """
-        left = None if left_context is None else split_words(left_context)
-        right = None if right_context is None else split_words(right_context)
-        return self.pad(self.encode(split_words(text), left, right))
+        left = None if left_context is None else split_texts(left_context)
+        right = None if right_context is None else split_texts(right_context)
+        return self.pad(self.encode(split_texts(text), left, right))
 
     def get_config(self):
         config = super().get_config()

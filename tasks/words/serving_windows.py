@@ -21,7 +21,7 @@ from nlpzoo.tasks.text.ragged_rows import (
     row_sums,
     value_rowids,
 )
-from nlpzoo.tasks.text.text_cleaning import split_words, split_words_with_offsets
+from nlpzoo.tasks.text.word_splitting import split_texts, split_texts_with_offsets
 
 _FAR = 2 ** 30  # beyond any subword count: closes the prefix sums of shorter rows
 
@@ -30,7 +30,7 @@ class WordWindows(typing.NamedTuple):
     """Raw texts as windows: what the serving functions run the model on and merge.
 
     words, char_starts, char_ends: [B, (W)] ragged, the cleaned words of each
-        text and their character offsets (`split_words_with_offsets`).
+        text and their character offsets (`split_texts_with_offsets`).
     features: dense model features of the N windows.
     rows, starts, ends: int32 [N], each window's text and its words
         `[start, end)`, in text order.
@@ -121,7 +121,7 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
     after its last; the other windows get the text's own words around them.
     `stride` is the overlap in subwords (`tasks.words.windows.resolve_stride`).
     """
-    words, char_starts, char_ends = split_words_with_offsets(text)
+    words, char_starts, char_ends = split_texts_with_offsets(text)
     counts = tf.cast(preprocessor.word_pieces(words).row_lengths(axis=2), tf.int32)
     budget = preprocessor.max_seq_length - 2
     rows, starts, ends = plan_windows(counts, budget, stride)
@@ -132,11 +132,11 @@ def windowed_word_inputs(preprocessor, text, left_context=None, right_context=No
     left = row_slices(words, tf.maximum(starts - free, 0), starts, rows)
     right = row_slices(words, ends, tf.minimum(ends + free, tf.gather(num_words, rows)), rows)
     if left_context is not None:
-        around = tf.gather(_at_most(split_words(left_context), budget, last=True), rows)
+        around = tf.gather(_at_most(split_texts(left_context), budget, last=True), rows)
         left = _at_most(concat_rows([_only_where(around, tf.equal(starts, 0)), left]), free,
                         last=True)
     if right_context is not None:
-        around = tf.gather(_at_most(split_words(right_context), budget, last=False), rows)
+        around = tf.gather(_at_most(split_texts(right_context), budget, last=False), rows)
         right = _at_most(concat_rows(
             [right, _only_where(around, tf.equal(ends, tf.gather(num_words, rows)))]), free,
             last=False)

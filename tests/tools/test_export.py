@@ -18,11 +18,11 @@ import tensorflow as tf
 
 from nlpzoo.tasks.span_ner.serving import span_ner_outputs
 from nlpzoo.tasks.tagging.serving import tagging_outputs
-from nlpzoo.tasks.text.text_cleaning import PYTHON_WHITESPACE, split_words
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 from nlpzoo.tasks.span_ner.decoding import decode_flat, decode_nested
 from nlpzoo.tasks.tagging import tags_to_spans
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+from nlpzoo.tasks.text.word_splitting import split_words
 from tests.helpers.binaries import finish_processes, run_tools, start_python, start_tool
 from tests.helpers.paths import CONLL
 from tests.helpers.trained_models import TRAINED_MAX_SEQ_LENGTH as MAX_SEQ_LENGTH
@@ -40,6 +40,8 @@ WORD_SENTENCES = [
     "Peter  Blackburn",
     "BRUSSELS\t1996-08-22",
     "Café\u00a0Straße in Köln said Peter Blackburn",
+    # Raw text: punctuation is split off words as BERT does, offsets index the line as given.
+    "He flew to Paris, France, on Monday.",
     # Longer than max_seq_length: read in windows (tasks.word_windows), every word tagged.
     " ".join(["The European Commission said on Thursday it disagreed with German advice ."] * 3),
     # 1,000 words, an entity in the last ones.
@@ -203,6 +205,10 @@ def test_exported_classifier_matches_predict(runs):
     np.testing.assert_allclose(np.sum(served["probabilities"], axis=1), 1.0, atol=1e-5)
 
 
+def _words(text):
+    return [word for word, _, _ in split_words(text)]
+
+
 def _served_entities(served, row, with_score=False):
     entities = []
     for i in range(served["num_entities"][row]):
@@ -217,7 +223,7 @@ def test_exported_crf_tagger_matches_predict(runs):
     assert len(predicted) == len(WORD_SENTENCES)
     for row, record in enumerate(predicted):
         count = served["num_words"][row]
-        assert served["words"][row][:count] == record["words"] == WORD_SENTENCES[row].split()
+        assert served["words"][row][:count] == record["words"] == _words(WORD_SENTENCES[row])
         assert served["tags"][row][:count] == record["tags"]
         assert "" not in record["tags"]
         assert _served_entities(served, row) == [
@@ -231,12 +237,28 @@ def test_exported_crf_tagger_matches_predict(runs):
     assert len(predicted[-1]["tags"]) == 1000
 
 
+@pytest.mark.parametrize("task", ["tagging", "span_ner"])
+def test_exported_word_models_split_raw_text_as_predict(runs, task):
+    served, predicted = runs["served"][task], runs["predictions"][task]
+    row = WORD_SENTENCES.index("He flew to Paris, France, on Monday.")
+    assert predicted[row]["words"] == ["He", "flew", "to", "Paris", ",", "France", ",", "on",
+                                       "Monday", "."]
+    for row, text in enumerate(WORD_SENTENCES):
+        count = served["num_words"][row]
+        offsets = list(zip(served["word_start_char"][row][:count],
+                           served["word_end_char"][row][:count]))
+        assert offsets == [(start, end) for _, start, end in split_words(text)]
+        assert [text[start:end] for start, end in offsets] == served["words"][row][:count]
+        for entity in predicted[row]["entities"]:  # whatever the tiny model finds
+            assert text[entity["start_char"]:entity["end_char"]] == entity["text"]
+
+
 def test_exported_span_ner_matches_predict(runs):
     served, predicted = runs["served"]["span_ner"], runs["predictions"]["span_ner"]
     assert len(predicted) == len(WORD_SENTENCES)
     for row, record in enumerate(predicted):
         count = served["num_words"][row]
-        assert served["words"][row][:count] == record["words"] == WORD_SENTENCES[row].split()
+        assert served["words"][row][:count] == record["words"] == _words(WORD_SENTENCES[row])
         entities = _served_entities(served, row, with_score=True)
         assert [e[:3] for e in entities] == [
             (e["start"], e["end"], e["label"]) for e in record["entities"]]
@@ -367,15 +389,6 @@ def test_old_model_directories_still_load(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # The in-graph word splitting and decoding against the Python code predict.py uses
 # ---------------------------------------------------------------------------------------------
-
-
-def test_split_words_is_python_str_split():
-    assert set(PYTHON_WHITESPACE) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
-    rng = np.random.default_rng(0)
-    pieces = ["EU", "Café", "1996-08-22", "ß", "\u00e9t\u00e9", "x"] + list(PYTHON_WHITESPACE)
-    texts = ["".join(rng.choice(pieces, 12)) for _ in range(50)] + ["", " \t "]
-    words = split_words(tf.constant(texts)).to_list()
-    assert [[w.decode() for w in row] for row in words] == [text.split() for text in texts]
 
 
 class _FakeTagger:

@@ -32,7 +32,7 @@ from nlpzoo.tasks.span_ner.pipeline import span_label_grid
 from nlpzoo.tasks.span_ner.readers import read_span_jsonl
 from nlpzoo.tasks.tagging.pipeline import encode_tags
 from nlpzoo.tasks.words.conll import iter_column_file, read_column_file
-from nlpzoo.tasks.text.text_cleaning import split_clean_words
+from nlpzoo.tasks.text.word_splitting import split_words
 from tests.helpers.paths import ROOT, TREC
 
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -62,7 +62,7 @@ READERS = tuple(BASE)
 
 def _texts(*texts):
     """The words the model sees in each text."""
-    return tuple(" ".join(split_clean_words(text)) for text in texts)
+    return tuple(" ".join(word for word, _, _ in split_words(text)) for text in texts)
 
 
 READ = {

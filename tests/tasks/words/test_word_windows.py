@@ -13,7 +13,7 @@ from nlpzoo.tasks.span_ner.readers import SpanSentence
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.words.conll import TaggedSentence
 from nlpzoo.tasks.tagging.task import TaggingTask
-from nlpzoo.tasks.text.text_cleaning import is_removed_character, split_clean_words, words_with_offsets
+from nlpzoo.tasks.text.word_splitting import split_words
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 from nlpzoo.tasks.words.windows import (
     Window,
@@ -270,26 +270,6 @@ def test_character_offsets_survive_accents_emoji_and_spacing(tmp_path):
     assert record["text"] == text
 
 
-def test_words_with_offsets_is_a_loop_over_the_characters():
-    def one_by_one(text):  # its definition, slow on a long line
-        words, kept = [], []
-        for index, character in enumerate(text + " "):
-            if character.isspace():
-                if kept:
-                    words.append(("".join(c for _, c in kept), kept[0][0], kept[-1][0] + 1))
-                kept = []
-            elif not is_removed_character(character):
-                kept.append((index, character))
-        return words
-
-    pieces = ["EU", "Café", "\u00ad", "\x07", "\u200b", "\ufeff", "\ufffd", "🙂", "\x00", "\x1c",
-              " ", "\t", "\u00a0", "\u2028", "\x85", "\u3000", "e\u0301", "\ud800"]
-    rng = np.random.default_rng(8)
-    for _ in range(500):
-        text = "".join(rng.choice(pieces, rng.integers(0, 12)))
-        assert words_with_offsets(text) == one_by_one(text), repr(text)
-
-
 def _with_all_context(window):
     """`window` as it was made before contexts were cut: every word around it."""
     parent, start, end = window.window.parent, window.window.start, window.window.end
@@ -384,7 +364,7 @@ def test_exported_tagger_equals_predict_on_long_texts(tmp_path, context_sentence
     model = _ContextTagger() if context_sentences else _WordTagger(positional=True)
     inputs = {"text": tf.constant(texts)}
     if context_sentences:  # predict.py's neighbours: the lines around, blank ones skipped
-        lines = [text for text in texts if split_clean_words(text)]
+        lines = [text for text in texts if split_words(text)]
         before = {text: lines[k - 1] if k else "" for k, text in enumerate(lines)}
         after = {text: lines[k + 1] if k + 1 < len(lines) else "" for k, text in enumerate(lines)}
         inputs["left_context"] = tf.constant([before.get(text, "") for text in texts])
@@ -399,7 +379,7 @@ def test_exported_tagger_equals_predict_on_long_texts(tmp_path, context_sentence
         str(path), "text"), labels, str(output), batch_size=8)
     records = iter(json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
     for row, text in enumerate(texts):
-        if not split_clean_words(text):  # a blank line to predict.py
+        if not split_words(text):  # a blank line to predict.py
             assert served["num_words"][row] == 0
             continue
         record = next(records)
@@ -430,7 +410,7 @@ def test_exported_span_model_equals_predict_on_long_texts(tmp_path):
         str(path), "text"), labels, str(output), batch_size=8)
     records = iter(json.loads(line) for line in output.read_text(encoding="utf-8").splitlines())
     for row, text in enumerate(texts):
-        if not split_clean_words(text):  # a blank line to predict.py
+        if not split_words(text):  # a blank line to predict.py
             continue
         record = next(records)
         entities = [(served["entity_start"][row][k], served["entity_end"][row][k],
