@@ -32,10 +32,11 @@ def install_task_resolver(resolver):
     lookup down instead. Returns the resolver that was installed before.
 
     Examples:
-    >>> import nlpzoo.tasks.registry  # installs the registry's lookup
-    >>> install_task_resolver(None).__name__
-    'task_from_metadata'
-    >>> install_task_resolver(nlpzoo.tasks.registry.task_from_metadata)
+    >>> def by_name(metadata):
+    ...     return metadata["task"]
+    >>> previous = install_task_resolver(by_name)
+    >>> install_task_resolver(previous) is by_name
+    True
     """
     global _task_resolver
     previous, _task_resolver = _task_resolver, resolver
@@ -151,7 +152,7 @@ class EncoderTaskModel(keras.Model):
         return self._task
 
     @property
-    def labels(self):
+    def label_names(self):
         """The label names in label-id order (from the metadata); None without metadata."""
         return None if self.task_metadata is None else list(self.task_metadata["labels"])
 
@@ -165,7 +166,7 @@ class EncoderTaskModel(keras.Model):
                 "call `model.attach_metadata(task=..., labels=..., vocabulary=...)`; or pass "
                 "the features of `task.make_dataset`")
         task = self.task
-        return task, task.preprocessor_of(self.preprocessor), self.labels
+        return task, task.preprocessor_of(self.preprocessor), self.label_names
 
     def raw_dataset(self, inputs, targets=None, batch_size=None, training=False, seed=None):
         """The dataset `fit` (`training=True`) or `evaluate` makes of raw inputs.
