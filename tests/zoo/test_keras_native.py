@@ -153,7 +153,7 @@ def test_load_pretrained_carries_the_checkpoint_tokenizer(tmp_path):
     directory = str(tmp_path / "checkpoint")
     save_encoder_checkpoint(encoder, directory, vocabulary, lowercase=True)
     model = load_pretrained(directory, "classification", labels=["closed", "open"])
-    assert model.preprocessor.vocabulary == vocabulary and model.preprocessor.lowercase
+    assert list(model.preprocessor.vocabulary) == vocabulary and model.preprocessor.lowercase
     predictions = model.predict(["Café opens"])
     assert predictions[0]["label"] in ("closed", "open")
     # The checkpoint's shape is bert_tiny: its default max_seq_length.
@@ -210,7 +210,10 @@ def test_total_steps_given_is_kept(trec):
     assert model.deferred_schedule is None
     rates = _Rates()
     model.fit(texts[:16], labels[:16], batch_size=8, epochs=1, verbose=0, callbacks=[rates])
-    assert rates.rates == pytest.approx([1e-3, 1e-3 * 99 / 100])
+    # 16 questions in length groups: a few batches, each at the given schedule's rate.
+    assert len(rates.rates) >= 2
+    assert rates.rates == pytest.approx([1e-3 * (100 - step) / 100
+                                         for step in range(len(rates.rates))])
 
 
 def test_deferred_schedule_survives_saving(tmp_path, trec):

@@ -33,7 +33,7 @@ Examples (a tiny encoder saved first; any of the three formats loads alike):
 >>> model.output_shape
 (None, 3)
 >>> tagger = load_pretrained(directory, "tagging", head="crf", labels=["O", "B-LOC", "I-LOC"])
->>> tagger.label_names, tagger.preprocessor.vocabulary == vocabulary
+>>> tagger.label_names, list(tagger.preprocessor.vocabulary) == vocabulary
 (['O', 'B-LOC', 'I-LOC'], True)
 """
 
