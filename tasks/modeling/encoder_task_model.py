@@ -176,8 +176,10 @@ class EncoderTaskModel(keras.Model):
         `prediction_examples` (long sentences in windows) and `make_dataset`.
         """
         task, preprocessor, labels = self._raw_setup()
-        examples = task.raw_examples(raw_values(inputs),
-                                     None if targets is None else raw_values(targets), labels)
+        if targets is None:
+            raise ValueError("raw inputs to fit or evaluate need their labels: pass y (label "
+                             "names or ids; for word tasks one tag list per sentence)")
+        examples = task.raw_examples(raw_values(inputs), raw_values(targets), labels)
         if not training:
             examples = task.prediction_examples(examples, preprocessor)
         return task.make_dataset(examples, preprocessor, labels, batch_size=batch_size or 32,

@@ -342,3 +342,9 @@ def test_raw_dataset_declares_its_length(classifier, trec):
         assert cardinality == len(list(dataset)) == len(list(dataset))
     assert int(loaded.raw_dataset(texts, labels, 7).cardinality()) == -(-60 // 7)
     assert isinstance(dataset, tf.data.Dataset)
+
+
+def test_fit_on_raw_inputs_needs_labels(classifier):
+    model, _ = classifier
+    with pytest.raises(ValueError, match="need their labels: pass y"):
+        model.fit(QUESTIONS, epochs=1, verbose=0)
