@@ -83,3 +83,14 @@ def import_task_modules(modules):
         except ImportError as error:
             raise ValueError(f"cannot import task module {module!r}: {error}") from None
 
+
+
+def _install_resolver():
+    # Task models find their Task from their metadata through this lookup; the model layer
+    # sits below the registry and may not import it (see `install_task_resolver`).
+    from nlpzoo.tasks.modeling.encoder_task_model import install_task_resolver
+
+    install_task_resolver(task_from_metadata)
+
+
+_install_resolver()

@@ -274,6 +274,39 @@ class Task:
         """Predicts `examples` and writes them to `output` atomically; returns a summary."""
         raise NotImplementedError
 
+    # === Raw inputs (`EncoderTaskModel.fit`, `evaluate` and `predict` on Python values) ===
+
+    def default_labels(self, num_classes):
+        """Label names for a model given only `num_classes`: "0" … "n-1".
+
+        >>> Task().default_labels(3)
+        ['0', '1', '2']
+        """
+        return [str(index) for index in range(num_classes)]
+
+    def raw_examples(self, inputs, targets=None, labels=None):
+        """This task's examples from raw Python inputs (texts, pairs, word lists).
+
+        `inputs` and `targets` are plain Python lists
+        (`tasks.text.raw_inputs.raw_values`); `targets` None (prediction)
+        gives examples whose labels are placeholders. `labels` are the
+        model's label names, for targets given as ids. None by default: the
+        task takes no raw inputs.
+        """
+        raise ValueError(f"{self.name} models take no raw inputs; pass the features its "
+                         "make_dataset makes")
+
+    def predict_outputs(self, model, preprocessor, examples, labels, batch_size=32):
+        """The model's outputs for `examples` (from `raw_examples`), as
+        `decode_predictions` reads them; batched as tools/predict.py batches."""
+        raise NotImplementedError
+
+    def decode_predictions(self, examples, outputs, labels):
+        """One result per example of `predict_outputs`, as a user wants it (label names
+        and probabilities; words, tags and entities): what `model.predict` on raw
+        inputs returns."""
+        raise NotImplementedError
+
     # === Ensembles ===
 
     def ensemble_conflict(self, other):

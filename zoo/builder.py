@@ -22,6 +22,8 @@ _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_deca
 _ADAPTATION_FIELDS = ("freeze_encoder", "layer_mix", "adapter_size", "lora_rank", "l2sp")
 # How the encoder runs, not what it computes (`TransformerEncoder.pack_length`).
 _EXECUTION_FIELDS = ("pack_length",)
+# What turns raw text into the model's inputs (the model's preprocessor, `_attach_metadata`).
+_PREPROCESSING_FIELDS = ("vocabulary", "tokenizer", "lowercase", "max_seq_length")
 
 
 def _closest_first(name, valid):
@@ -183,8 +185,18 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             padding; needs `jit_compile` off: see
             `layers.TransformerEncoder.pack_length`). Gradual unfreezing changes what trains
             during `fit`: it is a callback,
-            `tasks.training.gradual_unfreezing.GradualUnfreezing`. Unknown names or
-            bad values raise `ValueError`.
+            `tasks.training.gradual_unfreezing.GradualUnfreezing`. Preprocessing
+            fields give the model a preprocessor, so that `fit`, `evaluate` and
+            `predict` take raw text (`EncoderTaskModel`): `vocabulary` (the
+            WordPiece tokens in id order; it sets `vocabulary_size`) or
+            `tokenizer` (a `WordPieceTokenizer`), `lowercase` (default True;
+            a tokenizer's own) and `max_seq_length` (default: the encoder
+            preset's `fine_tuning.max_seq_length`, at most the encoder's
+            `max_sequence_length`). Every model carries its task, options and
+            labels (`labels`, else "0".."n-1"). Without `total_steps` a
+            compiled model resolves its schedule when `fit` starts (warm-up
+            over the preset's `fine_tuning.warmup_fraction` of the steps, or
+            `warmup_steps`). Unknown names or bad values raise `ValueError`.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
@@ -232,10 +244,15 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
     if encoder_preset not in ENCODER_PRESETS:
         raise _unknown("encoder preset", encoder_preset, ENCODER_PRESETS)
     valid = (_ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS
-             + _ADAPTATION_FIELDS + _EXECUTION_FIELDS)
+             + _ADAPTATION_FIELDS + _EXECUTION_FIELDS + _PREPROCESSING_FIELDS)
     for name in overrides:
         if name not in valid:
             raise _unknown("override", name, valid)
+    preprocessing = {name: overrides.pop(name) for name in _PREPROCESSING_FIELDS
+                     if name in overrides}
+    vocabulary = _vocabulary_of(preprocessing)
+    if vocabulary is not None and encoder is None:
+        overrides.setdefault("vocabulary_size", len(vocabulary))
     adaptation = check_adaptation(overrides)
     encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
     head = {name: value for name, value in overrides.items() if name in task.head_options}
@@ -259,6 +276,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
                 "the data, and XLA compiles static shapes only")
         transformer_of(encoder).pack_length = overrides["pack_length"]
     model = task.build_model(encoder, dropout=encoder_config["dropout"], **head)
+    _attach_metadata(model, task, encoder_preset, head, vocabulary, preprocessing)
     if compile:
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
@@ -282,6 +300,12 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         schedule = overrides.get("schedule", "linear")
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        if total_steps is None and schedule != "constant":
+            # The steps are known when `fit` starts (`EncoderTaskModel.fit`): the schedule then.
+            model.deferred_schedule = {
+                "schedule": schedule, "learning_rate": learning_rate,
+                "warmup_fraction": defaults.warmup_fraction,
+                "warmup_steps": overrides.get("warmup_steps")}
         model.compile(
             optimizer=create_optimizer(
                 learning_rate, total_steps, warmup_steps, weight_decay,
@@ -293,3 +317,37 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
             jit_compile=jit_compile,
         )
     return model
+
+
+def _vocabulary_of(preprocessing):
+    """The vocabulary given as `vocabulary` or with `tokenizer` (None if neither)."""
+    vocabulary, tokenizer = preprocessing.get("vocabulary"), preprocessing.get("tokenizer")
+    if vocabulary is not None and tokenizer is not None:
+        raise ValueError("give vocabulary or tokenizer, not both")
+    if tokenizer is not None:
+        preprocessing.setdefault("lowercase", tokenizer.lowercase)
+        return list(tokenizer.vocabulary)
+    return None if vocabulary is None else [str(token) for token in vocabulary]
+
+
+def _attach_metadata(model, task, encoder_preset, head, vocabulary, preprocessing):
+    """Gives `model` its task, options, labels and (with a vocabulary) its preprocessor."""
+    if not hasattr(model, "attach_metadata"):
+        return
+    labels = head.get("labels")
+    if labels is None:
+        num_classes = head.get("num_classes")
+        if num_classes is None and isinstance(model.output_shape, tuple):
+            num_classes = model.output_shape[-1]  # the head's default
+        labels = task.default_labels(int(num_classes)) if num_classes else []
+    preprocessor = None
+    if vocabulary is not None:
+        default_length = ENCODER_PRESETS[encoder_preset].fine_tuning.max_seq_length
+        longest = transformer_of(model.encoder).max_sequence_length
+        max_seq_length = preprocessing.get("max_seq_length", min(default_length, longest))
+        _check_number("max_seq_length", max_seq_length, int, low=3, high=longest)
+        preprocessor = task.make_preprocessor(vocabulary, preprocessing.get("lowercase", True),
+                                              max_seq_length)
+    model.attach_metadata(task=task.name, labels=labels, preprocessor=preprocessor,
+                          task_options=task.options_dict(), task_module=type(task).__module__)
+    model._task = task  # known here: no registry look-up needed

@@ -45,3 +45,16 @@ def class_probabilities(model, preprocessor, examples, batch_size):
         preprocessor.padding_values, preprocessor.max_seq_length,
         pad_to_buckets=compiles_each_shape(model))
     return softmax_probabilities(np.stack(rows)) if rows else np.zeros((0, 0))
+
+
+def prediction_record(probabilities, labels):
+    """What `model.predict` on raw texts returns for one example: the most probable
+    `label`, its probability (`score`) and every label's (`scores`), unrounded.
+
+    Examples:
+    >>> prediction_record(np.array([0.25, 0.75]), ["DESC", "HUM"])
+    {'label': 'HUM', 'score': 0.75, 'scores': {'DESC': 0.25, 'HUM': 0.75}}
+    """
+    best = int(np.argmax(probabilities))
+    return {"label": labels[best], "score": float(probabilities[best]),
+            "scores": {label: float(p) for label, p in zip(labels, probabilities)}}

@@ -6,7 +6,7 @@ import json
 from absl import flags
 
 from nlpzoo.tasks.classification.model import Classifier
-from nlpzoo.tasks.classification.predictions import class_probabilities
+from nlpzoo.tasks.classification.predictions import class_probabilities, prediction_record
 from nlpzoo.tasks.modeling.class_metrics import (
     classification_loss,
     classification_metrics,
@@ -20,6 +20,7 @@ from nlpzoo.tasks.classification.serving import classification_outputs
 from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.labels import sorted_label_names
+from nlpzoo.tasks.text.raw_inputs import check_targets, label_name
 from nlpzoo.tasks.text.prediction_io import looks_like_jsonl, read_text_lines, write_output
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.task import Task
@@ -176,6 +177,38 @@ class ClassificationTask(Task):
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
         write_output(output, lines)
         return f"{len(examples)} texts"
+
+    # === Raw inputs ===
+
+    def raw_examples(self, inputs, targets=None, labels=None):
+        """`ClassificationExample`s of texts, or of `(text, text_pair)` pairs for a pair
+        classifier; `targets` are label names or ids (None: the first label, unused).
+
+        >>> ClassificationTask().raw_examples(["Who is he ?"], [1], ["DESC", "HUM"])[0].label
+        'HUM'
+        """
+        check_targets(inputs, targets)
+        examples = []
+        for index, item in enumerate(inputs):
+            paired = isinstance(item, tuple)
+            if paired != self.options.paired_input or (paired and len(item) != 2):
+                wanted = "(text, text_pair) pairs" if self.options.paired_input else "texts"
+                raise ValueError(f"x[{index}]: this classifier reads {wanted}, got {item!r}")
+            text, pair = item if paired else (item, None)
+            label = (labels[0] if targets is None
+                     else label_name(targets[index], labels, f"y[{index}]"))
+            examples.append(readers.ClassificationExample(text=text, label=label, text_pair=pair,
+                                                          source="y", line=index))
+        return examples
+
+    def predict_outputs(self, model, preprocessor, examples, labels, batch_size=32):
+        """Class probabilities [N, C], batched by length (as tools/predict.py does)."""
+        return class_probabilities(model, self.preprocessor_of(preprocessor), examples,
+                                   batch_size)
+
+    def decode_predictions(self, examples, outputs, labels):
+        """`{"label", "score", "scores"}` per example (`prediction_record`)."""
+        return [prediction_record(row, labels) for row in outputs]
 
     # === Serving ===
 

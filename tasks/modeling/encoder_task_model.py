@@ -2,6 +2,8 @@
 and the metadata that makes its `.keras` file self-contained."""
 
 import json
+import logging
+import math
 
 import keras
 import tensorflow as tf
@@ -9,8 +11,36 @@ from keras import ops
 
 from nlpzoo.layers import Encoder, transformer_of
 from nlpzoo.tasks.modeling.auxiliary_mlm import AuxiliaryMaskedLM  # noqa: F401  (registered for from_config)
+from nlpzoo.tasks.text.raw_inputs import is_raw_input, raw_values
+from nlpzoo.tasks.training.optimization import schedule_for_fit
 from nlpzoo.tasks.text.padding_fraction import PaddingFraction
 from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+
+logger = logging.getLogger(__name__)
+
+# How a model finds its `Task` from its metadata: `tasks.registry` sits above this
+# module (layering), so it installs its `task_from_metadata` here when it is imported.
+_task_resolver = None
+
+
+def install_task_resolver(resolver):
+    """Sets the function `EncoderTaskModel.task` turns its metadata into a `Task` with.
+
+    `tasks.registry` installs `task_from_metadata` when it is imported (as
+    every task family and `nlpzoo.zoo` import it): the model layer may not
+    import the registry, which sits above it, so the registry hands its
+    lookup down instead. Returns the resolver that was installed before.
+
+    Examples:
+    >>> def by_name(metadata):
+    ...     return metadata["task"]
+    >>> previous = install_task_resolver(by_name)
+    >>> install_task_resolver(previous) is by_name
+    True
+    """
+    global _task_resolver
+    previous, _task_resolver = _task_resolver, resolver
+    return previous
 
 
 class EncoderTaskModel(keras.Model):
@@ -35,12 +65,32 @@ class EncoderTaskModel(keras.Model):
 
     Both are None on a model without metadata (and on `.keras` files saved
     before it existed); they are left out of the config then.
+    `zoo.build_model`, `zoo.load_pretrained`, `zoo.load_trained` and the
+    binaries attach them (the preprocessor once a vocabulary is known).
+
+    Raw inputs: with its metadata, `fit`, `evaluate` and `predict` also take
+    Python values, as KerasHub's tasks do: a list (or numpy array) of
+    strings, of `(text, text_pair)` tuples for pair classification, of word
+    lists (or strings, split into words) for word tasks; `y` holds label
+    names or ids (word tasks: one tag list per sentence). The model's `task`
+    turns them into its examples (`Task.raw_examples`) and its dataset
+    (`Task.make_dataset`: the command line's bucketing), and `predict`
+    returns them decoded (`Task.decode_predictions`: label names and
+    probabilities; words, tags and entities with character offsets). Tensors
+    and datasets work as in any Keras model.
+
+    Learning rate: a model compiled without `total_steps` (`deferred_schedule`
+    set by `zoo.build_model`) gets the command line's schedule when `fit`
+    starts: warm-up over 10% of the fit's steps then decay, the steps being
+    steps per epoch (the dataset's declared length) × epochs.
     """
 
     preprocessor = None
     task_metadata = None
     auxiliary_mlm = None
     padding_fraction = None
+    deferred_schedule = None
+    _task = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -67,7 +117,9 @@ class EncoderTaskModel(keras.Model):
             labels: the label names in label-id order.
             preprocessor: the task's preprocessor (`task.make_preprocessor`);
                 or, to make a `TextPreprocessor`, give the next three.
-            vocabulary: the WordPiece tokens in id order.
+            vocabulary: the WordPiece tokens in id order; with neither this nor
+                `preprocessor` the model keeps no preprocessor (yet): it
+                knows its task and labels but cannot read raw text.
             lowercase: whether text is lower-cased and accent-stripped.
             max_seq_length: the longest packed sequence the model was trained on.
             task_options: the task's options, as `tasks.registry.get_task` takes them.
@@ -76,13 +128,121 @@ class EncoderTaskModel(keras.Model):
         Returns:
             The model.
         """
-        if preprocessor is None:
+        if preprocessor is None and vocabulary is not None:
             preprocessor = TextPreprocessor(vocabulary, lowercase=lowercase,
                                             max_seq_length=max_seq_length, name="preprocessor")
         metadata = {"task": task, "labels": [str(label) for label in labels],
                     "task_options": dict(task_options or {}), **extra}
         self._set_metadata(preprocessor, metadata)
         return self
+
+    @property
+    def task(self):
+        """This model's `Task` (`tasks.task.Task`), from its metadata; None without metadata.
+
+        Set directly by `zoo.build_model` (which knows it); otherwise looked up
+        by the task name and options the metadata holds, through the resolver
+        `tasks.registry` installs (`install_task_resolver`).
+        """
+        if self._task is None and self.task_metadata is not None:
+            if _task_resolver is None:
+                raise ValueError(f"the model's task {self.task_metadata['task']!r} needs the "
+                                 "task registry: import nlpzoo.zoo first")
+            self._task = _task_resolver(self.task_metadata)
+        return self._task
+
+    @property
+    def label_names(self):
+        """The label names in label-id order (from the metadata); None without metadata."""
+        return None if self.task_metadata is None else list(self.task_metadata["labels"])
+
+    def _raw_setup(self):
+        """`(task, preprocessor, labels)` for raw inputs; a clear error when they are missing."""
+        if self.task_metadata is None or self.preprocessor is None:
+            raise ValueError(
+                f"{self.name} cannot read raw text: it has no preprocessor (no vocabulary is "
+                "known). Build it with one (`build_model(preset, vocabulary=tokens)` or "
+                "`tokenizer=`), start from a checkpoint (`load_pretrained(path, task)`), or "
+                "call `model.attach_metadata(task=..., labels=..., vocabulary=...)`; or pass "
+                "the features of `task.make_dataset`")
+        task = self.task
+        return task, task.preprocessor_of(self.preprocessor), self.label_names
+
+    def raw_dataset(self, inputs, targets=None, batch_size=None, training=False, seed=None):
+        """The dataset `fit` (`training=True`) or `evaluate` makes of raw inputs.
+
+        `inputs` and `targets` as for `fit` (see the class docstring); the
+        examples go through the task's `raw_examples`, then (evaluation) its
+        `prediction_examples` (long sentences in windows) and `make_dataset`.
+        """
+        task, preprocessor, labels = self._raw_setup()
+        if targets is None:
+            raise ValueError("raw inputs to fit or evaluate need their labels: pass y (label "
+                             "names or ids; for word tasks one tag list per sentence)")
+        examples = task.raw_examples(raw_values(inputs), raw_values(targets), labels)
+        if not training:
+            examples = task.prediction_examples(examples, preprocessor)
+        return task.make_dataset(examples, preprocessor, labels, batch_size=batch_size or 32,
+                                 training=training, seed=seed)
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, **kwargs):
+        """Keras's `fit`; `x` may also be raw inputs with `y` their labels (class docstring).
+
+        Raw `validation_data` (a `(inputs, labels)` tuple) is converted too.
+        A model compiled without `total_steps` resolves its learning-rate
+        schedule here (`deferred_schedule`), and says so in one line.
+        """
+        if is_raw_input(x):
+            x, y = self.raw_dataset(x, y, batch_size, training=True), None
+            batch_size = None
+            kwargs["shuffle"] = False  # the dataset shuffles itself (and Keras would warn)
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, (tuple, list)) and validation and is_raw_input(validation[0]):
+            kwargs["validation_data"] = self.raw_dataset(
+                validation[0], validation[1] if len(validation) > 1 else None,
+                kwargs.get("validation_batch_size") or batch_size, training=False)
+        self._resolve_schedule(x, batch_size, epochs, kwargs)
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """Keras's `evaluate`; `x` may also be raw inputs with `y` their labels."""
+        if is_raw_input(x):
+            x, y = self.raw_dataset(x, y, batch_size, training=False), None
+            batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Keras's `predict`: raw outputs for tensors and datasets; for raw inputs, one
+        decoded result per input (`Task.decode_predictions`: label names and
+        probabilities, or words, tags and entities with character offsets)."""
+        if not is_raw_input(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        task, preprocessor, labels = self._raw_setup()
+        examples = task.raw_examples(raw_values(x), None, labels)
+        outputs = task.predict_outputs(self, preprocessor, examples, labels, batch_size or 32)
+        return task.decode_predictions(examples, outputs, labels)
+
+    def _resolve_schedule(self, x, batch_size, epochs, fit_options):
+        """Gives a model compiled without `total_steps` the schedule of this `fit`'s steps."""
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        if self.deferred_schedule is None or optimizer is None:
+            return
+        steps = fit_options.get("steps_per_epoch") or _steps_per_epoch(x, batch_size)
+        epochs = epochs - fit_options.get("initial_epoch", 0)
+        if not steps or epochs < 1:
+            logger.warning("the training data's length is unknown: the learning rate stays "
+                           "constant (give steps_per_epoch, or compile with total_steps)")
+            return
+        options = self.deferred_schedule
+        schedule, line = schedule_for_fit(
+            options["schedule"], options["learning_rate"], steps * epochs,
+            warmup_fraction=options.get("warmup_fraction", 0.1),
+            warmup_steps=options.get("warmup_steps"), start_step=int(optimizer.iterations))
+        optimizer.learning_rate = schedule
+        self.train_function = None  # traced with the old rate: trace again
+        if fit_options.get("verbose", "auto") != 0:
+            print(line, flush=True)  # beside Keras's own progress lines
+        logger.info(line)
 
     def _set_metadata(self, preprocessor, metadata):
         try:
@@ -92,6 +252,7 @@ class EncoderTaskModel(keras.Model):
             raise ValueError(f"task metadata must be JSON-serialisable: {error}") from None
         self.preprocessor = preprocessor
         self.task_metadata = metadata
+        self._task = None  # looked up again from the new metadata
 
     def attach_auxiliary_mlm(self, objective):
         """Adds an auxiliary masked-LM loss (`tasks.modeling.auxiliary_mlm`) to this model's training loss.
@@ -136,9 +297,12 @@ class EncoderTaskModel(keras.Model):
         }
         if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        if self.task_metadata is not None:
             config["task_metadata"] = self.task_metadata
         if self.auxiliary_mlm is not None:
             config["auxiliary_mlm"] = keras.saving.serialize_keras_object(self.auxiliary_mlm)
+        if self.deferred_schedule is not None:
+            config["deferred_schedule"] = dict(self.deferred_schedule)
         return config
 
     @classmethod
@@ -150,12 +314,16 @@ class EncoderTaskModel(keras.Model):
         preprocessor = config.pop("preprocessor", None)
         metadata = config.pop("task_metadata", None)
         auxiliary_mlm = config.pop("auxiliary_mlm", None)
+        deferred_schedule = config.pop("deferred_schedule", None)
         model = cls(**config)
+        model.deferred_schedule = deferred_schedule
         if auxiliary_mlm is not None:
             model.attach_auxiliary_mlm(keras.saving.deserialize_keras_object(auxiliary_mlm))
         if preprocessor is not None:
             # Its vocabulary comes afterwards, from the archive's assets (`load_assets`).
-            model._set_metadata(keras.saving.deserialize_keras_object(preprocessor), metadata)
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        if metadata is not None:
+            model._set_metadata(preprocessor, metadata)
         return model
 
     def _plus_layer_losses(self, loss, x=None, training=False):
@@ -169,6 +337,20 @@ class EncoderTaskModel(keras.Model):
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         loss = loss / replicas if replicas > 1 else loss
         return loss + self._auxiliary_loss(x, training)
+
+
+def _steps_per_epoch(x, batch_size):
+    """The batches of one pass over `x`: a dataset's declared length, a Keras
+    `PyDataset`'s, or arrays' rows / `batch_size`; None when unknown."""
+    if isinstance(x, tf.data.Dataset):
+        batches = int(x.cardinality())
+        return batches if batches > 0 else None
+    if isinstance(x, keras.utils.PyDataset):
+        return len(x)
+    leaves = [leaf for leaf in tf.nest.flatten(x) if hasattr(leaf, "shape") and len(leaf.shape)]
+    if leaves:
+        return math.ceil(int(leaves[0].shape[0]) / (batch_size or 32))
+    return None
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")

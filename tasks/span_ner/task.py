@@ -30,10 +30,11 @@ from nlpzoo.tasks.span_ner.model import SpanNER
 from nlpzoo.tasks.span_ner.pipeline import make_dataset
 from nlpzoo.tasks.span_ner.serving import span_ner_outputs
 from nlpzoo.tasks.words.conll import read_column_file
-from nlpzoo.tasks.words.tags import spans_to_tags
+from nlpzoo.tasks.words.tags import spans_to_tags, tags_to_spans
 from nlpzoo.tasks.task import Task
 from nlpzoo.tasks.training.tensorboard_examples import entity_comparison, first_batch
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+from nlpzoo.tasks.words.raw_sentences import raw_sentences
 from nlpzoo.tasks.words.shapes import CasingFeaturesOption, define_casing_flag
 from nlpzoo.tasks.words.windows import (
     check_stride,
@@ -271,16 +272,45 @@ class SpanNERTask(CasingFeaturesOption, Task):
         lines = []
         for sentence, found in zip(sentences, entities):
             if as_jsonl:
-                offsets = prediction_io.word_offsets(sentence)
-                lines.append(json.dumps(prediction_io.sentence_record(sentence, entities=[
-                    prediction_io.entity_record(sentence, start, end, label, offsets,
-                                  score=round(float(score), 6))
-                    for start, end, label, score in found]), ensure_ascii=False) + "\n")
+                lines.append(json.dumps(_span_record(sentence, found, digits=6),
+                                        ensure_ascii=False) + "\n")
             else:
                 tags = spans_to_tags([(s, e, l) for s, e, l, _ in found], len(sentence.words))
                 lines.append("".join(f"{w} {t}\n" for w, t in zip(sentence.words, tags)) + "\n")
         prediction_io.write_output(output, lines)
         return f"{len(sentences)} sentences"
+
+    # === Raw inputs ===
+
+    def raw_examples(self, inputs, targets=None, labels=None):
+        """`SpanSentence`s of word lists or raw strings (split by
+        `tasks.words.raw_sentences.split_text`, the string kept for character
+        offsets), their entities read from tag lists (`B-PER`, ...; None: no
+        entities), as one document.
+
+        >>> SpanNERTask().raw_examples([("Paris", "is")], [["B-LOC", "O"]])[0].spans
+        ((0, 0, 'LOC'),)
+        """
+        sentences = raw_sentences(
+            inputs, targets, None,
+            lambda words, tags, text: readers.SpanSentence(words, tags_to_spans(tags),
+                                                           text=text))
+        return add_document_context(sentences, self.options.context_sentences)
+
+    def predict_outputs(self, model, preprocessor, sentences, labels, batch_size=32):
+        """The decoded entities `(start, end, label, score)` of every sentence (long ones
+        in windows, batched by length), with this task's decoding options."""
+        preprocessor = self.preprocessor_of(preprocessor)
+        windows = self.prediction_examples(sentences, preprocessor)
+        probabilities = span_probabilities_in_length_order(
+            model, preprocessor, windows, self.options.max_span_width, batch_size)
+        return decode_all(probabilities, labels, self.options.threshold, self.options.decoding,
+                          self.options.flat_method)
+
+    def decode_predictions(self, sentences, entities, labels):
+        """`{"words", "entities"}` per sentence (and `text` for a raw string, whose entities
+        then have `start_char`/`end_char`), entities with scores: tools/predict.py's JSONL."""
+        return [_span_record(sentence, found) for sentence, found in zip(sentences, entities)]
 
     # === Serving ===
 
@@ -307,3 +337,14 @@ def _span_window(sentence, window, left, right):
     return dataclasses.replace(sentence, words=sentence.words[window.start:window.end],
                                spans=spans, left_context=left, right_context=right,
                                window=window)
+
+
+def _span_record(sentence, found, digits=None):
+    """A sentence's words and decoded entities with their scores (rounded to `digits`
+    places when given), character offsets for raw text."""
+    offsets = prediction_io.word_offsets(sentence)
+    return prediction_io.sentence_record(sentence, entities=[
+        prediction_io.entity_record(sentence, start, end, label, offsets,
+                                    score=float(score) if digits is None
+                                    else round(float(score), digits))
+        for start, end, label, score in found])

@@ -33,6 +33,7 @@ from nlpzoo.tasks.tagging.serving import tagging_outputs
 from nlpzoo.tasks.task import Task
 from nlpzoo.tasks.training.tensorboard_examples import entity_comparison, first_batch
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+from nlpzoo.tasks.words.raw_sentences import raw_sentences
 from nlpzoo.tasks.words.shapes import CasingFeaturesOption, define_casing_flag
 from nlpzoo.tasks.words.windows import (
     check_stride,
@@ -260,6 +261,33 @@ class TaggingTask(CasingFeaturesOption, Task):
         write_output(output, _tagging_lines(sentences, predictions, as_jsonl))
         return f"{len(sentences)} sentences"
 
+    # === Raw inputs ===
+
+    def raw_examples(self, inputs, targets=None, labels=None):
+        """`TaggedSentence`s of word lists or raw strings (split by
+        `tasks.words.raw_sentences.split_text`, the string kept for character
+        offsets), with tag lists of names or ids (None: all "O"), as one document.
+
+        >>> TaggingTask().raw_examples(["Paris is"], [["B-LOC", "O"]])[0].words
+        ('Paris', 'is')
+        """
+        sentences = raw_sentences(
+            inputs, targets, labels,
+            lambda words, tags, text: readers.TaggedSentence(words, tags, text=text))
+        return add_document_context(sentences, self.options.context_sentences)
+
+    def predict_outputs(self, model, preprocessor, sentences, labels, batch_size=32):
+        """The predicted tags of every word, long sentences in windows, batched by length."""
+        preprocessor = self.preprocessor_of(preprocessor)
+        windows = self.prediction_examples(sentences, preprocessor)
+        return predict_tags_in_length_order(model, preprocessor, windows, labels, batch_size)
+
+    def decode_predictions(self, sentences, predictions, labels):
+        """`{"words", "tags", "entities"}` per sentence (and `text` for a raw string, whose
+        entities then have `start_char`/`end_char`): tools/predict.py's JSONL records."""
+        return [_tagging_record(sentence, predicted)
+                for sentence, predicted in zip(sentences, predictions)]
+
     # === Serving ===
 
     def serving_inputs(self):
@@ -289,10 +317,14 @@ def _tagged_window(sentence, window, left, right, scheme):
 def _tagging_lines(sentences, predictions, as_jsonl):
     for sentence, predicted in zip(sentences, predictions):
         if as_jsonl:
-            offsets = word_offsets(sentence)
-            entities = [entity_record(sentence, start, end, label, offsets)
-                        for start, end, label in tags.tags_to_spans(predicted)]
-            yield json.dumps(sentence_record(sentence, tags=predicted, entities=entities),
-                             ensure_ascii=False) + "\n"
+            yield json.dumps(_tagging_record(sentence, predicted), ensure_ascii=False) + "\n"
         else:
             yield "".join(f"{word} {tag}\n" for word, tag in zip(sentence.words, predicted)) + "\n"
+
+
+def _tagging_record(sentence, predicted):
+    """A sentence's words, predicted tags and entities (character offsets for raw text)."""
+    offsets = word_offsets(sentence)
+    entities = [entity_record(sentence, start, end, label, offsets)
+                for start, end, label in tags.tags_to_spans(predicted)]
+    return sentence_record(sentence, tags=list(predicted), entities=entities)

@@ -1,5 +1,6 @@
 """Padding to a small fixed set of lengths, so XLA compiles a few shapes only."""
 
+import numpy as np
 import tensorflow as tf
 
 DEFAULT_BUCKETS = (16, 32, 64, 128, 256, 512)
@@ -83,13 +84,12 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
     computes only up to the longest (`TransformerEncoder.pack_length`).
     An example's length is that of the longest of its `length_features`.
     """
-    lengths = bucket_lengths(max_length)
     spec = dataset.element_spec
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, spec)
     values = _padding_value_structure(spec, padding_values)
     if group_by_length:
         # Grouped by length in steps of GROUPING_STEP tokens, padded to the coarse bucket.
-        boundaries = list(range(GROUPING_STEP + 1, lengths[-1] + 1, GROUPING_STEP))
+        boundaries = grouping_boundaries(max_length)
         dataset = dataset.bucket_by_sequence_length(
             element_length_func=lambda features, labels: tf.reduce_max(
                 tf.stack([tf.shape(features[name])[0] for name in length_features])),
@@ -128,24 +128,35 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     """The common tail of every input pipeline: cache the encoded examples, then batch.
 
     Training: shuffle every epoch, group examples of similar length into
-    buckets. Otherwise: keep the order and declare the number of batches
-    (Keras wants it to size progress bars and avoid a warning); the cache is
-    filled here, in one pass that checks there are `count` examples.
-    `length_features` name the features whose longest decides the bucket.
+    buckets. Otherwise: keep the order. Either way the dataset declares its
+    number of batches (`assert_cardinality`): Keras sizes progress bars with
+    it, and `EncoderTaskModel.fit` resolves a learning-rate schedule from it.
+    The cache is filled here, in one pass that checks there are `count`
+    examples (and, for training, reads each example's length: see
+    `training_batch_count`). `length_features` name the features whose
+    longest decides the bucket.
 
     `seed`: an int (or None) reshuffles at every iteration; `(seed, pass)`
     fixes this pass's order, the same at every iteration. TensorFlow draws
     the seeds of reshuffled iterations from a generator that every iterator
     of the dataset advances, including ones Keras or `tf.distribute` make
     and drop; a fixed order per pass is what makes a stream replayable.
+
+    Examples:
+    >>> lengths = [3, 3, 3, 12, 20]  # groups of GROUPING_STEP tokens: {3, 3, 3}, {12}, {20}
+    >>> examples = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(
+    ...     [[1] * n for n in lengths])).map(lambda row: ({"token_ids": row}, 0))
+    >>> batches = shuffle_batch_and_count(examples, 5, 2, 32, {}, training=True)
+    >>> int(batches.cardinality()), len(list(batches))  # ceil(3/2) + 1 + 1
+    (4, 4)
     """
     dataset = dataset.cache()
-    if not training:
-        # Evaluation data is read by several iterators (Keras's distributed one for
-        # validation, the evaluation callback's, the final evaluation), and two of them
-        # meeting a half-written in-memory cache can see it cut short (a CI run lost
-        # the last of 33 windows). Filled now, the cache is only ever read.
-        _fill_cache(dataset, count)
+    # Evaluation data is read by several iterators (Keras's distributed one for
+    # validation, the evaluation callback's, the final evaluation), and two of them
+    # meeting a half-written in-memory cache can see it cut short (a CI run lost
+    # the last of 33 windows). Filled now, the cache is only ever read. Training
+    # data fills it in the same pass that counts its batches.
+    lengths = _fill_cache(dataset, count, length_features if training else None)
     if training and isinstance(seed, tuple):
         base, index = seed
         pass_seed = ((base or 0) * 1_000_003 + index) % (2**31 - 1)
@@ -154,14 +165,56 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
     dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
                                group_by_length=training, length_features=length_features)
-    if not training:
+    if training:
+        batches = training_batch_count(lengths, batch_size, max_length)
+    else:
         batches = -(-count // batch_size)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _fill_cache(cached, count):
-    """Reads `cached` (a `.cache()`d dataset) once to its end: the cache is then complete."""
-    seen = int(cached.reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
+def grouping_boundaries(max_length):
+    """The length boundaries that `batch_to_buckets` groups training examples by.
+
+    >>> grouping_boundaries(32)
+    [9, 17, 25]
+    """
+    return list(range(GROUPING_STEP + 1, bucket_lengths(max_length)[-1] + 1, GROUPING_STEP))
+
+
+def training_batch_count(lengths, batch_size, max_length):
+    """The number of batches `batch_to_buckets(group_by_length=True)` makes of examples of
+    these `lengths`, whatever their order.
+
+    Each length group (`grouping_boundaries`) fills its own batches and emits
+    the last, partial one at the end: a group of n examples gives
+    ceil(n / batch_size) batches, in any order (a test checks this).
+
+    >>> training_batch_count([3, 5, 8, 12, 40], batch_size=2, max_length=64)
+    4
+    """
+    groups = np.searchsorted(grouping_boundaries(max_length), np.asarray(lengths, np.int64),
+                             side="right")
+    sizes = np.bincount(groups) if len(groups) else np.zeros(0, np.int64)
+    return int(sum(-(-int(size) // batch_size) for size in sizes))
+
+
+def _fill_cache(cached, count, length_features=None):
+    """Reads `cached` (a `.cache()`d dataset) once to its end: the cache is then complete.
+
+    With `length_features`, returns each example's length (that of the
+    longest of those features), read in the same pass; else None.
+    """
+    if length_features is None:
+        seen = int(cached.reduce(tf.constant(0, tf.int64), lambda total, _: total + 1))
+        lengths = None
+    else:
+        lengths = np.concatenate([np.zeros(0, np.int64)] + [
+            batch.numpy() for batch in cached.map(
+                lambda features, labels: tf.cast(tf.reduce_max(tf.stack(
+                    [tf.shape(features[name])[0] for name in length_features])), tf.int64))
+            .batch(4096)])
+        seen = len(lengths)
     if seen != count:
         raise RuntimeError(f"the input pipeline made {seen} examples of {count}")
+    return lengths

@@ -107,6 +107,63 @@ class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class StartingAt(keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule` started at optimizer step `start_step`: the rate at step `start_step + t`
+    is `schedule(t)` (and `schedule(0)` before it).
+
+    What a second `fit` of a model compiled without `total_steps` gets: its
+    own warm-up and decay, over its own steps (`schedule_for_fit`).
+
+    Examples:
+    >>> schedule = StartingAt(WarmupLinearDecay(1e-3, 10, 110), start_step=100)
+    >>> [round(float(schedule(step)), 6) for step in (0, 105, 160)]
+    [0.0, 0.0005, 0.0005]
+    """
+
+    def __init__(self, schedule, start_step):
+        if isinstance(schedule, dict):
+            schedule = keras.saving.deserialize_keras_object(schedule)
+        self.schedule = schedule
+        self.start_step = int(start_step)
+
+    def __call__(self, step):
+        return self.schedule(ops.maximum(ops.cast(step, "float32") - self.start_step, 0.0))
+
+    def get_config(self):
+        return {"schedule": keras.saving.serialize_keras_object(self.schedule),
+                "start_step": self.start_step}
+
+
+def schedule_for_fit(name, peak_learning_rate, total_steps, warmup_fraction=0.1,
+                     warmup_steps=None, start_step=0):
+    """`(schedule, one line saying what it is)`: the command line's schedule for one `fit`.
+
+    What `EncoderTaskModel.fit` gives a model compiled without `total_steps`
+    once the steps are known: `name` (one of `SCHEDULES`) over `total_steps`,
+    warming up over `warmup_steps`, by default `warmup_fraction` of them
+    (`int(fraction × total)`, as tools/train.py does), started at optimizer
+    step `start_step` (`StartingAt`) when the optimizer has already stepped.
+
+    Examples:
+    >>> schedule, line = schedule_for_fit("linear", 1e-3, total_steps=100)
+    >>> line
+    'learning rate: linear, warm-up over 10 steps to 0.001 then decay to step 100'
+    >>> [round(float(schedule(step)), 6) for step in (5, 10, 55)]
+    [0.0005, 0.001, 0.0005]
+    """
+    if warmup_steps is None:
+        warmup_steps = int(warmup_fraction * total_steps)
+    warmup_steps = min(int(warmup_steps), int(total_steps) - (name != "linear"))
+    schedule = learning_rate_schedule(name, peak_learning_rate, total_steps, max(warmup_steps, 0))
+    if start_step:
+        schedule = StartingAt(schedule, start_step)
+    first = f" from step {start_step}" if start_step else ""
+    line = (f"learning rate: {name}{first}, warm-up over {warmup_steps} steps to "
+            f"{peak_learning_rate:g} then decay to step {start_step + total_steps}")
+    return schedule, line
+
+
 def learning_rate_schedule(name, peak_learning_rate, total_steps=None, warmup_steps=0,
                            ratio=32.0):
     """The learning rate an optimizer takes: a schedule by name, or a float.

@@ -33,6 +33,8 @@ Examples (a tiny encoder saved first; any of the three formats loads alike):
 >>> model.output_shape
 (None, 3)
 >>> tagger = load_pretrained(directory, "tagging", head="crf", labels=["O", "B-LOC", "I-LOC"])
+>>> tagger.label_names, list(tagger.preprocessor.vocabulary) == vocabulary
+(['O', 'B-LOC', 'I-LOC'], True)
 """
 
 import logging
@@ -180,9 +182,13 @@ def load_pretrained(path, task, **options):
             (`learning_rate`, `total_steps`, `warmup_steps`, `weight_decay`,
             `jit_compile`, `schedule`, `head_learning_rate`, `layer_lr_decay`),
             adaptation fields (`freeze_encoder`, `layer_mix`, `adapter_size`,
-            `lora_rank`, `l2sp`; see `zoo.build_model`) and encoder fields, which are applied to the
+            `lora_rank`, `l2sp`; see `zoo.build_model`), encoder fields, which are applied to the
             loaded encoder (`dropout`, `attention_dropout`,
-            `max_sequence_length`).
+            `max_sequence_length`), and `max_seq_length` (the preprocessor's).
+
+    The model carries the checkpoint's tokenizer as its preprocessor (and its
+    task and labels), so `fit`, `evaluate` and `predict` take raw text and
+    its `.keras` file is all that is needed to use it.
 
     Returns:
         The compiled Keras model (a `Classifier`, `SequenceTagger`, `SpanNER`, ...).
@@ -210,5 +216,10 @@ def load_pretrained(path, task, **options):
                      dropout=transformer.dropout)
     overrides.update({name: value for name, value in options.items()
                       if name not in option_names})
+    if "vocabulary" not in overrides and "tokenizer" not in overrides:
+        # The checkpoint's tokenizer becomes the model's preprocessor: it reads raw text.
+        vocabulary, lowercase = read_tokenizer_settings(path)
+        overrides["vocabulary"] = vocabulary
+        overrides.setdefault("lowercase", lowercase)
     return build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
                             **overrides)

@@ -227,7 +227,9 @@ def load_trained(model_dir=None, model_path=None):
     used, whatever lies beside it, and `config` is the directory's config.json
     (if any) updated with them. Models saved before that need the directory's
     config.json, vocab.txt and labels.json. The task is the registered one
-    named in the metadata, with its options (`task_from_metadata`).
+    named in the metadata, with its options (`task_from_metadata`). Either
+    way the model comes back carrying its task, labels and preprocessor, so
+    that `model.predict(["raw text", ...])` works (`EncoderTaskModel`).
 
     Returns:
         A `TrainedModel`: `model` (the Keras model), `task` (its `Task`),
@@ -264,6 +266,8 @@ def load_trained(model_dir=None, model_path=None):
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise RunDirectoryError(run, f"cannot load {model_path}: {first_line}")
     metadata = getattr(model, "task_metadata", None)
+    if getattr(model, "preprocessor", None) is None:
+        metadata = None  # a model that knows its task but no vocabulary: the run's files say
     if metadata is not None:
         config = {}
         if model_dir is not None and os.path.exists(path(model_dir, CONFIG)):
@@ -292,6 +296,13 @@ def load_trained(model_dir=None, model_path=None):
     if preprocessor is None:
         preprocessor = task.make_preprocessor(load_vocabulary(model_dir), config["lowercase"],
                                               config["max_seq_length"])
+        if hasattr(model, "attach_metadata"):
+            # Saved before models kept it: now `fit`, `evaluate` and `predict` take raw text.
+            model.attach_metadata(task=task.name, labels=labels,
+                                  preprocessor=task.preprocessor_of(preprocessor),
+                                  task_options=task.options_dict())
+    if hasattr(model, "attach_metadata"):
+        model._task = task
     return TrainedModel(model, task, task.preprocessor_of(preprocessor), labels, config)
 
 

@@ -152,7 +152,7 @@ def test_loss_falls_on_a_small_sample(objective):
     model = build_task_model(task, "bert_tiny", **{**TINY, "dropout": 0.0,
                                                    "vocabulary_size": tokenizer.vocabulary_size},
                              **task.model_head_options(labels), learning_rate=1e-2,
-                             jit_compile=False)
+                             schedule="constant", jit_compile=False)
     losses = model.fit(dataset, epochs=4, verbose=0).history["loss"]  # 16 steps
     assert losses[-1] < 0.5 * losses[0], losses
 

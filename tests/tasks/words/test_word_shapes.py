@@ -92,7 +92,8 @@ def _one_batch(task, sentences):
 
 def _tagger(task, jit_compile):
     return build_task_model(task, "bert_tiny", head="softmax", vocabulary_size=len(VOCABULARY),
-                            num_layers=1, learning_rate=3e-3, jit_compile=jit_compile,
+                            num_layers=1, learning_rate=3e-3, schedule="constant",
+                            jit_compile=jit_compile,
                             **task.model_head_options(LABELS))
 
 
