@@ -2,27 +2,25 @@
 
 `EncoderTaskModel.fit`, `evaluate` and `predict` take, for tagging and span
 NER, one word list or one raw string per sentence. A string is split into
-words by `split_text`, the one place that decides it (the split
-`tools/predict.py` uses for plain text), and keeps the string as the
+words by `split_text` (BERT's split, `tasks.text.word_splitting`, as
+`tools/predict.py` splits plain text), and keeps the string as the
 sentence's `text`, so that entities get character offsets into it
 (`tasks.text.prediction_io.entity_record`).
 """
 
 from nlpzoo.tasks.text.raw_inputs import check_targets, label_name
-from nlpzoo.tasks.text.text_cleaning import split_clean_words
+from nlpzoo.tasks.text.word_splitting import split_words
 
 
 def split_text(text):
-    """The words of a raw string, as plain-text prediction input splits them.
+    """The words of a raw string as BERT's basic tokenizer splits them
+    (`tasks.text.word_splitting.split_words`, which `tasks.text.prediction_io`
+    also uses for the same words' character offsets).
 
-    The single function the word tasks' raw inputs split with: replace the
-    split here (and in `tasks.text.prediction_io`, which computes the
-    character offsets of the same words) to change it everywhere.
-
-    >>> split_text("He flew to  Paris .")
-    ('He', 'flew', 'to', 'Paris', '.')
+    >>> split_text("He flew to Paris, France.")
+    ('He', 'flew', 'to', 'Paris', ',', 'France', '.')
     """
-    return tuple(split_clean_words(text))
+    return tuple(word for word, _, _ in split_words(text))
 
 
 def raw_sentences(inputs, targets, labels, make_sentence):
