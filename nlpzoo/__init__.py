@@ -18,6 +18,12 @@ that `import nlpzoo.tools` can quiet TensorFlow's logging before it starts.
 
 import importlib
 import os
+import warnings
+
+# Our datasets shuffle themselves (`tf.data`); Keras's `fit` warns that its own
+# `shuffle=True` (the default) is ignored for a `tf.data.Dataset`: not news here.
+warnings.filterwarnings("ignore", message="`shuffle=True` was passed, but will be ignored",
+                        category=UserWarning)
 
 _CLONE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if (not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers"))

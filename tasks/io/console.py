@@ -1,5 +1,6 @@
 """How much `fit` prints: a live progress bar on a terminal, one line per epoch in a log file."""
 
+import os
 import sys
 
 
@@ -31,3 +32,150 @@ def fit_verbosity(stream=None):
         return 1 if isatty is not None and isatty() else 2
     except ValueError:  # a closed stream
         return 2
+
+
+# TensorFlow's C++ start-up lines. They come from absl's C++ logging before
+# `absl::InitializeLog()` runs, which TF_CPP_MIN_LOG_LEVEL does not reach
+# (TensorFlow 2.21 prints them once per shared library that loads them).
+TENSORFLOW_NOISE = (
+    "WARNING: All log messages before absl::InitializeLog() is called",
+    "port.cc:", "cudart_stub.cc:", "cuda_platform.cc:", "cuda_executor.cc:",
+    "cuda_dnn.cc:", "cuda_fft.cc:", "cuda_blas.cc:", "cpu_feature_guard.cc:",
+    "To enable the following instructions:",
+    "computation_placer.cc:", "Unable to register cu",
+)
+
+
+def is_tensorflow_noise(line):
+    """Whether `line` (of stderr) is one of TensorFlow's C++ start-up lines.
+
+    Examples:
+    >>> is_tensorflow_noise("I0000 00:00:1795.85 826 port.cc:153] oneDNN custom operations are on.")
+    True
+    >>> is_tensorflow_noise("train.txt:3: tag 'X' is not O")
+    False
+    """
+    return any(marker in line for marker in TENSORFLOW_NOISE)
+
+
+class StderrFilter:
+    """Drops TensorFlow's C++ start-up lines from this process's stderr, passing the rest.
+
+    C++ code writes to file descriptor 2 directly, below `sys.stderr`, so the
+    filter swaps descriptor 2 for a pipe; a thread reads the pipe and writes
+    every line that is not `is_tensorflow_noise` to the real stderr, at once
+    (a traceback or an error line shows as before). `stop` (also run at exit)
+    puts the real stderr back and writes out what is left in the pipe.
+
+    Examples:
+    >>> quiet = StderrFilter().start()
+    >>> quiet.stop()
+    """
+
+    def __init__(self, keep=lambda line: not is_tensorflow_noise(line)):
+        self.keep = keep
+        self._saved = None
+        self._thread = None
+
+    def start(self):
+        import atexit
+        import fcntl
+        import threading
+
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        read_end, write_end = os.pipe()
+        try:  # room for a burst written while the reader waits for the GIL
+            fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except OSError:
+            pass
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        self._thread = threading.Thread(target=self._pass_through, args=(read_end,),
+                                        name="stderr-filter", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+        return self
+
+    def _pass_through(self, read_end):
+        pending = b""
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while True:
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                *lines, pending = (pending + chunk).split(b"\n")
+                self._write([line + b"\n" for line in lines])
+        self._write([pending] if pending else [])
+
+    def _write(self, lines):
+        kept = b"".join(line for line in lines if self.keep(line.decode("utf-8", "replace")))
+        while kept:
+            try:
+                kept = kept[os.write(self._saved, kept):]
+            except OSError:  # the real stderr is gone (a closed pipe): nothing to do
+                return
+
+    def stop(self):
+        """Puts the real stderr back on descriptor 2 and writes out the filtered rest."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(self._saved, 2)  # closes the pipe's last write end (unless a child holds it)
+        thread.join(timeout=2)
+
+
+def verbosity_requested(argv):
+    """Whether `argv` asks absl for `--verbosity` (`-v`) ≥ 1, i.e. to see TensorFlow's lines.
+
+    Examples:
+    >>> verbosity_requested(["train.py", "--verbosity=1"]), verbosity_requested(["train.py", "-v", "0"])
+    (True, False)
+    >>> verbosity_requested(["train.py", "--task=tagging"])
+    False
+    """
+    for index, argument in enumerate(argv):
+        name, equals, value = argument.partition("=")
+        if name not in ("--verbosity", "-v"):
+            continue
+        if not equals:
+            value = argv[index + 1] if index + 1 < len(argv) else ""
+        try:
+            return int(value) >= 1
+        except ValueError:
+            return False
+    return False
+
+
+class _DropRetracing:
+    """A `logging` filter: drops TensorFlow's "triggered tf.function retracing" warnings."""
+
+    def filter(self, record):
+        return "tf.function retracing" not in record.getMessage()
+
+
+def quiet_tensorflow(argv=None):
+    """Quiets TensorFlow for a binary, unless `argv` asks for `--verbosity` ≥ 1.
+
+    Call it before TensorFlow is imported. It drops TensorFlow's C++ start-up
+    lines from stderr (`StderrFilter`) and its tf.function retracing warnings
+    (validation batches of a few bucket lengths each trace once: expected,
+    not a problem to fix). Every other line of stderr passes. Returns the
+    `StderrFilter`, or None when nothing was quieted.
+
+    Examples:
+    >>> quiet_tensorflow(["train.py", "--verbosity=1"]) is None
+    True
+    """
+    import logging
+
+    argv = sys.argv if argv is None else argv
+    if verbosity_requested(argv):
+        return None
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    logging.getLogger("tensorflow").addFilter(_DropRetracing())
+    return StderrFilter().start()
