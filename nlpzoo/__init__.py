@@ -24,6 +24,11 @@ import warnings
 # `shuffle=True` (the default) is ignored for a `tf.data.Dataset`: not news here.
 warnings.filterwarnings("ignore", message="`shuffle=True` was passed, but will be ignored",
                         category=UserWarning)
+# Our `.keras` files keep no optimizer state (`save_without_optimizer_state`); loading one
+# builds a fresh optimizer and Keras warns that it skipped the saved one's 1-2 counters.
+warnings.filterwarnings("ignore", message=r"Skipping variable loading for optimizer '[^']*', "
+                        r"because it has \d+ variables whereas the saved optimizer has [0-2] "
+                        "variables", category=UserWarning)
 
 _CLONE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if (not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers"))

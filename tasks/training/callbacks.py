@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from nlpzoo.layers.keras_internals import loss_tracker
+from nlpzoo.layers.keras_internals import loss_tracker, save_without_optimizer_state
 from nlpzoo.tasks.io.atomic_files import json_writer, write_files_together
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import learning_rate_at
@@ -17,6 +17,10 @@ from nlpzoo.tasks.training.optimization import learning_rate_at
 
 class BestModelCheckpoint(keras.callbacks.Callback):
     """Saves the model to `path` (a `.keras` file) whenever `monitor` improves.
+
+    The file holds the model and its compile config, not the optimizer's
+    state (`layers.keras_internals.save_without_optimizer_state`): the size
+    of the weights, not three times it.
 
     The file is written beside the target and renamed over it, so an
     interrupted save never leaves a half-written model. The best value and
@@ -81,7 +85,8 @@ class BestModelCheckpoint(keras.callbacks.Callback):
             "previous": (None if self.best_epoch is None
                          else {"value": self.best, "epoch": self.best_epoch}),
         }
-        write_files_together([(self.path, self.model.save),
+        # No optimizer state: the file is the finished model; resuming reads checkpoints/.
+        write_files_together([(self.path, lambda path: save_without_optimizer_state(self.model, path)),
                               (self.path + ".json", json_writer(record))])
         # Only once both are on disk: a failed save leaves the earlier best in force.
         self.best, self.best_epoch = record["value"], record["epoch"]
