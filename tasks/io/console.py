@@ -1,5 +1,6 @@
 """How much `fit` prints: a live progress bar on a terminal, one line per epoch in a log file."""
 
+import logging
 import os
 import sys
 
@@ -44,6 +45,10 @@ TENSORFLOW_NOISE = (
     "To enable the following instructions:",
     "computation_placer.cc:", "Unable to register cu",
 )
+
+# TensorFlow's Python INFO lines (through absl), by their start.
+TENSORFLOW_INFO = ("Function `", "Sharding callback duration", "Writing fingerprint to",
+                   "Assets written to", "Fingerprint not found", "Found untraced functions")
 
 
 def is_tensorflow_noise(line):
@@ -151,31 +156,34 @@ def verbosity_requested(argv):
     return False
 
 
-class _DropRetracing:
-    """A `logging` filter: drops TensorFlow's "triggered tf.function retracing" warnings."""
+class _DropTensorFlowChatter:
+    """A `logging` filter: drops TensorFlow's retracing warnings and its INFO lines."""
 
     def filter(self, record):
-        return "tf.function retracing" not in record.getMessage()
+        if "tf.function retracing" in record.getMessage():
+            return False
+        # TensorFlow's INFO lines through absl, e.g. when it writes a SavedModel.
+        return not (record.levelno < logging.WARNING
+                    and record.getMessage().startswith(TENSORFLOW_INFO))
 
 
 def quiet_tensorflow(argv=None):
     """Quiets TensorFlow for a binary, unless `argv` asks for `--verbosity` ≥ 1.
 
     Call it before TensorFlow is imported. It drops TensorFlow's C++ start-up
-    lines from stderr (`StderrFilter`) and its tf.function retracing warnings
-    (validation batches of a few bucket lengths each trace once: expected,
-    not a problem to fix). Every other line of stderr passes. Returns the
+    lines from stderr (`StderrFilter`), its Python INFO lines and its
+    tf.function retracing warnings (validation batches of a few bucket
+    lengths each trace once: expected, not a problem to fix). Every other line of stderr passes. Returns the
     `StderrFilter`, or None when nothing was quieted.
 
     Examples:
     >>> quiet_tensorflow(["train.py", "--verbosity=1"]) is None
     True
     """
-    import logging
-
     argv = sys.argv if argv is None else argv
     if verbosity_requested(argv):
         return None
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    logging.getLogger("tensorflow").addFilter(_DropRetracing())
+    for name in ("tensorflow", "absl"):
+        logging.getLogger(name).addFilter(_DropTensorFlowChatter())
     return StderrFilter().start()
