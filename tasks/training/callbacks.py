@@ -272,3 +272,68 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             if self.model is not None and getattr(self.model, "optimizer", None) is not None:
                 step = int(self.model.optimizer.iterations.numpy())
             raise NonFiniteLoss(step, loss)
+
+
+class PaddingFractionLogger(keras.callbacks.Callback):
+    """Writes the model's padding fraction to TensorBoard as `debug/padding_fraction`.
+
+    `model.padding_fraction` (`tasks.text.padding_fraction`) counts what the
+    encoder computed on; it is not a Keras metric, so this callback resets
+    it at each epoch's start and at validation's start, and writes each
+    epoch's training figure to `<log_dir>/train` and the validation figure to
+    `<log_dir>/validation` (the runs of Keras's `TensorBoard` callback), at
+    step `epoch` as Keras's epoch scalars. The `debug/` group keeps it away
+    from the figures a reader compares. A model without one is left alone.
+
+    Args:
+        log_dir: the run's TensorBoard folder (`<model_dir>/logs`).
+
+    Examples:
+    >>> PaddingFractionLogger("/tmp/no-such-run/logs").tag
+    'debug/padding_fraction'
+    """
+
+    tag = "debug/padding_fraction"
+
+    def __init__(self, log_dir):
+        super().__init__()
+        self.log_dir = log_dir
+        self._writers = {}
+        self._figures = {}
+
+    def _metric(self):
+        return getattr(self.model, "padding_fraction", None)
+
+    def _take(self, run):
+        metric = self._metric()
+        if metric is not None and float(metric.slots.numpy()) > 0:
+            self._figures[run] = float(metric.result())
+        if metric is not None:
+            metric.reset_state()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._figures = {}
+        if self._metric() is not None:
+            self._metric().reset_state()
+
+    def on_test_begin(self, logs=None):
+        self._take("train")
+
+    def on_test_end(self, logs=None):
+        self._take("validation")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if "train" not in self._figures:  # no validation this epoch
+            self._take("train")
+        for run, value in self._figures.items():
+            if run not in self._writers:
+                self._writers[run] = tf.summary.create_file_writer(
+                    os.path.join(self.log_dir, run))
+            with self._writers[run].as_default():
+                tf.summary.scalar(self.tag, value, step=epoch)
+            self._writers[run].flush()
+
+    def on_train_end(self, logs=None):
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
