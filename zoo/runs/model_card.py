@@ -97,6 +97,19 @@ def portable_command(argv):
     return command_line(portable)
 
 
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~])/(?:[^\s`'\"/]+/)*([^\s`'\"/]+)/?")
+
+
+def portable_text(text):
+    """`text` with every absolute path in it written by its last component.
+
+    Examples:
+    >>> portable_text("distilled from /home/me/runs/teacher/ (see https://x.org/a)")
+    'distilled from teacher (see https://x.org/a)'
+    """
+    return _ABSOLUTE_PATH.sub(r"\1", text)
+
+
 def _portable_value(value):
     return portable_name(value) if isinstance(value, str) and os.path.isabs(value) else value
 
@@ -182,7 +195,8 @@ def _cell(value, exact=False):
         text = str(value)
     else:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Paths by their names (a corpus list, a teacher): the card travels.
+    return portable_text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header, rows, exact=False):
@@ -378,9 +392,10 @@ def card_markdown(card):
     >>> "metrics:" in text, "| LOC | 0.5000 |" in text
     (True, True)
     """
-    lines = _front_matter(card) + ["", f"# {card['title']}", ""]
+    # Titles and summaries may quote a path (a teacher, what was exported).
+    lines = _front_matter(card) + ["", f"# {portable_text(card['title'])}", ""]
     if card.get("summary"):
-        lines += [card["summary"], ""]
+        lines += [portable_text(card["summary"]), ""]
     sections = [_model_lines(card), _data_lines(card)]
     if card.get("hyperparameters"):
         sections.append(["## Hyperparameters", "", "The resolved configuration of the run "
