@@ -90,3 +90,21 @@ def test_quiet_tensorflow_on_an_import_of_tensorflow():
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert loud.returncode == 0, loud.stderr
     assert any(is_tensorflow_noise(line) for line in loud.stderr.splitlines()), loud.stderr
+
+
+def test_retracing_warnings_and_tensorflow_info_are_dropped_other_logs_pass():
+    result = _run("""
+        import sys
+        from nlpzoo.tasks.io.console import quiet_tensorflow
+        quiet_tensorflow(["train.py"])
+        import tensorflow as tf
+        from absl import logging
+        tf.get_logger().warning("5 out of the last 5 calls to <function f> triggered "
+                                "tf.function retracing. Tracing is expensive")
+        logging.info("Assets written to: /tmp/x/assets")
+        logging.info("learning a 300-token WordPiece vocabulary")
+        tf.get_logger().warning("a real TensorFlow warning")
+        """)
+    assert result.returncode == 0, result.stderr
+    assert "retracing" not in result.stderr and "Assets written" not in result.stderr
+    assert "a real TensorFlow warning" in result.stderr
