@@ -2,8 +2,8 @@
 
 Importing the package quiets TensorFlow for every binary (before TensorFlow
 is imported): no C++ start-up lines, no retracing warnings
-(`tasks.io.console.quiet_tensorflow`); `--verbosity=1` shows them. When a binary is the program being
-run, a Ctrl-C during its start-up (importing TensorFlow takes seconds) ends it
+(`tasks.io.console.quiet_tensorflow`); `--verbosity=1` shows them. When a
+binary is the program being run, a Ctrl-C during its start-up (importing TensorFlow takes seconds) ends it
 with one line and status 130 rather than an import traceback;
 `tools.cli.errors.run` takes over once its `main` starts.
 """

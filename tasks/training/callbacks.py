@@ -2,6 +2,7 @@
 the training loss and learning rate per step."""
 
 import datetime
+import functools
 import json
 import os
 
@@ -86,7 +87,8 @@ class BestModelCheckpoint(keras.callbacks.Callback):
                          else {"value": self.best, "epoch": self.best_epoch}),
         }
         # No optimizer state: the file is the finished model; resuming reads checkpoints/.
-        write_files_together([(self.path, lambda path: save_without_optimizer_state(self.model, path)),
+        write_files_together([(self.path, functools.partial(save_without_optimizer_state,
+                                                              self.model)),
                               (self.path + ".json", json_writer(record))])
         # Only once both are on disk: a failed save leaves the earlier best in force.
         self.best, self.best_epoch = record["value"], record["epoch"]

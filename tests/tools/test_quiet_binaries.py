@@ -1,4 +1,4 @@
-"""The binaries are quiet by default: no TensorFlow C++ lines, no harmless warnings; errors still show."""
+"""Binaries are quiet by default: no TensorFlow C++ lines, no harmless warnings; errors show."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""The best model's `.keras` file: the size of the weights (no optimizer state), and still trainable."""
+"""The best model's `.keras` file: the weights' size (no optimizer state), still trainable."""
 
 import json
 import os
