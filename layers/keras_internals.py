@@ -171,3 +171,39 @@ def skip_build_in_fit(model):
     True
     """
     model._maybe_symbolic_build = lambda *args, **kwargs: None
+
+
+def save_without_optimizer_state(model, path):
+    """`model.save(path)` with the optimizer's configuration but not its state.
+
+    Keras 3 has no `include_optimizer`: a compiled model's `.keras` file holds
+    every slot of its optimizer (AdamW: two per weight, twice the weights'
+    size). Here the model's optimizer is swapped, for the save only, for an
+    unbuilt one of the same configuration, so the file keeps the compile
+    config (a loaded model predicts, evaluates and trains on) and no slots;
+    a run's optimizer state lives in its training checkpoints. Loading the
+    file builds a fresh optimizer, as for a model never trained (Keras then
+    warns that it skipped the saved optimizer's variables: harmless, and
+    silenced by `import nlpzoo`).
+
+    Examples:
+    >>> import os, tempfile, numpy as np
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.AdamW(0.1), "mse")
+    >>> _ = model.fit(np.ones((2, 1)), np.ones((2, 1)), verbose=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> save_without_optimizer_state(model, path)
+    >>> model.optimizer.built  # the model's own optimizer is back, state and all
+    True
+    >>> keras.saving.load_model(path).optimizer.learning_rate.numpy().round(3)
+    np.float32(0.1)
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not getattr(optimizer, "built", False):
+        model.save(path)
+        return
+    model.optimizer = optimizer.__class__.from_config(optimizer.get_config())
+    try:
+        model.save(path)
+    finally:
+        model.optimizer = optimizer

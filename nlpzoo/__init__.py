@@ -18,6 +18,18 @@ that `import nlpzoo.tools` can quiet TensorFlow's logging before it starts.
 
 import importlib
 import os
+import warnings
+
+# Our datasets shuffle themselves (`tf.data`); Keras's `fit` warns that its own
+# `shuffle=True` (the default) is ignored for a `tf.data.Dataset`: not news here.
+warnings.filterwarnings("ignore", message="`shuffle=True` was passed, but will be ignored",
+                        category=UserWarning)
+# Our `.keras` files keep no optimizer state (`save_without_optimizer_state`); loading one
+# builds a fresh optimizer and Keras warns that it skipped the saved one's few counters
+# (iterations, learning rate, a loss scale's: under 10; saved slots would be 2 per weight).
+warnings.filterwarnings("ignore", message=r"Skipping variable loading for optimizer '[^']*', "
+                        r"because it has \d+ variables whereas the saved optimizer has \d "
+                        "variables", category=UserWarning)
 
 _CLONE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if (not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers"))

@@ -54,6 +54,9 @@ class Task:
             embeddings): tools/train.py refuses it, and tools/export.py
             `--task` builds its model on any checkpoint's or trained
             model's encoder.
+        pipeline_tag: what the model does, in the Hugging Face Hub's words
+            (`text-classification`, `token-classification`, ...): the model
+            card's `pipeline_tag`; None when none fits.
 
     Args:
         **options: fields of `Options`; unknown names raise `ValueError`.
@@ -67,6 +70,7 @@ class Task:
     logged_metrics = ()
     ensemble_free_options = ()
     trainable = True
+    pipeline_tag = None
 
     def __init__(self, **options):
         if self.Options is None:

@@ -68,6 +68,7 @@ class BiEncoderTask(Task):
     """
 
     name = "bi_encoder"
+    pipeline_tag = "sentence-similarity"
     formats = readers.FORMATS
     Options = BiEncoderOptions
     head_options = ("num_classes", "labels")

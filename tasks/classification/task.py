@@ -51,6 +51,7 @@ class ClassificationTask(Task):
     """
 
     name = "classification"
+    pipeline_tag = "text-classification"
     formats = readers.FORMATS
     Options = ClassificationOptions
     head_options = ("num_classes", "labels", "head_hidden_dim", "pooling")

@@ -163,10 +163,16 @@ def json_writer(data):
 
 
 def save_model_atomically(model, path):
-    """`model.save(path)` (a `.keras` file) through a temporary file beside it."""
+    """`model.save(path)` (a `.keras` file) through a temporary file beside it.
+
+    The file keeps no optimizer state (`save_without_optimizer_state`).
+    """
     if not str(path).endswith(".keras"):
         raise ValueError(f"a Keras model file must end in .keras, got {path}")
-    _write_then_rename(path, _temporary_path(path), model.save)
+    from nlpzoo.layers.keras_internals import save_without_optimizer_state  # loads Keras
+
+    _write_then_rename(path, _temporary_path(path),
+                       lambda temporary: save_without_optimizer_state(model, temporary))
 
 
 def write_weights_atomically(model, path):

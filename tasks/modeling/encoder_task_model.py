@@ -95,8 +95,10 @@ class EncoderTaskModel(keras.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if isinstance(self.input, dict) and "padding_mask" in self.input:
-            # Logged with the compiled metrics: how much of the computed input is padding.
-            self.padding_fraction = PaddingFraction()
+            # How much of the computed input is padding: an internal figure, set past
+            # Keras's tracking so that it stays out of the metrics (progress bar, logs,
+            # `evaluate`, metrics.json); TensorBoard gets it as debug/padding_fraction.
+            object.__setattr__(self, "padding_fraction", PaddingFraction())
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         if self.padding_fraction is not None and isinstance(x, dict) and "padding_mask" in x:

@@ -99,7 +99,9 @@ def export_saved_model(task, model, preprocessor, labels, path):
     preprocessor = task.preprocessor_of(preprocessor)
     function, signature = serving_function(task, model, preprocessor, labels)
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    # Not `archive.track(model)`: that lists the model's Keras variables beside the
+    # tf.Variables inside them, which the endpoint's captures already save, and the
+    # SavedModel held every weight twice. The endpoint's variables are saved once.
     archive.track(preprocessor.tokenizer())  # its vocabulary table
     archive.add_endpoint(SIGNATURE, function, input_signature=signature)
     archive.write_out(path, verbose=False)

@@ -42,6 +42,7 @@ class SentenceEmbeddingTask(Task):
     """
 
     name = "sentence_embedding"
+    pipeline_tag = "feature-extraction"
     formats = readers.FORMATS
     head_options = ("pooling", "normalize", "layer")
     trainable = False

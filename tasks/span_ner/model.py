@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
+from nlpzoo.layers import (Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation,
+                           transformer_of)
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
@@ -87,6 +88,9 @@ class SpanNER(EncoderTaskModel):
 
         # === Config ===
         self.encoder = encoder
+        # The head reads word vectors, never the pooled [CLS]: a trainable pooler would
+        # get no gradient (Keras warns at every fit). Set again on load (from_config).
+        transformer_of(encoder).pooler.trainable = False
         self.num_classes = int(num_classes)
         self.max_span_width = int(max_span_width)
         self.combination = combination

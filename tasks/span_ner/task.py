@@ -107,6 +107,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
     """
 
     name = "span_ner"
+    pipeline_tag = "token-classification"
     formats = readers.DATA_FORMATS
     Options = SpanNEROptions
     head_options = ("num_classes", "labels", "max_span_width", "span_combination",

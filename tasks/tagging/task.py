@@ -92,6 +92,7 @@ class TaggingTask(CasingFeaturesOption, Task):
     """
 
     name = "tagging"
+    pipeline_tag = "token-classification"
     formats = FORMATS
     Options = TaggingOptions
     head_options = ("head", "num_classes", "labels", "tag_scheme", "casing_dim")

@@ -14,9 +14,12 @@ class PaddingFraction(keras.metrics.Metric):
     with `pack_length` > 0 the encoder attends in packed rows instead, and the
     slots are those of the rows (`layers.sequence_packing.packing_plan`); its
     position-wise layers then compute on the real tokens alone, no padding.
-    Every `EncoderTaskModel` fed a `padding_mask` logs it as
-    `padding_fraction` (and `val_padding_fraction`): what bucketing or
-    packing leaves of the padding.
+    Every `EncoderTaskModel` fed a `padding_mask` keeps one as
+    `model.padding_fraction`, updated by each training and evaluation batch:
+    what bucketing or packing leaves of the padding. It is an internal
+    figure, not one of the model's metrics (no progress bar, logs or
+    `metrics.json`): `tasks.training.callbacks.PaddingFractionLogger` writes
+    it to TensorBoard under `debug/`, and it is reset only by its reader.
 
     Examples:
     >>> import numpy as np

@@ -2,6 +2,7 @@
 the training loss and learning rate per step."""
 
 import datetime
+import functools
 import json
 import os
 
@@ -9,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from nlpzoo.layers.keras_internals import loss_tracker
+from nlpzoo.layers.keras_internals import loss_tracker, save_without_optimizer_state
 from nlpzoo.tasks.io.atomic_files import json_writer, write_files_together
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import learning_rate_at
@@ -17,6 +18,10 @@ from nlpzoo.tasks.training.optimization import learning_rate_at
 
 class BestModelCheckpoint(keras.callbacks.Callback):
     """Saves the model to `path` (a `.keras` file) whenever `monitor` improves.
+
+    The file holds the model and its compile config, not the optimizer's
+    state (`layers.keras_internals.save_without_optimizer_state`): the size
+    of the weights, not three times it.
 
     The file is written beside the target and renamed over it, so an
     interrupted save never leaves a half-written model. The best value and
@@ -81,7 +86,9 @@ class BestModelCheckpoint(keras.callbacks.Callback):
             "previous": (None if self.best_epoch is None
                          else {"value": self.best, "epoch": self.best_epoch}),
         }
-        write_files_together([(self.path, self.model.save),
+        # No optimizer state: the file is the finished model; resuming reads checkpoints/.
+        write_files_together([(self.path, functools.partial(save_without_optimizer_state,
+                                                              self.model)),
                               (self.path + ".json", json_writer(record))])
         # Only once both are on disk: a failed save leaves the earlier best in force.
         self.best, self.best_epoch = record["value"], record["epoch"]
@@ -267,3 +274,68 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             if self.model is not None and getattr(self.model, "optimizer", None) is not None:
                 step = int(self.model.optimizer.iterations.numpy())
             raise NonFiniteLoss(step, loss)
+
+
+class PaddingFractionLogger(keras.callbacks.Callback):
+    """Writes the model's padding fraction to TensorBoard as `debug/padding_fraction`.
+
+    `model.padding_fraction` (`tasks.text.padding_fraction`) counts what the
+    encoder computed on; it is not a Keras metric, so this callback resets
+    it at each epoch's start and at validation's start, and writes each
+    epoch's training figure to `<log_dir>/train` and the validation figure to
+    `<log_dir>/validation` (the runs of Keras's `TensorBoard` callback), at
+    step `epoch` as Keras's epoch scalars. The `debug/` group keeps it away
+    from the figures a reader compares. A model without one is left alone.
+
+    Args:
+        log_dir: the run's TensorBoard folder (`<model_dir>/logs`).
+
+    Examples:
+    >>> PaddingFractionLogger("/tmp/no-such-run/logs").tag
+    'debug/padding_fraction'
+    """
+
+    tag = "debug/padding_fraction"
+
+    def __init__(self, log_dir):
+        super().__init__()
+        self.log_dir = log_dir
+        self._writers = {}
+        self._figures = {}
+
+    def _metric(self):
+        return getattr(self.model, "padding_fraction", None)
+
+    def _take(self, run):
+        metric = self._metric()
+        if metric is not None and float(metric.slots.numpy()) > 0:
+            self._figures[run] = float(metric.result())
+        if metric is not None:
+            metric.reset_state()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._figures = {}
+        if self._metric() is not None:
+            self._metric().reset_state()
+
+    def on_test_begin(self, logs=None):
+        self._take("train")
+
+    def on_test_end(self, logs=None):
+        self._take("validation")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if "train" not in self._figures:  # no validation this epoch
+            self._take("train")
+        for run, value in self._figures.items():
+            if run not in self._writers:
+                self._writers[run] = tf.summary.create_file_writer(
+                    os.path.join(self.log_dir, run))
+            with self._writers[run].as_default():
+                tf.summary.scalar(self.tag, value, step=epoch)
+            self._writers[run].flush()
+
+    def on_train_end(self, logs=None):
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}

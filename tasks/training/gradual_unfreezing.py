@@ -146,7 +146,10 @@ class GradualUnfreezing(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._groups = None
-        variables = [v for group in self.groups for v in group.variables]
+        pooler = self._transformer().pooler
+        # A head that reads no pooled vector (taggers, span NER) froze the pooler: it stays so.
+        unused = set() if pooler.trainable else {id(v) for v in pooler.variables}
+        variables = [v for group in self.groups for v in group.variables if id(v) not in unused]
         if not self.model.optimizer.built:
             # Without a distribution strategy Keras's TF trainer builds the optimizer
             # lazily, in the first traced step, for the variables trainable *then*: after

@@ -18,7 +18,8 @@ def test_tensorboard_serves_a_finished_tagging_run(trained_tagger_dir, tmp_path)
         metrics = json.load(f)
     with open(tmp_path / "server.log", "w") as output, TensorBoardServer(
             os.path.join(trained_tagger_dir, "logs"), output) as server:
-        server.wait_for_runs(["train", "validation", "hparams"])
+        server.wait_for_runs(["train", "validation"])
+        assert "hparams" not in server.get("/data/runs")  # no run of one-point charts
 
         # Per-step learning rate (the fixture logs every step): the schedule's value
         # at the step before, as the optimizer applied it.
@@ -35,6 +36,8 @@ def test_tensorboard_serves_a_finished_tagging_run(trained_tagger_dir, tmp_path)
 
         # Per-type precision, recall and F1 of every entity type, per epoch.
         tags = server.get("/data/plugin/scalars/tags")["validation"]
+        # The padding fraction: an internal figure, in the debug/ group only.
+        assert [tag for tag in tags if "padding" in tag] == ["debug/padding_fraction"]
         types = sorted({split_tag(label)[1] for label in config["labels"] if label != "O"})
         assert types and all(f"entity/{entity_type}/{measure}" in tags for entity_type in types
                              for measure in ("precision", "recall", "f1"))
@@ -50,10 +53,12 @@ def test_tensorboard_serves_a_finished_tagging_run(trained_tagger_dir, tmp_path)
             "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE",
                                 "STATUS_RUNNING"]})["sessionGroups"]
         [group] = groups
+        # Named by the run directory, not a hash; the session is the validation run.
+        assert group["name"] == os.path.basename(trained_tagger_dir)
         assert group["hparams"]["task"] == "tagging"
         assert group["hparams"]["learning_rate"] == pytest.approx(config["learning_rate"])
         assert group["hparams"]["preset"] == config["preset"]
-        assert [session["name"] for session in group["sessions"]] == ["hparams"]
+        assert [session["name"] for session in group["sessions"]] == ["validation"]
         final = {value["name"]["tag"]: value["value"] for value in group["metricValues"]}
         for name in ("entity_f1", "entity_precision", "token_accuracy"):
             assert final[f"final/{name}"] == pytest.approx(metrics[name], rel=1e-6)

@@ -5,6 +5,7 @@ import doctest
 import hashlib
 import json
 import os
+import re
 import shlex
 
 import pytest
@@ -22,7 +23,6 @@ from nlpzoo.zoo.runs.model_card import (
     with_test_result,
     write_model_card,
 )
-from tests.helpers.paths import ROOT
 
 yaml = pytest.importorskip("yaml")  # only to check the front matter; not a dependency
 
@@ -30,7 +30,8 @@ TAGGER_CARD = {
     "title": "CoNLL tagger",
     "task": "tagging", "task_options": {"head": "crf"}, "preset": "bert_tiny",
     "labels": ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"],
-    "base": {"path": "/ckpt/minilm", "format": "huggingface"},
+    "base": {"name": "all-MiniLM-L6-v2", "format": "huggingface"},
+    "pipeline_tag": "token-classification",
     "data": [{"role": "training", "path": "/d/train.txt", "lines": 10, "sha256": "aa"},
              {"role": "validation", "path": "/d/dev | odd.txt", "lines": 4, "sha256": "bb"}],
     "hyperparameters": {"learning_rate": 2e-05, "epochs": 3, "lowercase": True},
@@ -40,7 +41,6 @@ TAGGER_CARD = {
                  "values": {"entity_f1": 0.75, "token_accuracy": 0.9, "sentences": 4,
                             "LOC_f1": 0.5, "PER_f1": 1.0}}],
     "command": "python tools/train.py --task=tagging '--train_data=/d/my train.txt'",
-    "working_directory": "/home/me",
     "versions": {"keras": "3.15.1"},
     "limits": ["At most 128 WordPiece tokens."],
 }
@@ -49,6 +49,13 @@ TAGGER_CARD = {
 def test_doctests_of_the_module():
     # tools/ is outside the doctest paths of the suite; its examples run here.
     assert doctest.testmod(model_card).failed == 0
+
+
+def _absolute_paths(text):
+    """The words of `text` that are absolute paths (of this machine or any)."""
+    words = re.split(r"[\s`'\"|=(),]+", text)
+    return [word for word in words if len(word) > 1 and word.startswith(("/", "~"))
+            and not word.startswith("//")]
 
 
 def _front_matter(text):
@@ -60,10 +67,16 @@ def test_front_matter_is_hugging_face_yaml():
     meta = _front_matter(card_markdown(TAGGER_CARD))
     assert meta["library_name"] == "keras"
     assert meta["tags"] == ["nlp-transfer-zoo", "tagging", "bert_tiny"]
-    assert meta["datasets"] == ["/d/train.txt", "/d/dev | odd.txt"]
+    assert meta["datasets"] == ["train.txt", "dev | odd.txt"]  # names, not paths
     # Float metrics of the final results, per-type scores and counts left out.
     assert meta["metrics"] == ["entity_f1", "token_accuracy"]
-    assert meta["base_model"] == "/ckpt/minilm"
+    assert meta["base_model"] == "all-MiniLM-L6-v2"
+    assert meta["pipeline_tag"] == "token-classification"
+    assert "license" not in meta  # unknown: left out
+    assert _front_matter(card_markdown(dict(TAGGER_CARD, license="mit")))["license"] == "mit"
+    # Card data that still names the checkpoint by its path.
+    old = dict(TAGGER_CARD, base={"path": "/ckpt/minilm/", "format": "huggingface"})
+    assert _front_matter(card_markdown(old))["base_model"] == "minilm"
 
 
 def test_body_holds_every_section():
@@ -72,10 +85,10 @@ def test_body_holds_every_section():
     assert heading_order == ["## Model", "## Data", "## Hyperparameters",
                              "## Validation results", "## Test results", "## Reproduce",
                              "## Software", "## Limits"]
-    assert "| Base checkpoint | `/ckpt/minilm` (huggingface) |" in text
+    assert "| Base checkpoint | `all-MiniLM-L6-v2` (huggingface) |" in text
     assert "| Task option `head` | crf |" in text
     assert "Labels (5, in label-id order): `O`, `B-LOC`, `I-LOC`, `B-PER`, `I-PER`" in text
-    assert "| validation | `/d/dev \\| odd.txt` | 4 | `bb` |" in text  # | escaped in a cell
+    assert "| validation | `dev \\| odd.txt` | 4 | `bb` |" in text  # | escaped in a cell
     assert "| learning_rate | 2e-05 |" in text  # hyperparameters exactly as run
     assert "Best epoch: 2, chosen by `val_entity_f1` = 0.7500 (saved 2025-01-02T03:04:05+00:00)" \
         in text
@@ -83,7 +96,7 @@ def test_body_holds_every_section():
     # Per-entity-type scores get their own table, out of the overall one.
     assert "| Entity type | f1 |\n|---|---|\n| LOC | 0.5000 |\n| PER | 1.0000 |" in text
     assert "| LOC_f1 |" not in text and "| sentences | 4 |" in text
-    assert "run in `/home/me`:" in text
+    assert "/d/" not in text.split("## Reproduce")[0]  # data files by their names
     assert read_command(text) == TAGGER_CARD["command"]
     assert "_No test set evaluated yet" in read_test_section(text)
 
@@ -118,7 +131,7 @@ def test_missing_data_file_is_shown_as_missing(tmp_path):
     facts = file_facts(str(tmp_path / "gone.txt"), "training")
     assert facts["lines"] is None and facts["sha256"] is None
     text = card_markdown({"title": "m", "data": [facts]})
-    assert f"| training | `{tmp_path / 'gone.txt'}` | missing | missing |" in text
+    assert "| training | `gone.txt` | missing | missing |" in text
 
 
 def _outside_tests(text):
@@ -212,7 +225,8 @@ def test_record_test_result_keeps_the_rest_of_the_card(tmp_path):
     assert _outside_tests(after) == _outside_tests(before)
     section = read_test_section(after)
     assert "1 lines" in section and "| entity_f1 | 0.4000 |" in section
-    assert command_line(argv) in section
+    assert "`python tools/evaluate.py --model_dir run --data dev.txt`" in section
+    assert str(tmp_path) not in after
 
 
 def test_record_test_result_without_a_card_writes_one(tmp_path):
@@ -228,15 +242,47 @@ def test_card_of_a_real_training_run(trained_classifier_dir, trained_models):
     text = open(os.path.join(trained_classifier_dir, "README.md"), encoding="utf-8").read()
     config = json.load(open(os.path.join(trained_classifier_dir, "config.json")))
     meta = _front_matter(text)
-    assert meta["datasets"] == [config["train_data"], config["eval_data"]]
+    assert meta["datasets"] == [os.path.basename(config["train_data"]),
+                                os.path.basename(config["eval_data"])]
+    assert meta["pipeline_tag"] == "text-classification" and meta["library_name"] == "keras"
+    assert "base_model" not in meta and "license" not in meta  # from scratch, no --license
+    assert text.splitlines()[len(text.split("---\n")[1].splitlines()) + 3] == (
+        "# classification model trained from scratch (bert_tiny_classifier)")
+    assert _absolute_paths(text) == []
     assert "accuracy" in meta["metrics"]
     train = open(config["train_data"], "rb").read()
     lines, digest = train.count(b"\n"), hashlib.sha256(train).hexdigest()
     assert f"| {lines} | `{digest}` |" in text
     assert "Labels (6, in label-id order): `ABBR`, `DESC`" in text
     command = shlex.split(read_command(text))
-    assert command[:2] == ["python", os.path.join(ROOT, "tools", "train.py")]
-    assert command[command.index("--model_dir") + 1] == trained_classifier_dir
+    assert command[:2] == ["python", "tools/train.py"]
+    assert command[command.index("--model_dir") + 1] == os.path.basename(trained_classifier_dir)
     best = json.load(open(os.path.join(trained_classifier_dir, "best_model.keras.json")))
     assert f"Best epoch: {best['epoch']}, chosen by `val_accuracy`" in text
     assert "| val_accuracy |" in text
+
+
+def test_card_names_the_checkpoint_and_no_absolute_path(tmp_path):
+    model_dir, data = _fake_model_dir(tmp_path)
+    checkpoint = tmp_path / "checkpoints" / "all-MiniLM-L6-v2"
+    checkpoint.mkdir(parents=True)
+    config = json.loads((model_dir / "config.json").read_text())
+    config.update(init_checkpoint=str(checkpoint), model_dir=str(model_dir))
+    (model_dir / "config.json").write_text(json.dumps(config))
+    argv = [str(tmp_path / "tools" / "train.py"), f"--init_checkpoint={checkpoint}",
+            "--model_dir", str(model_dir), f"--train_data={data / 'train.txt'}"]
+    text = card_markdown(training_card(str(model_dir), argv, license="apache-2.0"))
+    meta = _front_matter(text)
+    assert meta["base_model"] == "all-MiniLM-L6-v2" and meta["license"] == "apache-2.0"
+    assert meta["pipeline_tag"] == "token-classification"
+    assert meta["datasets"] == ["train.txt", "dev.txt"]
+    assert "\n# tagging model fine-tuned from all-MiniLM-L6-v2\n" in text
+    assert read_command(text) == ("python tools/train.py --init_checkpoint=all-MiniLM-L6-v2 "
+                                  "--model_dir run --train_data=train.txt")
+    assert "| init_checkpoint | all-MiniLM-L6-v2 |" in text and "| model_dir | run |" in text
+    assert str(tmp_path) not in text and _absolute_paths(text) == []
+    # A Hub id given with --base_model_id (here: the keyword) names it instead.
+    named = training_card(str(model_dir), argv,
+                          base_model_id="sentence-transformers/all-MiniLM-L6-v2")
+    assert _front_matter(card_markdown(named))["base_model"] == (
+        "sentence-transformers/all-MiniLM-L6-v2")

@@ -42,7 +42,7 @@ def define_run_flags(flag_values=flags.FLAGS):
     >>> values = flags.FlagValues()
     >>> define_run_flags(values)
     >>> sorted(values)
-    ['batch_size', 'model_dir', 'overwrite', 'seed']
+    ['base_model_id', 'batch_size', 'license', 'model_dir', 'overwrite', 'seed']
     """
     flags.DEFINE_string("model_dir", None, "Output directory.", flag_values=flag_values)
     flags.DEFINE_boolean("overwrite", False, "Replace a finished run in --model_dir.",
@@ -51,6 +51,26 @@ def define_run_flags(flag_values=flags.FLAGS):
                          "batch, split over the replicas of --distribution_strategy.",
                          lower_bound=1, flag_values=flag_values)
     flags.DEFINE_integer("seed", 42, "Random seed.", flag_values=flag_values)
+    define_model_card_flags(flag_values)
+
+
+def define_model_card_flags(flag_values=flags.FLAGS):
+    """`--base_model_id`, `--license`: what a run's model card (README.md) says of it.
+
+    Read by `zoo.runs.model_card.card_flag`.
+
+    Examples:
+    >>> values = flags.FlagValues()
+    >>> define_model_card_flags(values)
+    >>> _ = values(["train", "--license=apache-2.0"])
+    >>> values.base_model_id, values.license
+    (None, 'apache-2.0')
+    """
+    flags.DEFINE_string("base_model_id", None, "The model card's base_model: the starting "
+                        "checkpoint's id (e.g. sentence-transformers/all-MiniLM-L6-v2); by "
+                        "default the --init_checkpoint folder's name.", flag_values=flag_values)
+    flags.DEFINE_string("license", None, "The model card's license (e.g. apache-2.0, mit); "
+                        "left out of the card when not given.", flag_values=flag_values)
 
 
 def define_encoder_flags(flag_values=flags.FLAGS, preset_default=None):

@@ -1,7 +1,8 @@
 """Model cards: the `README.md` that says what a model directory or an export holds.
 
 The card follows the Hugging Face model card layout: a YAML front matter
-block (`library_name`, `tags`, `datasets`, `metrics`, ...) and then Markdown:
+block written by `huggingface_hub.ModelCardData` (`base_model`, `datasets`,
+`library_name`, `license`, `metrics`, `pipeline_tag`, `tags`) and then Markdown:
 the task and head, the labels, the checkpoint training started from, the data
 files (line counts and SHA-256 hashes), the resolved hyperparameters, the
 validation and test metrics with their dates (UTC), the command that
@@ -13,12 +14,17 @@ collect that dict from a model directory; `write_model_card` writes it
 atomically; `record_test_result` (tools/evaluate.py) replaces one entry of
 the card's test section and leaves every other byte as it was.
 
+A card is portable: it names files and checkpoints by their base names
+(`train.txt`, `all-MiniLM-L6-v2`), never by an absolute path of the machine
+that wrote it, so it reads the same on the Hugging Face Hub or another
+machine; `base_model` is the checkpoint directory's name or `--base_model_id`.
+
 Examples:
 >>> text = card_markdown({"title": "TREC question classifier", "task": "classification",
 ...                       "labels": ["DESC", "HUM"], "preset": "bert_tiny",
 ...                       "command": "python tools/train.py --train_data=train.label"})
 >>> text.splitlines()[:6]
-['---', 'library_name: keras', 'tags:', '- "nlp-transfer-zoo"', '- "classification"', '- "bert_tiny"']
+['---', 'library_name: keras', 'tags:', '- nlp-transfer-zoo', '- classification', '- bert_tiny']
 >>> "| Base checkpoint | random initialisation |" in text
 True
 >>> read_command(text)
@@ -49,6 +55,63 @@ _COMMAND_MARK = "<!-- command -->"
 # Prefixes of tag schemes (BIO, BIOES, BILOU): "B-LOC" names the entity type "LOC".
 _TAG_PREFIX = re.compile(r"^[BIESLU]-")
 _SCORE_NAMES = ("precision", "recall", "f1", "support")
+# The Hub's word for a pretraining run's model (a task says its own: `Task.pipeline_tag`).
+_PRETRAINING_PIPELINE = "fill-mask"
+
+
+# === Portable names ===
+
+def portable_name(path):
+    """What a card calls `path`: an absolute path becomes its last component.
+
+    Examples:
+    >>> portable_name("/home/me/checkpoints/all-MiniLM-L6-v2/"), portable_name("data/train.txt")
+    ('all-MiniLM-L6-v2', 'data/train.txt')
+    """
+    path = str(path)
+    return os.path.basename(os.path.normpath(path)) if os.path.isabs(path) else path
+
+
+def portable_command(argv):
+    """`command_line(argv)` with every absolute path (alone or as `--flag=path`) by its name.
+
+    The binary keeps its folder (`tools/train.py`).
+
+    Examples:
+    >>> portable_command(["/src/zoo/tools/train.py", "--train_data=/data/trec/train.label",
+    ...                   "--model_dir", "/runs/trec", "--epochs=3"])
+    'python tools/train.py --train_data=train.label --model_dir trec --epochs=3'
+    """
+    argv = [str(argument) for argument in argv]
+    if argv and os.path.isabs(argv[0]):
+        folder = os.path.basename(os.path.dirname(argv[0]))
+        argv[0] = f"{folder}/{os.path.basename(argv[0])}" if folder == "tools" \
+            else os.path.basename(argv[0])
+    portable = argv[:1]
+    for argument in argv[1:]:
+        name, equals, value = argument.partition("=")
+        if equals and name.startswith("-"):
+            portable.append(f"{name}={portable_name(value)}")
+        else:
+            portable.append(portable_name(argument))
+    return command_line(portable)
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~])/(?:[^\s`'\"/]+/)*([^\s`'\"/]+)/?")
+
+
+def portable_text(text):
+    """`text` with every absolute path in it written by its last component.
+
+    Examples:
+    >>> portable_text("distilled from /home/me/runs/teacher/ (see https://x.org/a)")
+    'distilled from teacher (see https://x.org/a)'
+    """
+    return _ABSOLUTE_PATH.sub(r"\1", text)
+
+
+def _portable_value(value):
+    return portable_name(value) if isinstance(value, str) and os.path.isabs(value) else value
 
 
 # === Facts about files, dates, versions and the command ===
@@ -132,7 +195,8 @@ def _cell(value, exact=False):
         text = str(value)
     else:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Paths by their names (a corpus list, a teacher): the card travels.
+    return portable_text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header, rows, exact=False):
@@ -182,33 +246,35 @@ def _metrics_lines(metrics, labels):
     return lines
 
 
-def _quoted(value):
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a YAML scalar
-
-
 def _front_matter(card):
-    lines = ["---", f"library_name: {card.get('library_name', 'keras')}"]
+    from huggingface_hub import ModelCardData
+
     tags = [LIBRARY] + [tag for tag in (card.get("task"), card.get("preset")) if tag]
     tags += [tag for tag in card.get("tags", ()) if tag not in tags]
-    lines += ["tags:"] + [f"- {_quoted(tag)}" for tag in tags]
-    datasets = [facts["path"] for facts in card.get("data", ())]
-    if datasets:
-        lines += ["datasets:"] + [f"- {_quoted(path)}" for path in datasets]
+    datasets = list(dict.fromkeys(portable_name(facts["path"])
+                                  for facts in card.get("data", ())))
     final = (card.get("results") or [{}])[-1].get("values", {})
-    names = sorted(name for name, value in _split_per_type(final, card.get("labels"))[0].items()
-                   if isinstance(value, float))
-    if names:
-        lines += ["metrics:"] + [f"- {_quoted(name)}" for name in names]
+    metrics = sorted(name for name, value in
+                     _split_per_type(final, card.get("labels"))[0].items()
+                     if isinstance(value, float))
     base = card.get("base")
-    if base:
-        lines.append(f"base_model: {_quoted(base['path'])}")
-    return lines + ["---"]
+    data = ModelCardData(library_name=card.get("library_name", "keras"), tags=tags,
+                         datasets=datasets or None, metrics=metrics or None,
+                         base_model=_base_name(base) if base else None,
+                         pipeline_tag=card.get("pipeline_tag"),
+                         license=card.get("license"))  # left out when unknown
+    return ["---", data.to_yaml(), "---"]
+
+
+def _base_name(base):
+    # Card data of older callers gives the checkpoint's path.
+    return base.get("name") or portable_name(base["path"])
 
 
 def _model_lines(card):
     base = card.get("base")
     if base:
-        origin = f"`{base['path']}` ({base.get('format') or 'unknown format'})"
+        origin = f"`{_base_name(base)}` ({base.get('format') or 'unknown format'})"
     else:
         origin = "random initialisation"
     rows = [["Task", card.get("task") or "unknown"]]
@@ -225,7 +291,7 @@ def _model_lines(card):
 
 
 def _data_lines(card):
-    rows = [[facts["role"], f"`{facts['path']}`",
+    rows = [[facts["role"], f"`{portable_name(facts['path'])}`",
              "missing" if facts["lines"] is None else facts["lines"],
              "missing" if facts["sha256"] is None else f"`{facts['sha256']}`"]
             for facts in card.get("data", ())]
@@ -258,7 +324,7 @@ def format_test_result(test, labels=None):
         test: `{"path", "lines", "sha256", "date", "command", "metrics"}`.
         labels: the model's labels (for per-entity-type tables).
     """
-    path = test["path"]
+    path = portable_name(test["path"])
     lines = [_TEST_ENTRY.format(path.replace("--", "-\\-")), f"### `{os.path.basename(path)}`",
              "", f"`{path}`: {test['lines']} lines, SHA-256 `{test['sha256']}`; evaluated "
              f"{test['date']} with `{test['command']}`.", ""]
@@ -279,8 +345,7 @@ def _usage_lines(card):
     lines = ["## Reproduce", ""]
     if card.get("command"):
         note = card.get("command_note", "The command that produced this directory")
-        where = card.get("working_directory")
-        lines += [f"{note}" + (f", run in `{where}`:" if where else ":"), "",
+        lines += [f"{note} (files by their names):", "",
                   _COMMAND_MARK, "```sh", card["command"], "```"]
     else:
         lines += ["The command was not recorded."]
@@ -302,7 +367,7 @@ def card_markdown(card):
         card: a dict; every key but `title` may be missing:
             title: the heading; summary: a paragraph under it;
             task, preset, task_options, labels; tags (extra YAML tags);
-            base: `{"path", "format"}` of the starting checkpoint, or None
+            base: `{"name", "format"}` of the starting checkpoint, or None
                 for random initialisation;
             model_facts: extra `(name, value)` rows of the model table;
             data: `file_facts` dicts; hyperparameters: the resolved config;
@@ -311,7 +376,8 @@ def card_markdown(card):
                 final metrics (its float names go to the YAML `metrics`);
             tests: `[{"path", "lines", "sha256", "date", "command", "metrics"}]`,
                 or test_section: the Markdown of a test section to carry over;
-            command (with working_directory, command_note, and
+            pipeline_tag, license: the YAML fields (left out when missing);
+            command (with command_note, and
                 other_commands: `[(title, command)]`);
             versions: `{library: version}`; limits: a list of sentences.
 
@@ -326,9 +392,10 @@ def card_markdown(card):
     >>> "metrics:" in text, "| LOC | 0.5000 |" in text
     (True, True)
     """
-    lines = _front_matter(card) + ["", f"# {card['title']}", ""]
+    # Titles and summaries may quote a path (a teacher, what was exported).
+    lines = _front_matter(card) + ["", f"# {portable_text(card['title'])}", ""]
     if card.get("summary"):
-        lines += [card["summary"], ""]
+        lines += [portable_text(card["summary"]), ""]
     sections = [_model_lines(card), _data_lines(card)]
     if card.get("hyperparameters"):
         sections.append(["## Hyperparameters", "", "The resolved configuration of the run "
@@ -350,6 +417,16 @@ def read_command(markdown):
     """The command recorded in a card's "Reproduce" section, or None."""
     match = re.search(re.escape(_COMMAND_MARK) + r"\n```sh\n(.*?)\n```", markdown, re.S)
     return match.group(1) if match else None
+
+
+def _read_front_matter(markdown):
+    """The YAML front matter of a card as a dict ({} without one)."""
+    from huggingface_hub import ModelCard
+
+    try:
+        return ModelCard(markdown, ignore_metadata_errors=True).data.to_dict()
+    except (ValueError, TypeError):
+        return {}
 
 
 def read_test_section(markdown):
@@ -379,7 +456,7 @@ def with_test_result(markdown, entry, path):
     if section is None:
         markdown = markdown.rstrip("\n") + "\n\n" + "\n".join(_test_lines({})) + "\n"
         section = read_test_section(markdown)
-    marker = _TEST_ENTRY.format(path.replace("--", "-\\-"))
+    marker = _TEST_ENTRY.format(portable_name(path).replace("--", "-\\-"))
     entries = [] if section.startswith(_NO_TESTS) else [
         piece for piece in re.split(r"(?m)^(?=<!-- test: )", section) if piece.strip()]
     same = [i for i, piece in enumerate(entries) if piece.startswith(marker + "\n")]
@@ -400,7 +477,8 @@ def _read_json(path):
         return json.load(f)
 
 
-def _base_checkpoint(path):
+def _base_checkpoint(path, base_model_id=None):
+    """`{"name", "format"}` of the checkpoint at `path`: `base_model_id` or the folder's name."""
     if not path:
         return None
     from nlpzoo.zoo.checkpoints import checkpoint_format
@@ -409,7 +487,36 @@ def _base_checkpoint(path):
         found = checkpoint_format(path)
     except (ValueError, OSError):
         found = "no longer readable"
-    return {"path": os.path.abspath(path), "format": found}
+    return {"name": base_model_id or portable_name(os.path.abspath(path)), "format": found}
+
+
+def card_flag(name):
+    """The value of the binaries' card flag `name` (`base_model_id`, `license`), or None.
+
+    The flags are defined in `tools/cli/run_setup.py`; read here when the
+    binary that writes the card has parsed them, so that every card-writing
+    binary gets them without passing them through.
+
+    Examples:
+    >>> card_flag("no_such_flag") is None
+    True
+    """
+    from absl import flags
+
+    values = flags.FLAGS
+    if name not in values or not values.is_parsed():
+        return None
+    return getattr(values, name) or None
+
+
+def _pipeline_tag(task_name):
+    """The Hub's pipeline tag of a registered task (`Task.pipeline_tag`), or None."""
+    from nlpzoo.tasks.registry import get_task_class
+
+    try:
+        return get_task_class(task_name).pipeline_tag
+    except ValueError:  # a task of a --task_module not imported here
+        return None
 
 
 def _limits(max_seq_length, lowercase, labels, task_options=None):
@@ -437,34 +544,44 @@ def _limits(max_seq_length, lowercase, labels, task_options=None):
     return limits
 
 
-def training_card(model_dir, argv):
+def training_card(model_dir, argv, base_model_id=None, license=None):
     """The card data of a tools/train.py model directory (config.json, metrics, records).
 
     Args:
         model_dir: the directory; its `config.json` must exist.
         argv: the command line of the run (`sys.argv`); None when unknown.
+        base_model_id: what the card calls the starting checkpoint (a Hub id
+            such as `sentence-transformers/all-MiniLM-L6-v2`); by default
+            `--base_model_id`, else the checkpoint folder's name.
+        license: the model's license (`apache-2.0`, ...); by default
+            `--license`; left out when unknown.
     """
     config = _read_json(md.path(model_dir, md.CONFIG))
     labels = config.get("labels") or []
     data = [file_facts(config["train_data"], "training")]
     if config.get("eval_data"):
         data.append(file_facts(config["eval_data"], "validation"))
+    base = _base_checkpoint(config.get("init_checkpoint"),
+                            base_model_id or card_flag("base_model_id"))
+    origin = (f"fine-tuned from {base['name']}" if base else
+              f"trained from scratch ({config.get('preset') or 'a zoo preset'})")
     card = {
-        "title": f"{config.get('task', 'model')} model fine-tuned from "
-                 f"{config.get('preset') or 'a zoo preset'}",
+        "title": f"{config.get('task', 'model')} model {origin}",
         "summary": f"Trained with {LIBRARY}'s `tools/train.py`. Load it with "
                    "`keras.saving.load_model(\"best_model.keras\")` after `import zoo`, or use "
                    "it with `tools/predict.py --model_dir=<this directory>`.",
         "task": config.get("task"), "task_options": config.get("task_options"),
-        "labels": labels, "preset": config.get("preset"),
-        "base": _base_checkpoint(config.get("init_checkpoint")),
+        "labels": labels, "preset": config.get("preset"), "base": base,
+        "pipeline_tag": _pipeline_tag(config.get("task")),
+        "license": license or card_flag("license"),
         "model_facts": [("Parameters (trainable / total)",
                          f"{config.get('trainable_parameters', '?'):,} / "
                          f"{config.get('total_parameters', '?'):,}"
                          if "total_parameters" in config else "not recorded")],
         "data": data,
-        "hyperparameters": {k: v for k, v in config.items() if k not in ("labels",)},
-        "command": command_line(argv) if argv else None, "working_directory": os.getcwd(),
+        "hyperparameters": {k: _portable_value(v) for k, v in config.items()
+                            if k not in ("labels",)},
+        "command": portable_command(argv) if argv else None,
         "versions": library_versions(),
         "limits": _limits(config.get("max_seq_length"), config.get("lowercase"), labels,
                           config.get("task_options")),
@@ -496,12 +613,13 @@ def pretraining_card(model_dir, argv):
                    "checkpoint to fine-tune: `tools/train.py --init_checkpoint=<this "
                    "directory>`.",
         "task": "pretraining", "tags": [config.get("objective")],
-        "preset": config.get("preset"), "base": None,
+        "preset": config.get("preset"), "base": None, "pipeline_tag": _PRETRAINING_PIPELINE,
+        "license": card_flag("license"),
         "model_facts": [("Objective", config.get("objective")),
                         ("Training steps", config.get("total_steps"))],
         "data": [file_facts(path, "corpus") for path in config.get("corpus", ())],
-        "hyperparameters": config, "command": command_line(argv),
-        "working_directory": os.getcwd(), "versions": library_versions(),
+        "hyperparameters": {k: _portable_value(v) for k, v in config.items()},
+        "command": portable_command(argv), "versions": library_versions(),
         "limits": _limits(config.get("max_seq_length"), config.get("lowercase"), None)[:2],
     }
     _add_final_metrics(card, model_dir, "Losses and accuracies on the held-out sequences at "
@@ -536,12 +654,18 @@ def export_card(argv, task, labels, max_seq_length, lowercase, source, serving_i
             with open(trained_card, encoding="utf-8") as f:
                 markdown = f.read()
             card["test_section"] = read_test_section(markdown)
+            front = _read_front_matter(markdown)  # what the training run's flags named
+            if front.get("base_model") and card.get("base") and not card_flag("base_model_id"):
+                card["base"]["name"] = front["base_model"]
+            card["license"] = card.get("license") or front.get("license")
             training_command = read_command(markdown)
             if training_command:
                 card["other_commands"] = [("The training run it comes from", training_command)]
     else:
         card.update(task=task, task_options=task_options, preset=preset,
-                    base=_base_checkpoint(base), versions=library_versions())
+                    base=_base_checkpoint(base, card_flag("base_model_id")),
+                    pipeline_tag=_pipeline_tag(task), license=card_flag("license"),
+                    versions=library_versions())
     inputs = ", ".join(f"`{name}`" for name in serving_inputs)
     card.update(
         title=f"{task} model exported as a TensorFlow SavedModel",
@@ -550,8 +674,8 @@ def export_card(argv, task, labels, max_seq_length, lowercase, source, serving_i
                 "tokenization, packing and decoding run inside the graph:\n\n```python\n"
                 "import tensorflow as tf\nserve = tf.saved_model.load(\"<this directory>\")"
                 f".signatures[\"{SIGNATURE}\"]\n```",
-        task=task, labels=labels or [], command=command_line(argv),
-        command_note="The command that exported it", working_directory=os.getcwd(),
+        task=task, labels=labels or [], command=portable_command(argv),
+        command_note="The command that exported it",
         limits=_limits(max_seq_length, lowercase, labels, task_options),
     )
     return card
@@ -601,8 +725,9 @@ def conversion_card(argv, input_path, what, output_format, config, lowercase):
         "summary": f"Converted from {what} by {LIBRARY}'s `tools/convert.py`. Load it with "
                    f"{_FORMAT_LOADERS[output_format]}.",
         "library_name": _FORMAT_LIBRARIES[output_format], "tags": ["bert", output_format],
-        "task": "encoder", "base": _base_checkpoint(input_path), "model_facts": facts,
-        "command": command_line(argv), "working_directory": os.getcwd(),
+        "task": "encoder", "base": _base_checkpoint(input_path, card_flag("base_model_id")),
+        "pipeline_tag": "feature-extraction", "license": card_flag("license"),
+        "model_facts": facts, "command": portable_command(argv),
         "versions": library_versions(), "limits": limits,
     }
 
@@ -631,7 +756,7 @@ def record_test_result(model_dir, data_path, metrics, argv, labels=None):
     else:
         markdown = card_markdown(training_card(model_dir, None))
     facts = file_facts(data_path, "test")
-    test = dict(facts, date=utc_now(), command=command_line(argv), metrics=metrics)
+    test = dict(facts, date=utc_now(), command=portable_command(argv), metrics=metrics)
     markdown = with_test_result(markdown, format_test_result(test, labels), facts["path"])
     write_text_atomically(path, [markdown])
     return path

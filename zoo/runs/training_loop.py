@@ -24,6 +24,7 @@ from nlpzoo.tasks.training.callbacks import (
     BestModelCheckpoint,
     EarlyStoppingOnBest,
     NonFiniteLoss,
+    PaddingFractionLogger,
     StepLogger,
     StopOnNonFiniteLoss,
 )
@@ -109,6 +110,7 @@ def train_resumably(model, *, model_dir, steps_per_epoch, epochs, validation_dat
     callbacks = list(task_callbacks) + [
         *([best_checkpoint] if best_checkpoint else []),
         keras.callbacks.TensorBoard(logs),
+        PaddingFractionLogger(logs),
         StepLogger(os.path.join(logs, "train"), log_every_steps),
         *extra_callbacks,
     ]

@@ -212,10 +212,15 @@ def test_classification_examples_show_text_gold_and_predicted_label():
 
 
 def test_hparams_session_holds_the_settings_and_final_metrics(tmp_path):
-    config = {"learning_rate": 3e-5, "batch_size": 16, "preset": "bert_tiny_crf_tagger",
-              "freeze_encoder": False, "dropout": None, "labels": ["O", "B-PER"],
-              "task_options": {"stride": 8}}
-    folder = write_hparams(str(tmp_path), config, {"entity_f1": 0.75, "PER_f1": 0.5})
+    config = {"max_seq_length": 64, "learning_rate": 3e-5, "batch_size": 16,
+              "preset": "bert_tiny_crf_tagger", "freeze_encoder": False, "dropout": None,
+              "labels": ["O", "B-PER"], "task_options": {"stride": 8},
+              "train_data": "/data/conll/train.txt"}
+    log_dir = tmp_path / "pretrained" / "logs"
+    (log_dir / "validation").mkdir(parents=True)  # as Keras's TensorBoard callback leaves it
+    folder = write_hparams(str(log_dir), config, {"entity_f1": 0.75, "PER_f1": 0.5})
+    # Into the validation run: no run of its own.
+    assert folder == str(log_dir / "validation") and sorted(os.listdir(log_dir)) == ["validation"]
     accumulator = EventAccumulator(folder, size_guidance={"tensors": 0})
     accumulator.Reload()
     [start] = accumulator.Tensors(hparams_metadata.SESSION_START_INFO_TAG)
@@ -226,7 +231,44 @@ def test_hparams_session_holds_the_settings_and_final_metrics(tmp_path):
                for name, value in info.hparams.items()}
     assert hparams == {"learning_rate": 3e-5, "batch_size": 16.0,
                        "preset": "bert_tiny_crf_tagger", "freeze_encoder": False,
-                       "task_options.stride": 8.0}
+                       "task_options.stride": 8.0, "max_seq_length": 64.0,
+                       "train_data": "train.txt"}  # a path by its file name
+    assert info.group_name == "pretrained"  # the run directory's name, not a hash
     assert start.step == 0
     events = _events(folder)
     assert events["final/entity_f1"] == {0: 0.75} and events["final/PER_f1"] == {0: 0.5}
+
+
+def test_hparams_order_usually_varying_settings_first():
+    from nlpzoo.tasks.training.tensorboard_hparams import hparams_of
+
+    config = {"max_seq_length": 128, "adapter_size": 0, "batch_size": 32, "epochs": 3,
+              "learning_rate": 2e-5, "init_checkpoint": "/ckpt/minilm", "preset": "bert_mini",
+              "head": "crf", "lowercase": True, "seed": 42}
+    assert list(hparams_of(config)) == ["preset", "init_checkpoint", "learning_rate", "epochs",
+                                        "batch_size", "head", "adapter_size", "lowercase",
+                                        "max_seq_length", "seed"]
+
+
+def test_padding_fraction_goes_to_tensorboard_debug_only(tmp_path):
+    from nlpzoo.tasks.training.callbacks import PaddingFractionLogger
+
+    model = build_model("bert_tiny_classifier", num_classes=2, vocabulary_size=50,
+                        num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32)
+    mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0]], "int32")  # 4 real of 8: half padding
+    x = {"token_ids": mask * 7, "segment_ids": np.zeros_like(mask), "padding_mask": mask}
+    y = np.array([0, 1], "int32")
+    full = np.ones((2, 4), "int32")  # validation: no padding
+    validation = ({"token_ids": full * 7, "segment_ids": np.zeros_like(full),
+                   "padding_mask": full}, y)
+    logs = str(tmp_path / "logs")
+    history = model.fit(x, y, epochs=2, batch_size=2, verbose=0, validation_data=validation,
+                        callbacks=[keras.callbacks.TensorBoard(logs),
+                                   PaddingFractionLogger(logs)])
+    assert not [name for name in history.history if "padding" in name]  # no log, no bar
+    assert "padding_fraction" not in model.evaluate(*validation, verbose=0, return_dict=True)
+    train, val = _events(os.path.join(logs, "train")), _events(os.path.join(logs, "validation"))
+    assert train["debug/padding_fraction"] == {0: 0.5, 1: 0.5}
+    assert val["debug/padding_fraction"] == {0: 0.0, 1: 0.0}
+    assert not [tag for tag in list(train) + list(val)
+                if "padding" in tag and not tag.startswith("debug/")]
