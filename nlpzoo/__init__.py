@@ -12,8 +12,12 @@ task family and the machinery they share), `nlpzoo.zoo` (presets, checkpoints,
 trained runs) and `nlpzoo.tools` (the command-line binaries). Installed, they
 sit under this package; in a clone of the repository they are the top-level
 folders `layers/`, `tasks/`, `zoo/` and `tools/`, which this package reaches
-through its `__path__`. The names below load TensorFlow on first use only, so
-that `import nlpzoo.tools` can quiet TensorFlow's logging before it starts.
+through its `__path__`.
+
+Importing the package registers its Keras classes, so that
+`keras.saving.load_model(path)` reads any of its `.keras` files with no
+`custom_objects`; when the program is one of its binaries, `nlpzoo.tools`
+first quiets TensorFlow's logging, before TensorFlow starts.
 """
 
 import importlib
@@ -61,3 +65,10 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_FRONT_DOOR))
+
+
+# Last, once `__path__` is complete. `nlpzoo.tools` loads no TensorFlow: it quiets it when a
+# binary is starting (and does nothing otherwise); `nlpzoo.zoo` registers every task family
+# and Keras class (it loads TensorFlow).
+importlib.import_module("nlpzoo.tools")
+importlib.import_module("nlpzoo.zoo")

@@ -15,10 +15,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 README_LIMIT_BYTES = 15 * 1024
 
-# Pages of issue 36 written on other branches at the same time as this test; a link to one
-# is checked as soon as the file exists. Empty this once those branches are merged.
-PAGES_WRITTEN_ELSEWHERE = {"docs/python.md", "docs/own_data.md", "docs/raw_text.md",
-                           "docs/run_directory.md"}
 
 # [text](target) and ![alt](target); the target ends at whitespace or the closing bracket.
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -96,8 +92,7 @@ def test_every_relative_link_resolves():
                         if file_part else path)
             where = f"{os.path.relpath(path, ROOT)}:{number}: {target}"
             if not os.path.exists(resolved):
-                if os.path.relpath(resolved, ROOT) not in PAGES_WRITTEN_ELSEWHERE:
-                    broken.append(f"{where} (no such file)")
+                broken.append(f"{where} (no such file)")
             elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
                 broken.append(f"{where} (no heading with that anchor)")
     assert not broken, "broken links:\n" + "\n".join(broken)
@@ -121,8 +116,7 @@ def repository_paths(path):
 def test_every_repository_path_named_in_the_docs_exists():
     missing = [f"{os.path.relpath(path, ROOT)}:{number}: {named}"
                for path in markdown_files() for number, named in repository_paths(path)
-               if not os.path.exists(os.path.join(ROOT, named))
-               and named not in PAGES_WRITTEN_ELSEWHERE]
+               if not os.path.exists(os.path.join(ROOT, named))]
     assert not missing, "paths that do not exist:\n" + "\n".join(missing)
 
 
@@ -141,8 +135,3 @@ def test_every_docs_page_is_linked_from_the_readme():
     pages = [path for path in markdown_files()[1:] if path not in linked]
     assert not pages, "docs pages the README does not link to: " + ", ".join(
         os.path.relpath(path, ROOT) for path in pages)
-
-
-@pytest.mark.parametrize("page", sorted(PAGES_WRITTEN_ELSEWHERE))
-def test_the_readme_links_the_pages_written_elsewhere(page):
-    assert page in {target.partition("#")[0] for _, target in links(README)}

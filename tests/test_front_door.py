@@ -23,11 +23,24 @@ def test_front_door_names_load_lazily():
 
 
 def test_importing_the_tools_package_loads_no_tensorflow():
-    # The binaries quiet TensorFlow's logging in nlpzoo.tools before TensorFlow starts.
-    code = "import sys, nlpzoo, nlpzoo.tools; print('tensorflow' in sys.modules)"
+    # nlpzoo imports it first: a binary quiets TensorFlow's logging before TensorFlow starts.
+    code = ("import sys, runpy; sys.argv = ['x']; "
+            "runpy.run_path('tools/__init__.py'); print('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_import_nlpzoo_alone_loads_its_keras_files(tmp_path):
+    # What a user of keras.saving.load_model imports: nothing but the package.
+    path = tmp_path / "model.keras"
+    nlpzoo.build_model("bert_tiny_classifier", num_classes=3, vocabulary_size=100).save(path)
+    code = ("import keras, nlpzoo; "
+            f"print(type(keras.saving.load_model({str(path)!r})).__name__)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "Classifier"
 
 
 def test_module_names_walks_the_package():

@@ -23,6 +23,7 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli import data_flags  # noqa: E402
 from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_progress_flag,
     define_task_module_flag,
@@ -63,7 +64,8 @@ def _evaluate(model):
         trained = md.load_trained(model)
     task = trained.task
     examples = task.prediction_examples(
-        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),
+        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"),
+                  **data_flags.trained_columns(trained.config)),
         trained.preprocessor)
     try:
         dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,

@@ -21,7 +21,7 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli import trained_model_flags  # noqa: E402
+from nlpzoo.tools.cli import data_flags, trained_model_flags  # noqa: E402
 from nlpzoo.zoo.runs.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -46,7 +46,8 @@ def main(argv):
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")
     examples = task.prediction_examples(
-        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format")),
+        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"),
+                  **data_flags.trained_columns(trained.config)),
         trained.preprocessor)
     try:
         dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,

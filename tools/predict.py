@@ -31,7 +31,7 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.tasks.text.prediction_io import INPUT_FORMATS, OUTPUT_FORMATS  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
-from nlpzoo.tools.cli import trained_model_flags  # noqa: E402
+from nlpzoo.tools.cli import data_flags, trained_model_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 trained_model_flags.define()
@@ -54,7 +54,8 @@ def main(argv):
     trained = trained_model_flags.load_models()
     task = trained.task
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,
-                                          trained.config.get("data_format"))
+                                          trained.config.get("data_format"),
+                                          **data_flags.trained_columns(trained.config))
     try:
         written = task.write_predictions(trained.model, trained.preprocessor, examples,
                                          trained.labels, FLAGS.output, FLAGS.output_format,

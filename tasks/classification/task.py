@@ -135,24 +135,27 @@ class ClassificationTask(Task):
 
     # === Prediction ===
 
-    def read_prediction_input(self, path, input_format="auto", data_format=None):
+    def read_prediction_input(self, path, input_format="auto", data_format=None,
+                              columns=None):
         """The texts of a data file (labels optional and unused), JSON lines (read as
         JSONL whatever the training format; a bad record is an error naming its line), a
-        `.csv`/`.tsv` table (its `text` and `text_pair` columns; an error, never lines of
-        text, when it has none) or, with "text" or when no data format reads the file, one
-        text a line."""
+        `.csv`/`.tsv` table (its `text` and `text_pair` columns, or those `columns` name:
+        the run's `--text_column`...; an error, never lines of text, when it has none) or,
+        with "text" or when no data format reads the file, one text a line."""
         if input_format != "text" and looks_like_jsonl(path):
-            return readers.read_jsonl(path, require_label=False)
+            return readers.read_jsonl(path, require_label=False, columns=columns)
         if input_format != "text" and path.lower().endswith((".csv", ".tsv")):
             # A table is never read as lines of text (its header would be a text): the
-            # texts are its `text` (and `text_pair`) columns; the label column is optional.
-            return readers.read_delimited(path, path[-3:].lower(), require_label=False)
+            # texts are its text (and text pair) columns; the label column is optional.
+            return readers.read_delimited(path, path[-3:].lower(), columns,
+                                          require_label=False)
         if input_format != "text":
             try:
-                data_format = data_format or readers.infer_format(path)
+                data_format = data_format or readers.infer_format(path, columns)
                 if data_format in ("csv", "tsv"):
-                    return readers.read_delimited(path, data_format, require_label=False)
-                return self.read(path, data_format)
+                    return readers.read_delimited(path, data_format, columns,
+                                                  require_label=False)
+                return self.read(path, data_format, columns)
             except DataFormatError:
                 if input_format == "data":
                     raise

@@ -13,8 +13,8 @@ from tests.helpers.binaries import run_tool, run_tools
 from tests.helpers.paths import ROOT
 
 
-def _trec_csv(path):
-    """samples/trec/train.label as a `text,label` CSV (coarse labels); the rows."""
+def _trec_csv(path, header=("text", "label")):
+    """samples/trec/train.label as a CSV of (text, coarse label) columns; the rows."""
     rows = []
     with open(os.path.join(ROOT, "samples", "trec", "train.label"), encoding="latin-1") as f:
         for line in f:
@@ -23,17 +23,17 @@ def _trec_csv(path):
                 rows.append([text, label.split(":")[0]])
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["text", "label"])
+        writer.writerow(header)
         writer.writerows(rows)
     return rows
 
 
-@pytest.mark.slow  # about 50 s here: a training run and a prediction
+@pytest.mark.slow  # about 60 s here: a training run, an evaluation and two predictions
 def test_a_csv_trains_with_a_validation_split_and_predicts(tmp_path):
     data, run = str(tmp_path / "x.csv"), str(tmp_path / "run")
-    rows = _trec_csv(data)
-    train = run_tool("train.py", f"--train_data={data}", "--text_column=text",
-                     "--label_column=label", "--validation_split=0.1", "--preset=bert_tiny",
+    rows = _trec_csv(data, header=("question", "coarse"))
+    train = run_tool("train.py", f"--train_data={data}", "--text_column=question",
+                     "--label_column=coarse", "--validation_split=0.1", "--preset=bert_tiny",
                      "--vocab_size=300", "--epochs=1", "--max_seq_length=32",
                      "--mixed_precision=float32", f"--model_dir={run}")
     assert train.returncode == 0, train.stderr[-3000:]
@@ -45,7 +45,7 @@ def test_a_csv_trains_with_a_validation_split_and_predicts(tmp_path):
     assert config["train_examples"] == len(rows) - 30
     assert config["validation_split"] == {"fraction": 0.1, "seed": 42, "stratified": True,
                                           "held_out": 30}
-    assert config["columns"] == {"text_column": "text", "label_column": "label"}
+    assert config["columns"] == {"text_column": "question", "label_column": "coarse"}
     metrics = json.loads(train.stdout.strip().splitlines()[-2])
     assert metrics["examples"] == 30
 
@@ -58,6 +58,17 @@ def test_a_csv_trains_with_a_validation_split_and_predicts(tmp_path):
     labels = {row[1] for row in rows}
     assert [r["text"] for r in records] == ["What does NASA stand for ?", "Who wrote Hamlet ?"]
     assert all(r["label"] in labels for r in records)
+
+    # Evaluation and prediction read files laid out as the training data (the run's columns).
+    evaluate = run_tool("evaluate.py", f"--model_dir={run}", f"--data={data}")
+    assert evaluate.returncode == 0, evaluate.stderr[-3000:]
+    assert json.loads(evaluate.stdout.strip().splitlines()[-1])["examples"] == len(rows)
+    table = tmp_path / "q.csv"
+    table.write_text("id,question\n1,What does NASA stand for ?\n")
+    predict = run_tool("predict.py", f"--model_dir={run}", f"--input={table}", "--output=-")
+    assert predict.returncode == 0, predict.stderr[-3000:]
+    assert json.loads(predict.stdout.strip().splitlines()[-1])["text"] == (
+        "What does NASA stand for ?")
 
 
 def test_flag_errors_are_one_line(tmp_path):

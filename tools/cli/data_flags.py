@@ -93,3 +93,17 @@ def read_training_data(task, flag_values=flags.FLAGS):
               "held_out": len(held_out)}
     name = f"{flag_values.train_data} (validation split {fraction:g}, seed {flag_values.seed})"
     return train, held_out, name, record
+
+
+def trained_columns(config):
+    """`task.read`'s keyword arguments for the columns a run was trained with (its
+    config's `columns`, the column flags it was given): evaluation and prediction read
+    files laid out as its training data was. {} when it named none.
+
+    >>> trained_columns({"columns": {"text_column": "review", "label_column": "2"}})
+    {'columns': Columns(text='review', text_pair=None, label=2)}
+    >>> trained_columns({"columns": None})
+    {}
+    """
+    named = (config or {}).get("columns")
+    return {"columns": Columns.from_flags(**named)} if named else {}
