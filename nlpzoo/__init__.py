@@ -16,8 +16,8 @@ through its `__path__`.
 
 Importing the package registers its Keras classes, so that
 `keras.saving.load_model(path)` reads any of its `.keras` files with no
-`custom_objects`; when the program is one of its binaries, `nlpzoo.tools`
-first quiets TensorFlow's logging, before TensorFlow starts.
+`custom_objects`; in one of its binaries `nlpzoo.tools` quiets TensorFlow's
+logging first, before TensorFlow starts.
 """
 
 import importlib
@@ -67,8 +67,11 @@ def __dir__():
     return sorted(set(globals()) | set(_FRONT_DOOR))
 
 
-# Last, once `__path__` is complete. `nlpzoo.tools` loads no TensorFlow: it quiets it when a
-# binary is starting (and does nothing otherwise); `nlpzoo.zoo` registers every task family
-# and Keras class (it loads TensorFlow).
-importlib.import_module("nlpzoo.tools")
-importlib.import_module("nlpzoo.zoo")
+# Last, once `__path__` is complete: our Keras classes and task families are registered (this
+# loads TensorFlow), so that `keras.saving.load_model` reads our `.keras` files with nothing
+# else imported. Not while one of our binaries starts: `nlpzoo.tools` first quiets
+# TensorFlow, and the binary loads what it needs.
+from nlpzoo.tasks.io.console import running_a_binary  # noqa: E402  (loads no TensorFlow)
+
+if not running_a_binary():
+    importlib.import_module("nlpzoo.zoo")

@@ -25,14 +25,8 @@ def _interrupted_while_starting(signum, frame):
     os._exit(130)
 
 
-def _is_binary_of_ours():
-    program = os.path.abspath(getattr(sys.modules.get("__main__"), "__file__", None) or "")
-    return (os.path.dirname(program) == os.path.dirname(os.path.abspath(__file__))
-            or os.path.basename(sys.argv[0] if sys.argv else "").startswith("nlpzoo-"))
+from nlpzoo.tasks.io.console import quiet_tensorflow, running_a_binary  # noqa: E402  (no TF)
 
-
-if _is_binary_of_ours():
+if running_a_binary():
     signal.signal(signal.SIGINT, _interrupted_while_starting)
-    from nlpzoo.tasks.io.console import quiet_tensorflow
-
     _quiet = quiet_tensorflow()

@@ -175,6 +175,23 @@ class _DropTensorFlowChatter:
                     and record.getMessage().startswith(TENSORFLOW_INFO))
 
 
+def running_a_binary():
+    """True when the program being run is one of our binaries: a `tools/<name>.py`
+    script (`python tools/train.py`, `python -m nlpzoo.tools.train`) or an
+    `nlpzoo-<name>` command. They quiet TensorFlow before it starts
+    (`nlpzoo.tools`), so `import nlpzoo` then leaves TensorFlow unloaded.
+
+    >>> running_a_binary()  # a test runner, not one of ours
+    False
+    """
+    program = os.path.abspath(getattr(sys.modules.get("__main__"), "__file__", None) or "")
+    # tasks/io/console.py -> the folder beside tasks/ (a clone's tools/, nlpzoo/tools installed)
+    tools = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tools")
+    return (os.path.dirname(program) == tools
+            or os.path.basename(sys.argv[0] if sys.argv else "").startswith("nlpzoo-"))
+
+
 def quiet_tensorflow(argv=None):
     """Quiets TensorFlow for a binary, unless `argv` asks for `--verbosity` ≥ 1.
 

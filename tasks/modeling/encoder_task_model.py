@@ -87,6 +87,11 @@ class EncoderTaskModel(keras.Model):
 
     preprocessor = None
     task_metadata = None
+    # Whether the head reads the encoder's pooled [CLS] vector. Heads that do not (taggers,
+    # span NER) leave the pooler out of their trainable weights: it would get no gradient
+    # (Keras warns at every trace) and optimizer slots for nothing. The encoder's own pooler
+    # stays trainable, for the models that share the encoder and read it (multi-task).
+    reads_pooled_output = True
     auxiliary_mlm = None
     padding_fraction = None
     deferred_schedule = None
@@ -137,6 +142,26 @@ class EncoderTaskModel(keras.Model):
                     "task_options": dict(task_options or {}), **extra}
         self._set_metadata(preprocessor, metadata)
         return self
+
+    def unused_encoder_weights(self):
+        """The encoder weights this model's loss never reaches: the pooler's when the head
+        reads no pooled vector (`reads_pooled_output`), else none."""
+        encoder = getattr(self, "encoder", None)
+        if self.reads_pooled_output or encoder is None:
+            return []
+        return list(transformer_of(encoder).pooler.weights)
+
+    @property
+    def trainable_weights(self):
+        return self._without_unused(super().trainable_weights)
+
+    @property
+    def trainable_variables(self):
+        return self._without_unused(super().trainable_variables)
+
+    def _without_unused(self, variables):
+        unused = {id(v) for v in self.unused_encoder_weights()}
+        return [v for v in variables if id(v) not in unused] if unused else variables
 
     @property
     def task(self):

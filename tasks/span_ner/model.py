@@ -3,8 +3,7 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers import (Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation,
-                           transformer_of)
+from nlpzoo.layers import Encoder, PositionGather, SpanClassifier, SpanGrid, SpanRepresentation
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
@@ -52,6 +51,8 @@ class SpanNER(EncoderTaskModel):
     (None, None, 5)
     """
 
+    reads_pooled_output = False  # word vectors only: the pooler stays out of training
+
     def __init__(self, encoder, num_classes, max_span_width=10, combination="x,y",
                  pooling="attention", width_embedding_dim=32, hidden_dim=256,
                  dropout=0.1, none_weight=1.0, casing_dim=0, **kwargs):
@@ -88,9 +89,6 @@ class SpanNER(EncoderTaskModel):
 
         # === Config ===
         self.encoder = encoder
-        # The head reads word vectors, never the pooled [CLS]: a trainable pooler would
-        # get no gradient (Keras warns at every fit). Set again on load (from_config).
-        transformer_of(encoder).pooler.trainable = False
         self.num_classes = int(num_classes)
         self.max_span_width = int(max_span_width)
         self.combination = combination

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers import CRF, Encoder, PositionGather, transformer_of
+from nlpzoo.layers import CRF, Encoder, PositionGather
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.words.tags import allowed_transitions
@@ -62,6 +62,8 @@ class SequenceTagger(EncoderTaskModel):
     True
     """
 
+    reads_pooled_output = False  # word vectors only: the pooler stays out of training
+
     def __init__(self, encoder, num_classes, head="softmax", dropout=0.1, labels=None,
                  tag_scheme=None, casing_dim=0, **kwargs):
         if head not in HEADS:
@@ -109,9 +111,6 @@ class SequenceTagger(EncoderTaskModel):
         self.labels = list(labels) if labels is not None else None
         self.tag_scheme = tag_scheme
         self.casing_dim = int(casing_dim)
-        # The head reads word vectors, never the pooled [CLS]: a trainable pooler would
-        # get no gradient (Keras warns at every fit). Set again on load (from_config).
-        transformer_of(encoder).pooler.trainable = False
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.crf is None:

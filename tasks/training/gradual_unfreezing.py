@@ -146,9 +146,8 @@ class GradualUnfreezing(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._groups = None
-        pooler = self._transformer().pooler
-        # A head that reads no pooled vector (taggers, span NER) froze the pooler: it stays so.
-        unused = set() if pooler.trainable else {id(v) for v in pooler.variables}
+        # Weights the model never trains (a tagger's pooler: `unused_encoder_weights`) stay out.
+        unused = {id(v) for v in getattr(self.model, "unused_encoder_weights", list)()}
         variables = [v for group in self.groups for v in group.variables if id(v) not in unused]
         if not self.model.optimizer.built:
             # Without a distribution strategy Keras's TF trainer builds the optimizer

@@ -375,7 +375,10 @@ def test_old_model_directories_still_load(tmp_path):
     trained = md.load_trained(str(tmp_path))
     tokenizer = trained.preprocessor.tokenizer()
     assert trained.labels == ["no", "yes"] and tokenizer.vocabulary == VOCABULARY
-    assert tokenizer.lowercase is False and trained.model.task_metadata is None
+    assert tokenizer.lowercase is False
+    # load_trained gives the model the metadata of the files beside it: it reads raw text.
+    assert trained.model.task_metadata["labels"] == ["no", "yes"]
+    assert trained.model.preprocessor is not None
     assert trained.task.name == "classification" and trained.preprocessor.max_seq_length == 16
     with pytest.raises(md.RunDirectoryError, match="holds no vocabulary and labels"):
         md.load_trained(model_path=md.path(str(tmp_path), md.BEST_MODEL))

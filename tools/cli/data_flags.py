@@ -101,7 +101,7 @@ def trained_columns(config):
     files laid out as its training data was. {} when it named none.
 
     >>> trained_columns({"columns": {"text_column": "review", "label_column": "2"}})
-    {'columns': Columns(text='review', text_pair=None, label=2)}
+    {'columns': Columns(text='review', label=2, text_pair=None)}
     >>> trained_columns({"columns": None})
     {}
     """

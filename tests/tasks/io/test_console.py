@@ -38,9 +38,14 @@ def test_verbosity_flag_forms():
     assert not verbosity_requested(["x"])
 
 
+# The scripts below play one of our binaries (an `nlpzoo-` command): `import nlpzoo` then
+# leaves TensorFlow unloaded until the filter is on, as when a binary starts.
+AS_A_BINARY = "import sys; sys.argv[0] = 'nlpzoo-test'\n"
+
+
 def _run(script):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", AS_A_BINARY + textwrap.dedent(script)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
 def test_filter_drops_noise_written_below_python_and_passes_the_rest():
@@ -83,11 +88,12 @@ def test_quiet_tensorflow_on_an_import_of_tensorflow():
         tf.config.list_physical_devices()
         print("after tensorflow", file=sys.stderr)
         """
-    quiet = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+    quiet = subprocess.run([sys.executable, "-c", AS_A_BINARY + textwrap.dedent(script)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == "after tensorflow\n"
-    loud = subprocess.run([sys.executable, "-c", textwrap.dedent(script), "--verbosity=1"],
+    loud = subprocess.run([sys.executable, "-c", AS_A_BINARY + textwrap.dedent(script),
+                           "--verbosity=1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert loud.returncode == 0, loud.stderr
     assert any(is_tensorflow_noise(line) for line in loud.stderr.splitlines()), loud.stderr
