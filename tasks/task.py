@@ -294,8 +294,8 @@ class Task:
         `inputs` and `targets` are plain Python lists
         (`tasks.text.raw_inputs.raw_values`); `targets` None (prediction)
         gives examples whose labels are placeholders. `labels` are the
-        model's label names, for targets given as ids. None by default: the
-        task takes no raw inputs.
+        model's label names, for targets given as ids. A task that does not
+        override it takes no raw inputs (a `ValueError` says so).
         """
         raise ValueError(f"{self.name} models take no raw inputs; pass the features its "
                          "make_dataset makes")

@@ -218,9 +218,12 @@ def test_pretrained_encoder_loads_into_a_classifier_and_a_tagger(pretrained, tas
     for mine, theirs in zip(ours, saved.weights):
         assert mine.path.split("/")[-1] == theirs.path.split("/")[-1]
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
-    # The pooler is trainable again for fine-tuning a classifier (pretraining froze it
-    # without NSP); a tagger never reads it and keeps it frozen.
-    assert model.get_layer("encoder").transformer.pooler.trainable == (task == "classification")
+    # The pooler is trainable again for fine-tuning (pretraining froze it without NSP); a
+    # tagger never reads it and leaves it out of its own trainable weights.
+    pooler = model.get_layer("encoder").transformer.pooler
+    assert pooler.trainable
+    trained = {id(v) for v in model.trainable_variables}
+    assert ({id(v) for v in pooler.weights} <= trained) == (task == "classification")
 
 
 def test_convert_binary_exports_the_pretrained_encoder_to_keras_hub(pretrained, tmp_path):
