@@ -40,7 +40,10 @@ def packing_plan(padding_mask, row_length):
     """
     real = ops.cast(ops.not_equal(padding_mask, 0), "int32")
     lengths = ops.sum(real, axis=1)
-    length = ops.maximum(ops.convert_to_tensor(row_length, "int32"), ops.max(lengths))
+    # `initial`: an empty batch (a worker's share of the last batch, under multi-worker
+    # training) has no longest example and no row, not the int32 minimum of an empty max.
+    length = ops.maximum(ops.convert_to_tensor(row_length, "int32"),
+                         ops.max(lengths, initial=0))
     batch = ops.shape(lengths)[0]
     indices = ops.arange(batch, dtype="int32")
     # Longest first; the index breaks ties, so that the plan does not depend on the sort.
@@ -62,7 +65,7 @@ def packing_plan(padding_mask, row_length):
 
     zeros = ops.zeros_like(lengths)
     _, rows, offsets = ops.fori_loop(0, batch, place, (zeros, zeros, zeros))
-    num_rows = ops.max(rows) + 1
+    num_rows = ops.max(rows, initial=-1) + 1
     return rows, offsets, lengths, num_rows, length
 
 

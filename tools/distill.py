@@ -24,6 +24,7 @@ resumes from its last saved step, on the same batches, when started again
 with the same flags.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -159,6 +160,7 @@ def _training_data(setup, task, family, teacher, examples, labelled):
                                   teacher.preprocessor, setup.labels, FLAGS.temperature,
                                   batch_size=FLAGS.batch_size)
 
+        @functools.lru_cache(maxsize=None)  # pass 0 is counted, then trained on: built once
         def make_pass(index):  # each pass in its own order, fixed by (seed, pass)
             return distillation_dataset(task, examples, labelled, targets, setup.preprocessor,
                                         setup.labels, batch_size=FLAGS.batch_size,

@@ -17,6 +17,7 @@ saved step when started again with the same flags: the training state is
 saved every --checkpoint_every_steps steps and at every epoch's end.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -289,9 +290,11 @@ def main(argv):
         FLAGS, lambda: task.texts(train_examples), resuming, learned_from=FLAGS.train_data)
     run_setup.check_vocabulary_fits(encoder, setup.tokens)
     task = task.for_text_casing(setup.lowercase)  # e.g. casing features for an uncased encoder
-    setup.make_pass = lambda index: task.make_dataset(  # each pass in its own (seed, pass) order
+    # Each pass in its own fixed (seed, pass) order, built once: counting the batches,
+    # building the model and the training stream read the same pass 0.
+    setup.make_pass = functools.lru_cache(maxsize=None)(lambda index: task.make_dataset(
         train_examples, setup.preprocessor, setup.labels, training=True,
-        batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index))
+        batch_size=FLAGS.batch_size, seed=(FLAGS.seed, index)))
     _datasets(setup, task, train_examples, eval_examples)
     setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
     setup.monitor, setup.mode = task.monitor(len(setup.labels))

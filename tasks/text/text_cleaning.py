@@ -21,6 +21,7 @@ offsets, is `tasks.text.word_splitting`. Python (`clean_text`) and TensorFlow
 """
 
 import functools
+import itertools
 import sys
 import unicodedata
 
@@ -45,13 +46,29 @@ def category_ranges(prefix):
     ((173, 173), (1536, 1541), (1564, 1564))
     """
     ranges = []
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code)).startswith(prefix):
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1] = (ranges[-1][0], code)
+    for category, low, high in _category_runs():
+        if category.startswith(prefix):
+            if ranges and ranges[-1][1] == low - 1:
+                ranges[-1] = (ranges[-1][0], high)
             else:
-                ranges.append((code, code))
+                ranges.append((low, high))
     return tuple(ranges)
+
+
+@functools.cache
+def _category_runs():
+    """`((category, low, high), ...)`: every code point, in runs of one Unicode category.
+
+    One pass over the code points for every prefix asked for (each process that splits
+    text pays it once: about 0.3 s, where a Python loop per prefix took 0.4 s each).
+    """
+    runs, low = [], 0
+    categories = map(unicodedata.category, map(chr, range(sys.maxunicode + 1)))
+    for category, run in itertools.groupby(categories):
+        high = low + sum(1 for _ in run) - 1
+        runs.append((category, low, high))
+        low = high + 1
+    return tuple(runs)
 
 
 def ranges_class(ranges):

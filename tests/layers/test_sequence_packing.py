@@ -313,3 +313,24 @@ def test_packed_saved_model_serves_what_unpacked_serves(trained_tagger_dir, tmp_
     assert set(served) == set(plain)
     for name, value in plain.items():
         np.testing.assert_array_equal(served[name].numpy(), value, err_msg=name)
+
+
+@pytest.mark.parametrize("head", ["crf", "softmax"])
+def test_an_empty_batch_packs_to_no_rows_and_trains_nothing(head):
+    # Under multi-worker training a worker's share of a small last batch can be empty: the
+    # plan has no row (an empty max is not the int32 minimum) and the step is a no-op.
+    x, y = _tagging_batch([12, 3, 7])
+    empty_x, empty_y = {name: value[:0] for name, value in x.items()}, y[:0]
+    rows, offsets, lengths, num_rows, length = packing_plan(empty_x["padding_mask"], 16)
+    assert (int(num_rows), int(length)) == (0, 16) and _numpy(rows).shape == (0,)
+    plain, packed = _twin_taggers(head, pack_length=16)
+    for model in (plain, packed):
+        model.compile(optimizer=keras.optimizers.SGD(1.0), jit_compile=False)
+        before = model.get_weights()
+        assert model.train_on_batch(empty_x, empty_y, return_dict=True)["loss"] == 0.0
+        for want, got in zip(before, model.get_weights()):
+            np.testing.assert_array_equal(got, want)
+    # The encoder alone, packed, gives the plain encoder's empty outputs.
+    inputs = {name: empty_x[name] for name in ("token_ids", "segment_ids", "padding_mask")}
+    assert (_numpy(packed.encoder(inputs)["sequence_output"]).shape
+            == _numpy(plain.encoder(inputs)["sequence_output"]).shape)

@@ -155,6 +155,7 @@ def test_the_task_registers_itself_when_its_module_is_imported():
     assert isinstance(get_task("keyword_sentiment"), KeywordSentimentTask)
 
 
+@pytest.mark.slow  # four binaries on a task of the test's own: over a minute on 2 cores
 def test_a_task_defined_in_a_test_trains_evaluates_predicts_and_exports(tmp_path):
     train, dev = str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv")
     _write_reviews(train, 96, seed=0)

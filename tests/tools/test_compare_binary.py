@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from tests.helpers.binaries import run_tool, run_tools
 from tests.helpers.paths import ROOT
 
@@ -11,6 +13,7 @@ TEST = os.path.join(ROOT, "samples", "trec", "test.label")
 CONLL_DEV = os.path.join(ROOT, "samples", "conll2003", "dev.txt")
 
 
+@pytest.mark.slow  # evaluate and compare on four trained runs: about a minute
 def test_compare_prints_each_task_headline_metric_as_evaluate_computes_it(
         trained_classifier_dir, trained_tagger_dir):
     results = run_tools({

@@ -6,12 +6,15 @@ import os
 import keras
 import numpy as np
 
+import pytest
+
 from tests.zoo.test_hf_import import _minilm_dir
 from tests.tools.test_train_binary import ROOT, SAMPLES, _run
 from nlpzoo.zoo import ENCODER_PRESETS
 from nlpzoo.zoo.checkpoints import load_hf_encoder
 
 
+@pytest.mark.slow  # a MiniLM fine-tune (make demo runs one too): about a minute
 def test_fine_tunes_from_huggingface_directory(tmp_path):
     checkpoint = _minilm_dir()
     model_dir = str(tmp_path / "model")

@@ -28,6 +28,9 @@ import pytest
 from nlpzoo.tasks.text.line_reader import MAX_LINE_BYTES
 from tests.helpers.binaries import run_tools
 
+# Sixteen TensorFlow processes on 5 MB inputs: about three minutes of the default run.
+pytestmark = pytest.mark.slow
+
 ADDRESS_SPACE_LIMIT = 8 << 30
 AT_ONCE = 4  # TensorFlow processes at a time: about 1 GB resident each
 FILE_BYTES = 5_000_000

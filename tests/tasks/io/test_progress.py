@@ -172,6 +172,7 @@ def test_vocabulary_learning_reports_counting_and_passes(capsys):
     assert " passes in " in lines[1] and " tokens" in lines[1]
 
 
+@pytest.mark.slow  # several evaluate runs: about 35 s
 def test_evaluate_binary_keeps_stdout_json_and_reports_on_stderr(trained_classifier_dir):
     data = os.path.join(TREC, "test.label")  # 100 questions: 4 batches of 32
     [result] = run_tools({"evaluate": ("evaluate.py", f"--model_dir={trained_classifier_dir}",

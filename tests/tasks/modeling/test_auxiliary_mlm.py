@@ -174,6 +174,7 @@ def test_its_gradient_reaches_the_encoder_and_its_head_but_not_the_task_head():
                         for path in head)
 
 
+@pytest.mark.slow  # trains through the binary: about 30 s
 def test_a_tagger_trains_with_it_and_a_saved_model_restores_it(tmp_path):
     task = get_task("tagging")
     tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b",

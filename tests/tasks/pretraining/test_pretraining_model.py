@@ -118,6 +118,7 @@ def test_masked_lm_loss_matches_a_numpy_reference(sample_tokenizer):
     assert np.isclose(loss, expected, rtol=1e-5)
 
 
+@pytest.mark.slow  # trains to a threshold: about 30 s
 def test_masked_lm_loss_falls_on_real_text():
     path = shared_data_path("wikitext2", "valid.txt")
     documents = read_corpus(path)[:6]
@@ -265,6 +266,7 @@ def test_build_vocab_binary(tmp_path):
     assert again.returncode == 1 and "--overwrite" in again.stderr
 
 
+@pytest.mark.slow  # pretrain then fine-tune: about 40 s
 def test_train_binary_takes_a_pretraining_run_directory_as_init_checkpoint(pretrained, tmp_path):
     model_dir, _ = pretrained
     run_dir = str(tmp_path / "fine_tuned")

@@ -5,6 +5,8 @@ import json
 import numpy as np
 import tensorflow as tf
 
+import pytest
+
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.tagging import TaggedSentence
 from nlpzoo.tasks.tagging.pipeline import make_dataset
@@ -103,6 +105,7 @@ def _word_accuracy(model, features, tags):
     return float((predicted[real] == tags[real]).mean())
 
 
+@pytest.mark.slow  # trains two taggers to a threshold: about 45 s
 def test_casing_features_recover_what_the_uncased_encoder_cannot_see():
     sentences = _casing_sentences(32, seed=0)
     cased_task = TaggingTask(casing_features=True)
