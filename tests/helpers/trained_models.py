@@ -26,7 +26,7 @@ TRAINING_FLAGS = {
         "--eval_data", os.path.join(TREC, "test.label"),
         "--batch_size=32", "--vocab_size=1000", *_COMMON_FLAGS),
     "tagging": (
-        "--task=tagging", "--preset=bert_tiny", "--head=crf",
+        "--task=tagging", "--preset=bert_tiny_crf_tagger",  # a task preset: its head, our labels
         "--train_data", os.path.join(CONLL, "train.txt"),
         "--eval_data", os.path.join(CONLL, "dev.txt"),
         "--epochs=1", "--batch_size=8", "--vocab_size=300", "--log_every_steps=1",

@@ -255,6 +255,9 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
     Examples:
     >>> resolve_preset(None, None)
     ('bert_tiny', None, {})
+    >>> from nlpzoo.tasks.registry import get_task
+    >>> resolve_preset("bert_tiny_crf_tagger", None, get_task("tagging"))
+    ('bert_tiny', 'bert_tiny_crf_tagger', {'head': 'crf'})
     >>> resolve_preset("bert_tiny_classifier", None)
     Traceback (most recent call last):
     ...
@@ -272,7 +275,10 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
         if task_preset.task != task.name:
             raise UserError(f"--preset={preset} is a {task_preset.task} preset, "
                             f"not one for --task={task.name}")
-        return task_preset.encoder, preset, {**head_options, **task_preset.head_options}
+        # Its num_classes is for a model built without data: the training labels decide.
+        options = {name: value for name, value in task_preset.head_options.items()
+                   if name != "num_classes"}
+        return task_preset.encoder, preset, {**head_options, **options}
     if preset in ENCODER_PRESETS:
         matching = task.preset_for(preset, head_options) if task is not None else None
         return preset, matching if matching in TASK_PRESETS else None, head_options

@@ -215,6 +215,24 @@ def test_two_workers_train_to_the_end_and_only_the_chief_writes(tmp_path):
     assert losses and all(0.1 < loss < 3.0 for loss in losses), losses
 
 
+@pytest.mark.slow
+def test_two_workers_train_a_packed_tagger_to_the_end(tmp_path):
+    # Packing is on by default; batches of 4 over 18 sentences leave small batches whose
+    # share on one worker is empty: it packed into -2147483647 rows (ScatterNd failed on
+    # one worker, the collective on the other) before packing_plan took an empty max as 0.
+    train = tmp_path / "train.txt"
+    train.write_text("".join(open(os.path.join(CONLL, name)).read() + "\n"
+                             for name in ("train.txt", "dev.txt")))
+    flags = ["--task=tagging", "--preset=bert_tiny_tagger", f"--train_data={train}",
+             f"--eval_data={os.path.join(CONLL, 'dev.txt')}",
+             f"--model_dir={tmp_path / 'run'}", "--epochs=1", "--batch_size=4",
+             "--max_seq_length=32", "--vocab_size=300", "--mixed_precision=float32",
+             "--distribution_strategy=multi_worker_mirrored"]
+    results = finish_processes(_start_workers("train.py", flags, tmp_path / "tmp"))
+    _check_workers(results, tmp_path / "tmp")
+    assert json.load(open(tmp_path / "run" / "config.json"))["pack_length"] == 1
+
+
 def _trec_corpus(path):
     """The bundled TREC questions as a corpus: documents of ten questions."""
     with open(os.path.join(TREC, "train.label"), encoding="latin-1") as f:
