@@ -5,7 +5,6 @@ import os
 
 import keras
 import numpy as np
-
 import pytest
 
 from tests.zoo.test_hf_import import _minilm_dir

@@ -3,9 +3,8 @@
 import json
 
 import numpy as np
-import tensorflow as tf
-
 import pytest
+import tensorflow as tf
 
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.tagging import TaggedSentence
