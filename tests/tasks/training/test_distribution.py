@@ -13,6 +13,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from nlpzoo.tasks.io.ownership import LOCK, MARKER
 from nlpzoo.tasks.training.training_state import STATE_FILE
 from tests.helpers.binaries import TOOL_TIMEOUT_S, finish_processes, start_python, tool_path
 from tests.helpers.paths import CONLL, ROOT, TREC
@@ -94,7 +95,7 @@ def test_xla_over_several_cpu_devices_of_one_process_is_refused():
 
 def _mirrored_steps(task, train_file):
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tests", "mirrored_steps.py"), task, train_file,
+        [sys.executable, os.path.join(ROOT, "tests", "helpers", "mirrored_steps.py"), task, train_file,
          "false"], capture_output=True, text=True, cwd=ROOT, timeout=600,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -233,6 +234,12 @@ def test_two_workers_train_a_packed_tagger_to_the_end(tmp_path):
     assert json.load(open(tmp_path / "run" / "config.json"))["pack_length"] == 1
 
 
+# What the chief leaves in a finished pretraining run: our ownership marker and run lock
+# (tasks.io.ownership) first, and nothing of the other worker's.
+PRETRAINING_RUN_FILES = sorted([MARKER, LOCK, "README.md", "config.json", "encoder", "logs",
+                                "metrics.json", "vocab.txt"])
+
+
 def _trec_corpus(path):
     """The bundled TREC questions as a corpus: documents of ten questions."""
     with open(os.path.join(TREC, "train.label"), encoding="latin-1") as f:
@@ -256,8 +263,7 @@ def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
     flags = _pretraining_flags(tmp_path, model_dir, max_steps=4)
     results = finish_processes(_start_workers("pretrain.py", flags, tmp_path / "tmp"))
     _check_workers(results, tmp_path / "tmp")
-    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
-                                             "metrics.json", "vocab.txt"]
+    assert sorted(os.listdir(model_dir)) == PRETRAINING_RUN_FILES
     metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
     assert metrics["steps"] == 4
     # Held-out MLM loss of a barely trained model: about ln(500) = 6.2 nats, reduced over
@@ -296,6 +302,5 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
     for result in results.values():
         epochs = [line for line in result.stdout.splitlines() if line.startswith("Epoch ")]
         assert epochs == [f"Epoch {epoch}/4" for epoch in range(done + 1, 5)], result.stdout
-    assert sorted(os.listdir(model_dir)) == ["README.md", "config.json", "encoder", "logs",
-                                             "metrics.json", "vocab.txt"]
+    assert sorted(os.listdir(model_dir)) == PRETRAINING_RUN_FILES
     assert json.load(open(os.path.join(model_dir, "metrics.json")))["steps"] == 8
