@@ -46,6 +46,24 @@ def mrpc_files(data, directory):
     return train, dev, os.path.join(folder, "msr_paraphrase_test.txt")
 
 
+def squad_article_split(data, directory, train_articles=34, dev_articles=4):
+    """(train, validation, test) SQuAD JSON files of the article split that
+    `../shared/data/README.md` describes: of the 48 articles of `squad/dev-v1.1.json`, the
+    first 34 train, the next 4 validate (epoch and threshold choice), the last 10 test."""
+    with open(os.path.join(data, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+        document = json.load(f)
+    articles = document["data"]
+    parts = (("train", articles[:train_articles]),
+             ("dev", articles[train_articles:train_articles + dev_articles]),
+             ("test", articles[train_articles + dev_articles:]))
+    paths = []
+    for name, part in parts:
+        paths.append(os.path.join(directory, f"squad_{name}.json"))
+        with open(paths[-1], "w", encoding="utf-8") as f:
+            json.dump({"version": document.get("version", "1.1"), "data": part}, f)
+    return paths
+
+
 def _tool(name, flags, log, stdout=None):
     with open(log, "a") as errors:
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", name), *flags], check=True,
@@ -86,7 +104,8 @@ def train_and_test(run, train_flags, test_data):
         test_data: the test file, read once, by `tools/evaluate.py`.
 
     Returns:
-        The result; `seconds` is the training binary's wall time (validation included).
+        The result; `seconds` is the training binary's wall time (validation included),
+        `test_seconds` the evaluation binary's (start-up included).
     """
     result_file = run + ".json"
     if os.path.exists(result_file):
@@ -96,10 +115,12 @@ def train_and_test(run, train_flags, test_data):
     start = time.monotonic()
     _tool("train.py", [*train_flags, f"--model_dir={run}", "--overwrite"], log)
     seconds = time.monotonic() - start
+    start = time.monotonic()
     test = _evaluate([run], test_data, log, os.path.join(run, "test.json"))
+    test_seconds = time.monotonic() - start
     with open(os.path.join(run, "config.json")) as f:
         config = json.load(f)
-    result = {"test": test, "seconds": round(seconds),
+    result = {"test": test, "seconds": round(seconds), "test_seconds": round(test_seconds, 1),
               "trainable": config["trainable_parameters"], "total": config["total_parameters"]}
     with open(result_file, "w") as f:
         json.dump(result, f)

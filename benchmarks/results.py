@@ -10,7 +10,9 @@ picks the best epoch on validation data only, and reads the test set once with
 `tools/evaluate.py` (span NER's threshold is calibrated on the validation data
 by `tools/train.py`). Validation data: CoNLL-2003 `eng.testa`; for TREC-6 and MRPC, which have
 no validation split, the last 500 TREC training questions and the last 408 MRPC
-training pairs (the size of GLUE's MRPC dev set). Every seed of `--seeds` is a
+training pairs (the size of GLUE's MRPC dev set); SQuAD v1.1, whose training file is not
+here, is its development file split by article (34 train, 4 validate, 10 test:
+`experiment.squad_article_split`). Every seed of `--seeds` is a
 run; the table shows their mean and spread. With `--ensemble_size=K`, consecutive
 groups of K seeds' models are also tested as ensembles (`tools/evaluate.py
 --model_dir=a,b,c`: the mean of their probabilities), one more row with the
@@ -29,12 +31,13 @@ from experiment import (
     hold_out_last,
     minilm_checkpoint,
     mrpc_files,
+    squad_article_split,
     train_and_test,
 )
 
 flags.DEFINE_string("out", None, "Output directory.")
 flags.DEFINE_string("data", os.path.join(ROOT, "..", "shared", "data"),
-                    "The shared data folder (conll2003/, trec/, mrpc/).")
+                    "The shared data folder (conll2003/, trec/, mrpc/, squad/).")
 flags.DEFINE_list("rows", None, "Only these rows (config names).")
 flags.DEFINE_list("seeds", ["42"], "Seeds; each is one run of every row.")
 flags.DEFINE_integer("ensemble_size", 1, "Also test ensembles of this many consecutive seeds' "
@@ -55,6 +58,9 @@ ROWS = {
     "trec6": ("TREC-6", "classifier", "accuracy", "error 3.6%", "error 3.6% (ULMFiT)"),
     "mrpc": ("MRPC", "pair classifier", "f1", "F1 0.831, acc. 0.762",
              "F1 0.889 (BERT-base)"),
+    "squad": ("SQuAD v1.1, article split", "start/end head", "f1",
+              "F1 65.85, EM 51.76 (transformers run_qa)",
+              "F1 88.5 (BERT-base, full training set)"),
 }
 
 
@@ -63,6 +69,8 @@ def _data(row):
     if row.startswith("conll03"):
         folder = os.path.join(FLAGS.data, "conll2003")
         return [os.path.join(folder, name) for name in ("eng.train", "eng.testa", "eng.testb")]
+    if row == "squad":
+        return squad_article_split(FLAGS.data, FLAGS.out)
     if row == "trec6":
         folder = os.path.join(FLAGS.data, "trec")
         train, dev = hold_out_last(os.path.join(folder, "train_5500.label"), FLAGS.out, "trec",
@@ -113,6 +121,11 @@ def _print_row(data_set, head, metric, peer, literature, results, seconds):
     score = f"{metric.split('_')[-1]} {statistics.mean(scores):.4f}"
     if len(scores) > 1:
         score += f" ± {statistics.stdev(scores):.4f}"
+    if "exact_match" in results[0]["test"]:  # SQuAD: percent, with exact match and speed
+        questions = results[0]["test"]["total"]
+        rate = statistics.mean(questions / r["test_seconds"] for r in results)
+        score += (f" (EM {statistics.mean(r['test']['exact_match'] for r in results):.2f}; "
+                  f"{questions} questions predicted at {rate:.1f}/s)")
     if "accuracy" in results[0]["test"] and metric != "accuracy":
         score += f" (acc. {statistics.mean(r['test']['accuracy'] for r in results):.4f})"
     minutes = statistics.mean(seconds) / 60

@@ -21,6 +21,7 @@ from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_pooling import POOLINGS, SequencePooling
 from nlpzoo.layers.span_boundary_head import SpanBoundaryHead
 from nlpzoo.layers.span_classifier import SpanClassifier
+from nlpzoo.layers.span_endpoint_head import SpanEndpointHead
 from nlpzoo.layers.span_grid import SpanGrid
 from nlpzoo.layers.span_representation import SpanRepresentation
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
@@ -46,6 +47,7 @@ __all__ = [
     "SequencePooling",
     "SpanBoundaryHead",
     "SpanClassifier",
+    "SpanEndpointHead",
     "SpanGrid",
     "SpanRepresentation",
     "TextEmbeddings",

@@ -357,6 +357,21 @@ class WordPieceTokenizer(tf.Module):
         """[batch] strings → int32 RaggedTensor [batch, wordpieces]."""
         return merge_inner_rows(self.tokenize(texts))
 
+    def word_pieces(self, words):
+        """[N] words → int32 RaggedTensor [N, (pieces)]; a word with no piece (only a
+        character the clean-up removes) is `[UNK]`, so every word has a token.
+
+        >>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"]).word_pieces(
+        ...     ["opens", "\\x07"]).to_list()
+        [[4, 5], [1]]
+        """
+        pieces = self.tokenize_flat(words)
+        empty = tf.equal(pieces.row_lengths(), 0)
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.unk_id),
+            tf.cast(empty, tf.int64), validate=False)
+        return concat_rows([pieces, unk])
+
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [batch, wordpieces] segments as `[CLS] a [SEP] b [SEP]`.
 

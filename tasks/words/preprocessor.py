@@ -113,14 +113,8 @@ class WordPreprocessor(TextPreprocessor):
     def _word_pieces_of(self, word_tensors):
         """`word_pieces` of each of several [B_i, words] tensors, tokenized together (one
         tokenizer graph: it is most of what a traced encode costs)."""
-        tokenizer = self.tokenizer()
-        pieces = tokenizer.tokenize_flat(
+        pieces = self.tokenizer().word_pieces(
             tf.concat([words.flat_values for words in word_tensors], axis=0))  # [N, P]
-        empty = tf.equal(pieces.row_lengths(), 0)
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], tokenizer.unk_id),
-            tf.cast(empty, tf.int64), validate=False)
-        pieces = concat_rows([pieces, unk])
         results = []
         for words in word_tensors[:-1]:
             own, pieces = split_rows(pieces, tf.shape(words.flat_values)[0])

@@ -1,0 +1,2 @@
+"""Extractive question answering: readers, windows, the start/end model, decoding and
+SQuAD's exact match and F1."""
