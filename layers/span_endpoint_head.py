@@ -60,6 +60,10 @@ class SpanEndpointHead(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0], 2, input_shape[1])
 
+    def compute_output_spec(self, vectors, allowed=None, training=False):
+        # float32 whatever the layer's compute dtype (the dense layer is float32).
+        return keras.KerasTensor(self.compute_output_shape(vectors.shape), dtype="float32")
+
     def get_config(self):
         config = super().get_config()
         config.update({"dropout": self.dropout, "initializer_range": self.initializer_range})

@@ -57,6 +57,12 @@ class Task:
         pipeline_tag: what the model does, in the Hugging Face Hub's words
             (`text-classification`, `token-classification`, ...): the model
             card's `pipeline_tag`; None when none fits.
+        default_max_seq_length: the packed length a run of this task has when
+            `--max_seq_length` is not given; None: the encoder preset's
+            (question answering packs a question with a window of its context: 384).
+        metrics_in_percent: `evaluate` gives its scores in percent (SQuAD's
+            exact match and F1, as the official script prints them), not as
+            fractions: a difference of 1 is one point.
 
     Args:
         **options: fields of `Options`; unknown names raise `ValueError`.
@@ -71,6 +77,8 @@ class Task:
     ensemble_free_options = ()
     trainable = True
     pipeline_tag = None
+    default_max_seq_length = None
+    metrics_in_percent = False
 
     def __init__(self, **options):
         if self.Options is None:

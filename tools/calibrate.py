@@ -1,8 +1,11 @@
-"""Picks the span NER decoding threshold that maximises F1 on validation data.
+"""Picks the decoding threshold that maximises F1 on validation data (span NER; question
+answering trained with unanswerable questions).
 
     python tools/calibrate.py --model_dir=runs/span --data=eng.testa
+    python tools/calibrate.py --model_dir=runs/squad2 --data=dev-v2.0.json
 
-The threshold applies to each span's best non-NONE probability; the chosen one
+Span NER's threshold applies to each span's best non-NONE probability; question
+answering's to how far a question's no-answer score beats its best answer's. The chosen one
 is stored in the model directory's config.json and in the task options that
 best_model.keras carries (the file is saved again), where evaluate.py,
 predict.py and export.py read it. With --model=file.keras instead of
@@ -31,8 +34,8 @@ from nlpzoo.tools.cli.flags import (  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_model_flags(what="a span NER model; a --model file is saved again with the chosen "
-                   "threshold")
+define_model_flags(what="a span NER or question-answering model; a --model file is saved "
+                   "again with the chosen threshold")
 flags.DEFINE_string("data", None, "Validation data (not the test set).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
@@ -56,11 +59,17 @@ def main(argv):
                                     training=False, batch_size=FLAGS.batch_size)
     except ValueError as error:
         raise UserError(str(error))
-    threshold, f1, table = task.calibrate(trained.model, dataset, sentences, trained.labels)
+    try:
+        threshold, score, table = task.calibrate(trained.model, dataset, sentences,
+                                                 trained.labels)
+    except ValueError as error:
+        raise UserError(f"{model_source()}: {error}")
+    option = task.calibration_option
     if not FLAGS.dry_run:
-        md.update_task_options({"threshold": float(threshold)}, FLAGS.data, trained.model,
+        md.update_task_options({option: float(threshold)}, FLAGS.data, trained.model,
                                FLAGS.model_dir, FLAGS.model)
-    print(json.dumps({"threshold": float(threshold), "span_f1": f1,
+    headline = task.monitor(len(trained.labels))[0].removeprefix("val_")  # span_f1, f1
+    print(json.dumps({option: float(threshold), headline: score,
                       "table": [[round(float(v), 6) for v in row] for row in table]}))
 
 

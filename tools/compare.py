@@ -74,7 +74,8 @@ def _evaluate(model):
         raise UserError(str(error))
     metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
     headline = task.monitor(len(trained.labels))[0].removeprefix("val_")
-    return headline, metrics
+    # Points: a percentage's own difference; a fraction's, times 100.
+    return headline, {**metrics, "points_per_unit": 1 if task.metrics_in_percent else 100}
 
 
 def main(argv):
@@ -85,7 +86,8 @@ def main(argv):
     summary = {}
     for name, headline, metrics in results:
         value = metrics[headline]
-        change = "" if name == results[0][0] else f"  ({100 * (value - first):+.1f} points)"
+        change = ("" if name == results[0][0]
+                  else f"  ({metrics['points_per_unit'] * (value - first):+.1f} points)")
         print(f"{name:<{width}}  {headline} {value:.4f}{change}")
         summary[f"{name}_{headline}"] = round(float(value), 6)
     print(json.dumps(summary, sort_keys=True))

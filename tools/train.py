@@ -281,7 +281,7 @@ def main(argv):
         FLAGS.preset, encoder, task, head_options)
     setup.preset = preset or setup.encoder_preset
     setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
-        encoder, setup.encoder_preset)
+        encoder, setup.encoder_preset, task=task)
     setup.labels = task.label_names(train_examples)
 
     # Nothing is written (or removed) before the data and flags have passed every check.

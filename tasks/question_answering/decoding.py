@@ -156,3 +156,30 @@ def best_no_answer_threshold(decoded, examples, score):
             below = margins[order[rank + 1]] if rank + 1 < len(order) else margins[index] - 2
             best_total, best_threshold = total, float(margins[index] + below) / 2
     return best_threshold, best_total / max(len(decoded), 1)
+
+
+def threshold_table(decoded, examples, exact, f1, thresholds):
+    """`[threshold, exact match, F1]` rows (percent) at each threshold: a question answers
+    "" when its no-answer margin is above it.
+
+    Examples:
+    >>> import types
+    >>> decoded = [types.SimpleNamespace(n_best=({"answer": "x"},), no_answer_margin=m)
+    ...            for m in (-1.0, 2.0)]
+    >>> def same(answer, gold):
+    ...     return float(answer == gold)
+    >>> threshold_table(decoded, ["x", ""], same, same, [3.0, 0.0])
+    [[3.0, 50.0, 50.0], [0.0, 100.0, 100.0]]
+    """
+    margins = np.asarray([d.no_answer_margin for d in decoded], np.float64)
+    answers = [d.n_best[0]["answer"] if d.n_best else "" for d in decoded]
+    rows = []
+    columns = [(np.asarray([score(a, e) for a, e in zip(answers, examples)], np.float64),
+                np.asarray([score("", e) for e in examples], np.float64))
+               for score in (exact, f1)]
+    for threshold in thresholds:
+        unanswered = margins > threshold
+        rows.append([float(threshold)] + [
+            100.0 * float(np.where(unanswered, none, answered).mean()) if len(margins) else 0.0
+            for answered, none in columns])
+    return rows

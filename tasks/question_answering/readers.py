@@ -149,19 +149,18 @@ def _answers(records, context, where, required):
 
 def _example(record, context, source, line, where, require_answers):
     """A `QAExample` of a question record (SQuAD `qas` entry or JSONL object)."""
-    question = _check_text(record.get("question"), f"{where or source}.question"
-                           if where else f"{source}:{line}: question", "the question")
+    at = f"{source}: {where}" if where else f"{source}:{line}:"  # JSON: a field; JSONL: a line
+    sep = "." if where else " "
+    question = _check_text(record.get("question"), f"{at}{sep}question", "the question")
     impossible = record.get("is_impossible", False)
     if not isinstance(impossible, bool):
-        raise DataFormatError(f"{where or f'{source}:{line}'}: is_impossible must be true or "
-                              f"false, got {impossible!r}")
-    prefix = f"{source}: {where}" if where else f"{source}:{line}:"
-    answers = () if impossible else _answers(
-        record.get("answers"), context, f"{prefix}.answers" if where else f"{prefix} answers",
-        required=require_answers)
+        raise DataFormatError(f"{at}{sep}is_impossible: must be true or false, got "
+                              f"{impossible!r}")
+    answers = () if impossible else _answers(record.get("answers"), context,
+                                             f"{at}{sep}answers", required=require_answers)
     identifier = record.get("id")
     if identifier is not None and not isinstance(identifier, (str, int)):
-        raise DataFormatError(f"{prefix} id must be a string, got {identifier!r}")
+        raise DataFormatError(f"{at}{sep}id: must be a string, got {identifier!r}")
     return QAExample(question, context, answers, impossible,
                      None if identifier is None else str(identifier), source, line, where)
 

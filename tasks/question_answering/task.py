@@ -10,7 +10,11 @@ from absl import flags
 
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.question_answering import readers
-from nlpzoo.tasks.question_answering.decoding import best_no_answer_threshold, decode_all
+from nlpzoo.tasks.question_answering.decoding import (
+    best_no_answer_threshold,
+    decode_all,
+    threshold_table,
+)
 from nlpzoo.tasks.question_answering.metrics import question_scores, squad_scores
 from nlpzoo.tasks.question_answering.model import QuestionAnswerer
 from nlpzoo.tasks.question_answering.pipeline import make_dataset, window_logits
@@ -74,6 +78,8 @@ class QuestionAnsweringTask(Task):
     formats = readers.DATA_FORMATS
     Options = QuestionAnsweringOptions
     logged_metrics = ("exact_match", "f1")
+    metrics_in_percent = True
+    default_max_seq_length = 384  # BERT's SQuAD length: a question and a window of context
     ensemble_free_options = ("n_best_size", "max_answer_length", "no_answer_threshold",
                              "doc_stride")
 
@@ -183,15 +189,41 @@ class QuestionAnsweringTask(Task):
         scores = squad_scores([d.answer for d in decoded], questions)
         return {**scores, "examples": len(questions), "windows": len(windows)}
 
+    calibration_option = "no_answer_threshold"
+
     def tune_decoding(self, model, dataset, windows, labels):
         """The F1-best no-answer threshold on validation data (SQuAD v2.0 only)."""
         if not self.options.allow_no_answer:
             return {}
-        questions, decoded = self._decode(model, dataset, windows)
-        threshold, _ = best_no_answer_threshold(
-            decoded, questions, lambda answer, example: question_scores(
-                answer, example.answer_texts)[1])
+        threshold, _, _ = self.calibrate(model, dataset, windows, labels)
         return {"no_answer_threshold": threshold}
+
+    def calibrate(self, model, dataset, windows, labels):
+        """`(threshold, F1, table)`: the no-answer threshold that maximises F1 on the
+        questions of `windows`, that F1 (percent), and `[threshold, exact match, F1]` rows
+        at the F1-best threshold and at 20 quantiles of the questions' margins.
+
+        Raises:
+            ValueError: a model trained on answerable questions only (SQuAD v1.1) never
+                answers "": there is no threshold to calibrate.
+        """
+        if not self.options.allow_no_answer:
+            raise ValueError("the model was trained on answerable questions only (no "
+                             "is_impossible question in its training data), so it never "
+                             "answers \"\": it has no no-answer threshold to calibrate")
+        questions, decoded = self._decode(model, dataset, windows)
+
+        def exact(answer, example):
+            return question_scores(answer, example.answer_texts)[0]
+
+        def f1(answer, example):
+            return question_scores(answer, example.answer_texts)[1]
+
+        threshold, best = best_no_answer_threshold(decoded, questions, f1)
+        margins = [d.no_answer_margin for d in decoded]
+        candidates = sorted({threshold, *np.quantile(margins, np.linspace(0, 1, 20)).tolist()})
+        return threshold, 100.0 * best, threshold_table(decoded, questions, exact, f1,
+                                                        candidates)
 
     def describe_predictions(self, model, dataset, windows, labels, count=4):
         """Each of the first questions → its gold answer / the predicted answer."""

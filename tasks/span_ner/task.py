@@ -228,6 +228,8 @@ class SpanNERTask(CasingFeaturesOption, Task):
                                   [(start, end, label) for start, end, label, _ in entities])
                 for sentence, entities in zip(shown, decoded)]
 
+    calibration_option = "threshold"
+
     def calibrate(self, model, dataset, sentences, labels):
         """`(threshold, F1, table)`: the threshold that maximises F1 on `sentences`."""
         return calibrate(model, dataset, sentences, labels, self.options.max_span_width,

@@ -145,8 +145,9 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
                        + ("." if warmup_fraction is not None else f"; {preset_default}."),
                        lower_bound=0.0, upper_bound=1.0, flag_values=flag_values)
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed sequence, in "
-                         "wordpieces" + ("." if max_seq_length else "; the preset's default "
-                                         "(at most the encoder's positions) when omitted."),
+                         "wordpieces" + ("." if max_seq_length else "; the task's default (question "
+                                         "answering: 384), else the preset's, at most the "
+                                         "encoder's positions, when omitted."),
                          lower_bound=8, flag_values=flag_values)
 
 
@@ -425,8 +426,10 @@ def resolve_schedule(flag_values, defaults, pretrained):
 
 
 
-def fine_tuning_settings(encoder, encoder_preset, flag_values=flags.FLAGS):
-    """(max_seq_length, `Schedule`) of a fine-tuning run: its flags over the preset's defaults.
+def fine_tuning_settings(encoder, encoder_preset, flag_values=flags.FLAGS, task=None):
+    """(max_seq_length, `Schedule`) of a fine-tuning run: its flags over the preset's defaults
+    (over `task.default_max_seq_length` first, for a task that has its own, as question
+    answering's 384).
 
     Examples:
     >>> import types
@@ -439,8 +442,9 @@ def fine_tuning_settings(encoder, encoder_preset, flag_values=flags.FLAGS):
     from nlpzoo.zoo import ENCODER_PRESETS
 
     defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
+    default_length = getattr(task, "default_max_seq_length", None) or defaults.max_seq_length
     max_seq_length = resolve_max_seq_length(flag_values.max_seq_length, encoder,
-                                            encoder_preset, defaults.max_seq_length)
+                                            encoder_preset, default_length)
     return max_seq_length, resolve_schedule(flag_values, defaults, pretrained=encoder is not None)
 
 @dataclasses.dataclass(frozen=True)
