@@ -46,13 +46,28 @@ flags.DEFINE_enum("input_format", "auto", INPUT_FORMATS,
 flags.DEFINE_enum("output_format", "auto", OUTPUT_FORMATS,
                   "Tagging output; auto: jsonl for a .jsonl file, CoNLL otherwise.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.", lower_bound=1)
+flags.DEFINE_boolean("n_best", False, "Question answering: also write each question's n best "
+                     "answers (the model's n_best_size), best first, as `n_best`.")
 flags.mark_flags_as_required(["input", "output"])
+
+# The task option each flag above sets, for the tasks that have it.
+_OPTION_FLAGS = {"n_best": "write_n_best"}
+
+
+def _with_option_flags(task):
+    """`task` with the options of the flags given; a task without the option refuses."""
+    for flag, option in _OPTION_FLAGS.items():
+        if FLAGS[flag].present:
+            if option not in task.option_names():
+                raise UserError(f"--{flag}: a {task.name} model has no {option} option")
+            task = task.with_options(**{option: FLAGS[flag].value})
+    return task
 
 
 def main(argv):
     trained_model_flags.enable_progress()
     trained = trained_model_flags.load_models()
-    task = trained.task
+    task = _with_option_flags(trained.task)
     examples = task.read_prediction_input(FLAGS.input, FLAGS.input_format,
                                           trained.config.get("data_format"),
                                           **data_flags.trained_columns(trained.config))

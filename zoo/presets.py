@@ -3,7 +3,8 @@
 An encoder preset gives the published shape of a BERT-family model and the
 fine-tuning settings that suit it; a task preset names an encoder and a head.
 Every encoder has `<encoder>_classifier`, `<encoder>_pair_classifier`,
-`<encoder>_tagger`, `<encoder>_crf_tagger` and `<encoder>_span_ner` task presets.
+`<encoder>_tagger`, `<encoder>_crf_tagger`, `<encoder>_span_ner` and
+`<encoder>_question_answerer` task presets.
 """
 
 import dataclasses
@@ -122,6 +123,9 @@ def _task_presets():
         presets[f"{name}_span_ner"] = TaskPreset(
             name, "span_ner", {"num_classes": 5},
             description=f"{name} + span classifier over every span of <= L words")
+        presets[f"{name}_question_answerer"] = TaskPreset(
+            name, "question_answering",
+            description=f"{name} + start/end head: extractive question answering (SQuAD)")
     return presets
 
 

@@ -10,6 +10,12 @@ scores are means over questions, in percent, as the official scripts print
 them. An unanswerable question (SQuAD v2.0) has the one gold answer "": only
 the empty prediction scores 1 on it; `HasAns_*` and `NoAns_*` split the
 scores by kind when the data has unanswerable questions.
+
+The two official scripts differ in one corner: when a prediction and a gold
+answer both normalise to nothing (a gold answer "." exists in SQuAD v1.1's
+development set), v2.0's F1 is 1 and v1.1's is 0 (no word in common). Data
+without unanswerable questions is scored as v1.1's script scores it,
+other data as v2.0's (`empty_matches_empty`).
 """
 
 import collections
@@ -39,17 +45,18 @@ def exact_match(prediction, gold):
     return int(normalize_answer(prediction) == normalize_answer(gold))
 
 
-def f1(prediction, gold):
-    """The word-overlap F1 of two answers (1 when both are empty, 0 when only one is).
+def f1(prediction, gold, empty_matches_empty=True):
+    """The word-overlap F1 of two answers; 0 when only one is empty, and when both are:
+    1 (SQuAD v2.0's script) or, with `empty_matches_empty=False`, 0 (v1.1's).
 
     >>> round(f1("Denver Broncos won", "the Denver Broncos"), 4)  # p 2/3, r 2/2
     0.8
-    >>> f1("", ""), f1("", "Broncos")
-    (1.0, 0.0)
+    >>> f1("", ""), f1("", "Broncos"), f1(",", ".", empty_matches_empty=False)
+    (1.0, 0.0, 0.0)
     """
     predicted, wanted = normalize_answer(prediction).split(), normalize_answer(gold).split()
     if not predicted or not wanted:
-        return float(predicted == wanted)
+        return float(predicted == wanted and empty_matches_empty)
     common = sum((collections.Counter(predicted) & collections.Counter(wanted)).values())
     if common == 0:
         return 0.0
@@ -57,15 +64,15 @@ def f1(prediction, gold):
     return 2 * precision * recall / (precision + recall)
 
 
-def question_scores(prediction, gold_answers):
-    """`(exact match, F1)` of one prediction: the best over the gold answers.
+def question_scores(prediction, gold_answers, empty_matches_empty=True):
+    """`(exact match, F1)` of one prediction: the best over the gold answers (see `f1`).
 
     >>> question_scores("Broncos", ["Denver Broncos", "Broncos"])
     (1, 1.0)
     """
     gold_answers = list(gold_answers) or [""]
     return (max(exact_match(prediction, gold) for gold in gold_answers),
-            max(f1(prediction, gold) for gold in gold_answers))
+            max(f1(prediction, gold, empty_matches_empty) for gold in gold_answers))
 
 
 def squad_scores(predictions, examples):
@@ -87,9 +94,11 @@ def squad_scores(predictions, examples):
     predictions, examples = list(predictions), list(examples)
     if len(predictions) != len(examples):
         raise ValueError(f"{len(predictions)} predictions for {len(examples)} questions")
-    scores = [question_scores(p, e.answer_texts) for p, e in zip(predictions, examples)]
+    version_2 = any(example.is_impossible for example in examples)
+    scores = [question_scores(p, e.answer_texts, empty_matches_empty=version_2)
+              for p, e in zip(predictions, examples)]
     result = _means(scores)
-    if any(example.is_impossible for example in examples):
+    if version_2:
         for name, keep in (("HasAns", False), ("NoAns", True)):
             part = [s for s, e in zip(scores, examples) if e.is_impossible == keep]
             result.update({f"{name}_{key}": value for key, value in _means(part).items()})

@@ -36,7 +36,8 @@ class QuestionAnsweringOptions:
     allow_no_answer: the data has unanswerable questions (SQuAD v2.0; set
     from the training data): the model may answer "". no_answer_threshold:
     how far the no-answer score must beat the best answer's (tuned on the
-    validation data after training)."""
+    validation data after training). write_n_best: predictions written to a
+    file list each question's n best answers too (`tools/predict.py --n_best`)."""
 
     max_query_length: int = 64
     doc_stride: int = 128
@@ -44,6 +45,7 @@ class QuestionAnsweringOptions:
     max_answer_length: int = 30
     allow_no_answer: bool = False
     no_answer_threshold: float = 0.0
+    write_n_best: bool = False
 
     def __post_init__(self):
         for name in ("max_query_length", "doc_stride", "n_best_size", "max_answer_length"):
@@ -81,7 +83,7 @@ class QuestionAnsweringTask(Task):
     metrics_in_percent = True
     default_max_seq_length = 384  # BERT's SQuAD length: a question and a window of context
     ensemble_free_options = ("n_best_size", "max_answer_length", "no_answer_threshold",
-                             "doc_stride")
+                             "doc_stride", "write_n_best")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -156,6 +158,9 @@ class QuestionAnsweringTask(Task):
                             seed=seed)
 
     # === Model ===
+
+    def preset_for(self, encoder_preset, head_options):
+        return f"{encoder_preset}_question_answerer"
 
     def build_model(self, encoder, dropout=0.1):
         return QuestionAnswerer(encoder, dropout=dropout, name="question_answerer")
@@ -253,12 +258,16 @@ class QuestionAnsweringTask(Task):
                           output_format="auto", batch_size=64):
         """JSONL, one record per question in input order: its `id` (when it has one),
         `question`, `answer`, `start_char`, `end_char` (-1 for no answer), `score` (the
-        answer's probability) and `n_best` (the other candidates, best first)."""
+        answer's probability) and, with the `write_n_best` option, `n_best` (the
+        candidates, best first)."""
         if output_format not in ("auto", "jsonl"):
             raise DataFormatError(f"question answering writes JSONL, not {output_format}")
         decoded = self.predict_outputs(model, preprocessor, examples, labels, batch_size)
-        lines = [json.dumps(record, ensure_ascii=False) + "\n"
-                 for record in self.decode_predictions(examples, decoded, labels)]
+        records = self.decode_predictions(examples, decoded, labels)
+        if not self.options.write_n_best:
+            for record in records:
+                del record["n_best"]
+        lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records]
         write_output(output, lines)
         return f"{len(examples)} questions"
 

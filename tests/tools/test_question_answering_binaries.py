@@ -60,7 +60,7 @@ def run(tmp_path_factory):
         "predict json": ("predict.py", f"--model_dir={model_dir}", f"--input={dev}",
                          f"--output={outputs['json']}"),
         "predict tsv": ("predict.py", f"--model_dir={model_dir}", f"--input={questions}",
-                        f"--output={outputs['tsv']}"),
+                        f"--output={outputs['tsv']}", "--n_best"),
         "export": ("export.py", f"--model_dir={model_dir}", f"--output={base / 'export'}"),
         "compare": ("compare.py", f"--data={dev}", f"--run=a={model_dir}",
                     f"--run=b={model_dir}/best_model.keras"),
@@ -119,6 +119,11 @@ def test_the_exported_model_answers_raw_questions_as_predict_does(run):
     records = _records(run["outputs"]["tsv"])
     assert [r["question"] for r in records] == ["Where did the Rams win?",
                                                 "Where did the Bears win?"]
+    for record in records:  # --n_best: the candidates, best first, the answer among them
+        scores = [candidate["score"] for candidate in record["n_best"]]
+        assert scores == sorted(scores, reverse=True) and len(scores) > 1
+        assert record["answer"] in ("", record["n_best"][0]["answer"])
+    assert "n_best" not in _records(run["outputs"]["json"])[0]
     serve = tf.saved_model.load(str(run["base"] / "export")).signatures["serving_default"]
     lines = open(run["questions"], encoding="utf-8").read().splitlines()
     questions, contexts = zip(*(line.split("\t") for line in lines))
@@ -135,3 +140,14 @@ def test_compare_prints_points_of_percent_scores(run):
     assert lines[1].endswith("(+0.0 points)")
     summary = json.loads(lines[-1])
     assert summary["a_f1"] == pytest.approx(summary["b_f1"])
+
+
+def test_n_best_is_refused_for_a_model_without_answers(trained_classifier_dir, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("What is a cat ?\n")
+    result = run_tool("predict.py", f"--model_dir={trained_classifier_dir}", f"--input={texts}",
+                      f"--output={tmp_path / 'out.jsonl'}", "--n_best")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("error: --n_best: a classification model has no "
+                                     "write_n_best option")
+    assert not (tmp_path / "out.jsonl").exists()

@@ -73,3 +73,12 @@ def test_a_prediction_per_question_is_required():
 def test_exact_match_ignores_case_articles_and_punctuation_only():
     assert exact_match("The Eiffel Tower.", "eiffel tower")
     assert not exact_match("Eiffel Towers", "eiffel tower")
+
+
+def test_an_answer_that_normalises_to_nothing_scores_as_each_official_script_scores_it():
+    # SQuAD v1.1's development set has the gold answer "." three times.
+    v1 = [QAExample("q", "c", (Answer("."),))]
+    assert squad_scores([","], v1) == {"exact_match": 100.0, "f1": 0.0, "total": 1}
+    v2 = v1 + [QAExample("q", "c", is_impossible=True)]
+    scores = squad_scores([",", ""], v2)
+    assert (scores["exact_match"], scores["f1"]) == (100.0, 100.0)

@@ -57,8 +57,13 @@ def test_it_learns_to_find_the_answer_and_predicts_raw_pairs():
     model.fit(train, epochs=6, verbose=0)
     held_out = _examples(40, seed=9)
     windows = task.prediction_examples(held_out, preprocessor)
-    scores = task.evaluate(model, task.make_dataset(windows, preprocessor, []), windows, [])
+    dataset = task.make_dataset(windows, preprocessor, [], batch_size=8)
+    scores = task.evaluate(model, dataset, windows, [])
     assert scores["examples"] == 40 and scores["exact_match"] >= 90, scores
+    # What TensorBoard shows each epoch: question → gold / predicted, for the first ones.
+    shown = task.describe_predictions(model, dataset, windows, [], count=3)
+    assert len(shown) == 3 and shown[0].startswith("where did the team win ? → gold **")
+    assert sum(line.endswith("✓") for line in shown) >= 2
     # Raw (question, context) pairs in, answers with character offsets out.
     records = model.predict([(e.question, e.context) for e in held_out[:5]])
     for record, example in zip(records, held_out):
@@ -104,3 +109,12 @@ def test_the_serving_graph_answers_as_python_decoding_does(allow_no_answer):
     # Long contexts were read in several windows.
     windows = task.prediction_examples(examples, preprocessor)
     assert len(windows) > len(examples) + 10
+
+
+def test_a_task_preset_builds_the_model():
+    from nlpzoo.zoo import build_model
+
+    model = build_model("bert_tiny_question_answerer", vocabulary=VOCABULARY)
+    assert model.output_shape == (None, 2, None) and model.task.name == "question_answering"
+    assert model.predict([("who won ?", "the broncos won")])[0]["answer"] in (
+        "the", "broncos", "won", "the broncos", "broncos won", "the broncos won")
