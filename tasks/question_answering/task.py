@@ -9,6 +9,7 @@ import numpy as np
 from absl import flags
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities
 from nlpzoo.tasks.question_answering import readers
 from nlpzoo.tasks.question_answering.decoding import (
     best_no_answer_threshold,
@@ -174,6 +175,11 @@ class QuestionAnsweringTask(Task):
 
     def monitor(self, num_classes):
         return ("val_f1", "max")
+
+    def build_ensemble(self, models):
+        """The mean of the models' start and end probabilities (output as their logarithm),
+        decoded once with this task's options."""
+        return Ensemble(models, mean_log_probabilities)
 
     def _decoding_options(self):
         options = self.options

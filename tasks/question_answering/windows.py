@@ -24,6 +24,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.tokenizer import UNK
 from nlpzoo.tasks.text.word_splitting import split_words
 
@@ -167,7 +168,8 @@ def make_windows(examples, preprocessor, max_query_length=64, doc_stride=128):
         doc_stride: tokens between the starts of two windows of a context.
 
     Raises:
-        ValueError: the windows leave no room for the context.
+        DataFormatError: (a ValueError naming the question's file and line) the windows
+            leave no room for the context beside the question.
 
     Examples:
     >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
@@ -189,9 +191,10 @@ def make_windows(examples, preprocessor, max_query_length=64, doc_stride=128):
         question = question[:max_query_length]
         window_length = max_length - len(question) - 3
         if window_length < 1:
-            raise ValueError(f"{example.location}: max_seq_length={max_length} leaves no room "
-                             f"for the context beside a {len(question)}-token question; "
-                             "raise --max_seq_length or lower --max_query_length")
+            raise DataFormatError(
+                f"{example.location}: max_seq_length={max_length} leaves no room for the "
+                f"context beside a {len(question)}-token question; raise --max_seq_length or "
+                "lower --max_query_length")
         context = contexts[example.context]
         answer = None if example.is_impossible else answer_token_span(
             context, example.located_answer())

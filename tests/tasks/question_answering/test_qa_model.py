@@ -118,3 +118,18 @@ def test_a_task_preset_builds_the_model():
     assert model.output_shape == (None, 2, None) and model.task.name == "question_answering"
     assert model.predict([("who won ?", "the broncos won")])[0]["answer"] in (
         "the", "broncos", "won", "the broncos", "broncos won", "the broncos won")
+
+
+def test_an_ensemble_averages_start_and_end_probabilities():
+    task = get_task("question_answering")
+    members = [_model(task) for _ in range(2)]
+    ensemble = task.ensemble(members)
+    preprocessor = task.make_preprocessor(VOCABULARY, max_seq_length=32)
+    examples = _examples(6)
+    features, _ = next(iter(task.make_dataset(examples, preprocessor, [])))
+    mean = np.mean([keras.ops.convert_to_numpy(keras.ops.softmax(m(features), axis=-1))
+                    for m in members], axis=0)
+    combined = keras.ops.convert_to_numpy(keras.ops.softmax(ensemble(features), axis=-1))
+    np.testing.assert_allclose(combined, mean, atol=1e-6)
+    decoded = task.predict_outputs(ensemble, preprocessor, examples, [])
+    assert all(d.answer == e.context[d.start_char:d.end_char] for d, e in zip(decoded, examples))
