@@ -60,6 +60,11 @@ class Task:
         default_max_seq_length: the packed length a run of this task has when
             `--max_seq_length` is not given; None: the encoder preset's
             (question answering packs a question with a window of its context: 384).
+        calibration_option: the task option that the task's
+            `calibrate(model, dataset, examples, labels)` picks on validation
+            data, returning `(value, score, table)` (`tools/calibrate.py` stores
+            the value with the model): span NER's `threshold`; None for a task
+            with nothing to calibrate.
         metrics_in_percent: `evaluate` gives its scores in percent (SQuAD's
             exact match and F1, as the official script prints them), not as
             fractions: a difference of 1 is one point.
@@ -78,6 +83,7 @@ class Task:
     trainable = True
     pipeline_tag = None
     default_max_seq_length = None
+    calibration_option = None
     metrics_in_percent = False
 
     def __init__(self, **options):

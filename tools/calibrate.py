@@ -49,7 +49,7 @@ def main(argv):
     enable_progress()
     trained = md.load_trained(FLAGS.model_dir, FLAGS.model)
     task = trained.task
-    if not hasattr(task, "calibrate"):
+    if task.calibration_option is None:
         raise UserError(f"{model_source()} holds a {task.name} model; its task has no "
                         "decoding threshold to calibrate")
     sentences = task.prediction_examples(task.read(FLAGS.data, FLAGS.data_format),

@@ -206,9 +206,7 @@ def read_squad_json(path, require_answers=True):
                     raise DataFormatError(f"{path}: {question_at}: expected an object")
                 examples.append(_example(record, context, path, 1, question_at,
                                          require_answers))
-    if not examples:
-        raise DataFormatError(f"{path}: no questions found")
-    return examples
+    return _found(examples, path)
 
 
 def _load_json(path):
@@ -244,14 +242,10 @@ def read_qa_jsonl(path, require_answers=True):
     ...
     nlpzoo.tasks.io.errors.DataFormatError: ...:2: expected an object with 'question' and 'context' (found 'x')
     """
-    if not os.path.isfile(path):
-        raise MissingDataFileError(f"{path}: no such file")
     examples = []
-    for number, line in read_lines(path):
-        if not cleaned(line).strip():
-            continue
+    for number, line in _lines(path):
         try:
-            record = json.loads(line.lstrip("\ufeff"), strict=False)
+            record = json.loads(line, strict=False)
         except json.JSONDecodeError as error:
             raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
         if not isinstance(record, dict) or "question" not in record or "context" not in record:
@@ -261,9 +255,7 @@ def read_qa_jsonl(path, require_answers=True):
                                   f"'context'{found}")
         context = _check_text(record["context"], f"{path}:{number}: context", "the context")
         examples.append(_example(record, context, path, number, "", require_answers))
-    if not examples:
-        raise DataFormatError(f"{path}: no questions found")
-    return examples
+    return _found(examples, path)
 
 
 def read_qa_tsv(path):
@@ -275,12 +267,8 @@ def read_qa_tsv(path):
     >>> [(e.question, e.context) for e in read_qa_tsv(path)]
     [('Who?', 'Ann met Bo.')]
     """
-    if not os.path.isfile(path):
-        raise MissingDataFileError(f"{path}: no such file")
     examples = []
-    for number, line in read_lines(path):
-        if not cleaned(line).strip():
-            continue
+    for number, line in _lines(path):
         question, tab, context = line.partition("\t")
         if not tab:
             raise DataFormatError(f"{path}:{number}: expected question<TAB>context")
@@ -288,6 +276,23 @@ def read_qa_tsv(path):
         examples.append(QAExample(_check_text(question, where + ": question", "the question"),
                                   _check_text(context, where + ": context", "the context"),
                                   source=path, line=number))
+    return _found(examples, path)
+
+
+def _lines(path):
+    """`(number, line)` of the lines of a UTF-8 file that hold more than whitespace and
+    characters the clean-up removes; a byte-order mark is dropped."""
+    if not os.path.isfile(path):
+        raise MissingDataFileError(f"{path}: no such file")
+    for number, line in read_lines(path):
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if cleaned(line).strip():
+            yield number, line
+
+
+def _found(examples, path):
+    """`examples`, unless there are none (an error naming the file)."""
     if not examples:
         raise DataFormatError(f"{path}: no questions found")
     return examples

@@ -83,6 +83,7 @@ class QuestionAnsweringTask(Task):
     logged_metrics = ("exact_match", "f1")
     metrics_in_percent = True
     default_max_seq_length = 384  # BERT's SQuAD length: a question and a window of context
+    calibration_option = "no_answer_threshold"
     ensemble_free_options = ("n_best_size", "max_answer_length", "no_answer_threshold",
                              "doc_stride", "write_n_best")
 
@@ -199,8 +200,6 @@ class QuestionAnsweringTask(Task):
         questions, decoded = self._decode(model, dataset, windows)
         scores = squad_scores([d.answer for d in decoded], questions)
         return {**scores, "examples": len(questions), "windows": len(windows)}
-
-    calibration_option = "no_answer_threshold"
 
     def tune_decoding(self, model, dataset, windows, labels):
         """The F1-best no-answer threshold on validation data (SQuAD v2.0 only)."""

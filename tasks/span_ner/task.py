@@ -116,6 +116,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
     preprocessor_class = WordPreprocessor
     logged_metrics = ("span_precision", "span_recall", "span_f1")
     ensemble_free_options = ("decoding", "flat_method", "threshold", "stride")
+    calibration_option = "threshold"
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -227,8 +228,6 @@ class SpanNERTask(CasingFeaturesOption, Task):
         return [entity_comparison(sentence.words, sentence.spans,
                                   [(start, end, label) for start, end, label, _ in entities])
                 for sentence, entities in zip(shown, decoded)]
-
-    calibration_option = "threshold"
 
     def calibrate(self, model, dataset, sentences, labels):
         """`(threshold, F1, table)`: the threshold that maximises F1 on `sentences`."""

@@ -144,10 +144,10 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
                        "warm-up before the schedule's decay"
                        + ("." if warmup_fraction is not None else f"; {preset_default}."),
                        lower_bound=0.0, upper_bound=1.0, flag_values=flag_values)
+    default = ("; the task's default (question answering: 384), else the preset's, at most "
+               "the encoder's positions, when omitted.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed sequence, in "
-                         "wordpieces" + ("." if max_seq_length else "; the task's default (question "
-                                         "answering: 384), else the preset's, at most the "
-                                         "encoder's positions, when omitted."),
+                         "wordpieces" + ("." if max_seq_length else default),
                          lower_bound=8, flag_values=flag_values)
 
 
