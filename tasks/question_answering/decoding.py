@@ -140,17 +140,14 @@ def best_no_answer_threshold(decoded, examples, score):
     >>> best_no_answer_threshold(decoded, gold, lambda p, g: float(p == g))
     (-0.5, 1.0)
     """
-    answered = [float(score(d.n_best[0]["answer"] if d.n_best else "", example))
-                for d, example in zip(decoded, examples)]
-    unanswered = [float(score("", example)) for example in examples]
-    margins = np.asarray([d.no_answer_margin for d in decoded], np.float64)
+    margins, answered, unanswered = _answer_scores(decoded, examples, score)
     order = np.argsort(-margins, kind="stable")
     # Threshold just above every margin: all answered. Lowering it past a margin makes
     # that question unanswered.
-    total = best_total = sum(answered)
+    total = best_total = float(answered.sum())
     best_threshold = float(margins.max()) if len(margins) else 0.0
     for rank, index in enumerate(order):
-        total += unanswered[index] - answered[index]
+        total += float(unanswered[index] - answered[index])
         if total > best_total:
             # Halfway to the next margin: every margin down to this one is above it.
             below = margins[order[rank + 1]] if rank + 1 < len(order) else margins[index] - 2
@@ -171,15 +168,22 @@ def threshold_table(decoded, examples, exact, f1, thresholds):
     >>> threshold_table(decoded, ["x", ""], same, same, [3.0, 0.0])
     [[3.0, 50.0, 50.0], [0.0, 100.0, 100.0]]
     """
-    margins = np.asarray([d.no_answer_margin for d in decoded], np.float64)
-    answers = [d.n_best[0]["answer"] if d.n_best else "" for d in decoded]
+    margins = _answer_scores(decoded, examples, exact)[0]
+    columns = [_answer_scores(decoded, examples, score)[1:] for score in (exact, f1)]
     rows = []
-    columns = [(np.asarray([score(a, e) for a, e in zip(answers, examples)], np.float64),
-                np.asarray([score("", e) for e in examples], np.float64))
-               for score in (exact, f1)]
     for threshold in thresholds:
         unanswered = margins > threshold
         rows.append([float(threshold)] + [
             100.0 * float(np.where(unanswered, none, answered).mean()) if len(margins) else 0.0
             for answered, none in columns])
     return rows
+
+
+def _answer_scores(decoded, examples, score):
+    """Each question's no-answer margin, and `score` of its best answer and of "" (float
+    arrays [N]): what the threshold search and the threshold table both read."""
+    margins = np.asarray([d.no_answer_margin for d in decoded], np.float64)
+    answered = np.asarray([score(d.n_best[0]["answer"] if d.n_best else "", example)
+                           for d, example in zip(decoded, examples)], np.float64)
+    unanswered = np.asarray([score("", example) for example in examples], np.float64)
+    return margins, answered, unanswered
