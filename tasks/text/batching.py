@@ -73,31 +73,26 @@ def pad_batch_to_bucket(features, labels, max_length, padding_values,
 
 
 def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_length,
-                     length_features=LENGTH_FEATURES):
+                     length_features=LENGTH_FEATURES, group_sizes=None):
     """Batches (features, labels) examples whose features are [time, ...] tensors.
 
-    `group_by_length=True` (training) puts examples of similar length together
-    with `bucket_by_sequence_length`, in groups `GROUPING_STEP` tokens wide;
-    otherwise (evaluation, prediction) the order is kept. Either way each
-    batch is padded to the bucket of its longest example, so the shapes are
-    the few of `bucket_lengths` (what XLA compiles); a packing encoder
-    computes only up to the longest (`TransformerEncoder.pack_length`).
-    An example's length is that of the longest of its `length_features`.
+    `group_by_length=True` (training) puts examples of similar length together,
+    in groups `GROUPING_STEP` tokens wide (`group_by_length_batches`; it needs
+    `group_sizes`, the examples per group); otherwise (evaluation,
+    prediction) the order is kept. Either way each batch is padded to the
+    bucket of its longest example, so the shapes are the few of
+    `bucket_lengths` (what XLA compiles); a packing encoder computes only up
+    to the longest (`TransformerEncoder.pack_length`). An example's length is
+    that of the longest of its `length_features`.
     """
     spec = dataset.element_spec
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, spec)
     values = _padding_value_structure(spec, padding_values)
     if group_by_length:
-        # Grouped by length in steps of GROUPING_STEP tokens, padded to the coarse bucket.
-        boundaries = grouping_boundaries(max_length)
-        dataset = dataset.bucket_by_sequence_length(
-            element_length_func=lambda features, labels: tf.reduce_max(
-                tf.stack([tf.shape(features[name])[0] for name in length_features])),
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-            padded_shapes=padded_shapes,
-            padding_values=values,
-        )
+        if group_sizes is None:
+            raise ValueError("group_by_length needs group_sizes (length_group_sizes)")
+        dataset = group_by_length_batches(dataset, batch_size, max_length, group_sizes,
+                                          padded_shapes, values, length_features)
     else:
         dataset = dataset.padded_batch(batch_size, padded_shapes, values)
     return dataset.map(
@@ -105,6 +100,69 @@ def batch_to_buckets(dataset, batch_size, max_length, padding_values, group_by_l
                                                      length_features),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
+
+
+def length_group_sizes(lengths, max_length):
+    """How many of the examples of these `lengths` fall in each length group
+    (`grouping_boundaries`), one count per group.
+
+    >>> length_group_sizes([3, 5, 8, 12, 40], max_length=64).tolist()
+    [3, 1, 0, 0, 1, 0, 0, 0]
+    """
+    boundaries = grouping_boundaries(max_length)
+    groups = np.searchsorted(boundaries, np.asarray(lengths, np.int64), side="right")
+    return np.bincount(groups, minlength=len(boundaries) + 1).astype(np.int64)
+
+
+def group_by_length_batches(dataset, batch_size, max_length, group_sizes, padded_shapes,
+                            padding_values, length_features=LENGTH_FEATURES):
+    """Batches of examples of similar length, in stream order, with no more batches than needed.
+
+    Each length group (`GROUPING_STEP` tokens wide) fills whole batches of
+    its own examples, emitted as they fill. A group's last
+    `size % batch_size` examples (in stream order) would make a partial batch
+    of their own; instead they go to one shared pool, which makes whole
+    batches of mixed lengths too, so an epoch has
+    `training_batch_count(...)` batches: at most one partial one, against
+    up to one per group. Fewer, fuller steps: each optimizer step updates
+    every weight whatever the batch holds (the embedding table included),
+    and packing (`TransformerEncoder.pack_length`) computes no padding in a
+    mixed batch. The whole batches of the groups are those that grouping
+    without the pool makes.
+
+    Args:
+        dataset: (features, labels) examples, each feature [time, ...].
+        batch_size: examples per batch.
+        max_length: the longest example; sets the groups (`grouping_boundaries`).
+        group_sizes: examples per group (`length_group_sizes` of all the
+            examples the stream holds, in any order).
+        padded_shapes, padding_values: as `padded_batch` takes them.
+        length_features: the features whose longest is an example's length.
+
+    Returns:
+        The batched dataset (each batch padded to its longest example).
+    """
+    boundaries = tf.constant(grouping_boundaries(max_length), tf.int64)
+    sizes = np.asarray(group_sizes, np.int64)
+    pool = len(sizes)  # the key of the shared pool of the groups' remainders
+    in_whole_batches = tf.constant(sizes - sizes % batch_size, tf.int64)
+
+    def assign(seen, example):
+        features, labels = example
+        length = tf.cast(tf.reduce_max(tf.stack(
+            [tf.shape(features[name])[0] for name in length_features])), tf.int64)
+        group = tf.reduce_sum(tf.cast(boundaries <= length, tf.int64))
+        rank = seen[group]  # this example's place among its group's, in stream order
+        key = tf.where(rank < in_whole_batches[group], group, pool)
+        return seen + tf.one_hot(group, pool, dtype=tf.int64), (features, labels, key)
+
+    def batch(key, window):
+        return window.map(lambda features, labels, _: (features, labels)).padded_batch(
+            batch_size, padded_shapes, padding_values)
+
+    return (dataset.scan(tf.zeros([pool], tf.int64), assign)
+            .group_by_window(key_func=lambda features, labels, key: key,
+                             reduce_func=batch, window_size=batch_size))
 
 
 def _padding_value_structure(spec, padding_values):
@@ -128,7 +186,7 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     """The common tail of every input pipeline: cache the encoded examples, then batch.
 
     Training: shuffle every epoch, group examples of similar length into
-    buckets. Otherwise: keep the order. Either way the dataset declares its
+    batches (`group_by_length_batches`). Otherwise: keep the order. Either way the dataset declares its
     number of batches (`assert_cardinality`): Keras sizes progress bars with
     it, and `EncoderTaskModel.fit` resolves a learning-rate schedule from it.
     The cache is filled here, in one pass that checks there are `count`
@@ -147,8 +205,8 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     >>> examples = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(
     ...     [[1] * n for n in lengths])).map(lambda row: ({"token_ids": row}, 0))
     >>> batches = shuffle_batch_and_count(examples, 5, 2, 32, {}, training=True)
-    >>> int(batches.cardinality()), len(list(batches))  # ceil(3/2) + 1 + 1
-    (4, 4)
+    >>> int(batches.cardinality()), len(list(batches))  # one whole batch of 3s; the rest: 2
+    (3, 3)
     """
     dataset = dataset.cache()
     # Evaluation data is read by several iterators (Keras's distributed one for
@@ -163,8 +221,10 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
         dataset = dataset.shuffle(count, seed=pass_seed, reshuffle_each_iteration=False)
     elif training:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    group_sizes = length_group_sizes(lengths, max_length) if training else None
     dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
-                               group_by_length=training, length_features=length_features)
+                               group_by_length=training, length_features=length_features,
+                               group_sizes=group_sizes)
     if training:
         batches = training_batch_count(lengths, batch_size, max_length)
     else:
@@ -186,17 +246,17 @@ def training_batch_count(lengths, batch_size, max_length):
     """The number of batches `batch_to_buckets(group_by_length=True)` makes of examples of
     these `lengths`, whatever their order.
 
-    Each length group (`grouping_boundaries`) fills its own batches and emits
-    the last, partial one at the end: a group of n examples gives
-    ceil(n / batch_size) batches, in any order (a test checks this).
+    Each length group (`grouping_boundaries`) fills floor(n / batch_size)
+    whole batches; the groups' remainders share batches of their own
+    (`group_by_length_batches`): ceil(sum of n % batch_size / batch_size).
+    All in all ceil(examples / batch_size), as without grouping; a test
+    checks it on shuffled streams.
 
-    >>> training_batch_count([3, 5, 8, 12, 40], batch_size=2, max_length=64)
-    4
+    >>> training_batch_count([3, 5, 8, 12, 40], batch_size=2, max_length=64)  # 1 + ceil(3 / 2)
+    3
     """
-    groups = np.searchsorted(grouping_boundaries(max_length), np.asarray(lengths, np.int64),
-                             side="right")
-    sizes = np.bincount(groups) if len(groups) else np.zeros(0, np.int64)
-    return int(sum(-(-int(size) // batch_size) for size in sizes))
+    del max_length  # the groups do not change the count
+    return -(-len(lengths) // batch_size)
 
 
 def _fill_cache(cached, count, length_features=None):

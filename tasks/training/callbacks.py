@@ -14,6 +14,7 @@ from nlpzoo.layers.keras_internals import loss_tracker, save_without_optimizer_s
 from nlpzoo.tasks.io.atomic_files import json_writer, write_files_together
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import learning_rate_at
+from nlpzoo.tasks.training.step_clock import StepClock
 
 
 class BestModelCheckpoint(keras.callbacks.Callback):
@@ -143,10 +144,11 @@ class StepLogger(keras.callbacks.Callback):
       (weighted by examples, as Keras's loss is), so with `every_steps=1`
       each step's own loss. Keras's running epoch mean would hide spikes.
 
-    Keras already brings the logs to the host after every batch (these
-    callbacks are not `async_safe`), so the per-batch cost here is reading
-    one counter; `every_steps` bounds the event file's size and the
-    schedule evaluations. The tags do not clash with those of Keras's
+    Between writes a batch costs no device read: the step count comes from
+    a `StepClock` (one read per epoch), the loss tracker is read only when
+    writing, and the schedule is evaluated on the host's CPU (on a GPU, an
+    op there would wait for the step's kernels). `every_steps` bounds the
+    event file's size and the schedule evaluations. The tags do not clash with those of Keras's
     `TensorBoard` callback, so `log_dir` may be its `logs/train` folder.
     A resumed run goes on from the restored step count.
 
@@ -174,6 +176,7 @@ class StepLogger(keras.callbacks.Callback):
         self._writer = None
         self._last_step = None
         self._loss_base = (0.0, 0.0)
+        self._clock = StepClock()
 
     def on_train_begin(self, logs=None):
         self._writer = tf.summary.create_file_writer(self.log_dir)
@@ -182,10 +185,11 @@ class StepLogger(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._loss_base = (0.0, 0.0)  # Keras resets its loss mean at each epoch's start
+        self._clock.start_epoch(self.model)
 
     def on_train_batch_end(self, batch, logs=None):
         optimizer = self.model.optimizer
-        step = int(optimizer.iterations.numpy())
+        step = self._clock.after_batch(batch)
         steps_per_epoch = (self.params or {}).get("steps")
         epoch_ends = steps_per_epoch is not None and batch + 1 >= steps_per_epoch
         due = [taken for taken in range(self._last_step + 1, step + 1)
@@ -200,7 +204,7 @@ class StepLogger(keras.callbacks.Callback):
         inner = getattr(optimizer, "inner_optimizer", optimizer)
         head_multiplier = inner.head_multiplier if isinstance(inner, LayerwiseAdamW) else 1.0
         loss = self._window_loss(logs)
-        with self._writer.as_default():
+        with self._writer.as_default(), tf.device("CPU:0"):
             for taken in steps:
                 rate = float(learning_rate_at(optimizer, taken - 1))
                 tf.summary.scalar(self.tag, rate, step=taken)

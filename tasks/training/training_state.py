@@ -43,6 +43,7 @@ import keras
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite, write_json_atomically, write_weights_atomically
+from nlpzoo.tasks.training.step_clock import StepClock
 
 STATE_FILE = "training_state.json"
 # What a `keras.callbacks.BackupAndRestore` (this library's earlier format) leaves.
@@ -93,6 +94,7 @@ class TrainingState(keras.callbacks.Callback):
         self.every_steps = int(every_steps or 0)
         self.stop_requested = False
         self.last_saved_step = None
+        self._clock = StepClock()  # the step of each batch's end, with no device read
 
     # -- reading and restoring ---------------------------------------------------------
     def read(self):
@@ -170,8 +172,11 @@ class TrainingState(keras.callbacks.Callback):
                 os.remove(os.path.join(self.backup_dir, name))
         self.last_saved_step = step
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._clock.start_epoch(self.model)
+
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = self._clock.after_batch(batch)
         if step % self.steps_per_epoch == 0:
             return  # the epoch's end saves it, once its validation has run
         if self.stop_requested:

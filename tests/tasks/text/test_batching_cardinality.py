@@ -1,9 +1,10 @@
 """Datasets know their length: `shuffle_batch_and_count` declares the number of batches.
 
-The claim behind the training count: length grouping (`bucket_by_sequence_length`)
-fills each length group's batches on its own and flushes each group's partial
-batch at the end, so the number of batches is the sum over groups of
-ceil(n_group / batch_size), whatever order the shuffle gives.
+The claim behind the training count: length grouping (`group_by_length_batches`)
+fills each length group's whole batches on its own and pools the groups' remainders
+into shared batches, so the number of batches is the sum over groups of
+floor(n_group / batch_size) plus ceil(sum of the remainders / batch_size), whatever
+order the shuffle gives.
 """
 
 import math
@@ -25,13 +26,15 @@ def _examples(lengths):
 
 
 def _by_hand(lengths, batch_size, max_length):
-    """Groups as TensorFlow's bucketing forms them: boundaries 9, 17, ... (GROUPING_STEP)."""
+    """Groups of GROUPING_STEP tokens (boundaries 9, 17, ...): their whole batches, then the
+    batches their remainders fill together."""
     boundaries = list(range(GROUPING_STEP + 1, max_length + 1, GROUPING_STEP))
     groups = {}
     for length in lengths:
         group = sum(1 for boundary in boundaries if boundary <= length)
         groups[group] = groups.get(group, 0) + 1
-    return sum(math.ceil(size / batch_size) for size in groups.values())
+    whole = sum(size // batch_size for size in groups.values())
+    return whole + math.ceil(sum(size % batch_size for size in groups.values()) / batch_size)
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8])
@@ -52,9 +55,35 @@ def test_training_batch_count_is_declared_and_independent_of_order(batch_size, d
             counts.add(len(batches))
             assert sum(int(f["token_ids"].shape[0]) for f, _ in batches) == len(lengths)
     assert counts == {expected}
-    # Not the trivial count: grouping makes more batches than ceil(n / batch) here.
-    if batch_size == 8:
-        assert expected > math.ceil(len(lengths) / batch_size)
+    # Pooling the groups' remainders leaves no more batches than ungrouped batching.
+    assert expected == math.ceil(len(lengths) / batch_size)
+
+
+def _group(length):
+    return (length - 1) // GROUPING_STEP  # boundaries 9, 17, ...: 1-8, 9-16, ...
+
+
+@pytest.mark.parametrize("seed", [(3, 0), (3, 1), 11])
+def test_training_batches_are_full_and_of_one_length_group_but_the_pooled_ones(seed):
+    rng = random.Random(str(seed))
+    lengths = [rng.randint(1, 64) for _ in range(97)]
+    batch_size = 4
+    dataset = shuffle_batch_and_count(_examples(lengths), len(lengths), batch_size, 64, {},
+                                      training=True, seed=seed)
+    batches = [tf.reduce_sum(f["padding_mask"], axis=1).numpy().tolist() for f, _ in dataset]
+    groups = {}
+    for length in lengths:
+        groups[_group(length)] = groups.get(_group(length), 0) + 1
+    remainders = sum(size % batch_size for size in groups.values())
+    assert sorted(x for batch in batches for x in batch) == sorted(lengths)
+    assert sum(len(batch) < batch_size for batch in batches) <= 1
+    mixed = [batch for batch in batches if len({_group(x) for x in batch}) > 1]
+    # Only the pool mixes groups, and it holds exactly the remainders.
+    assert len(mixed) <= math.ceil(remainders / batch_size)
+    one_group = [batch for batch in batches if len({_group(x) for x in batch}) == 1]
+    for group, size in groups.items():
+        in_own = sum(len(batch) for batch in one_group if _group(batch[0]) == group)
+        assert in_own >= size - size % batch_size
 
 
 def test_evaluation_count_is_ceil_of_examples_over_batch():

@@ -77,3 +77,25 @@ def test_a_fixed_rate_is_logged_as_it_is_and_a_second_fit_goes_on(tmp_path):
         {1: 0.05, 2: 0.05, 3: 0.05})
     assert _scalars(str(tmp_path / "b"))[StepLogger.tag] == pytest.approx(
         {4: 0.05, 5: 0.05})
+
+
+def test_batches_between_writes_read_nothing_from_the_device(tmp_path, monkeypatch):
+    """The step count is read once per epoch (and at the start), not after every batch."""
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="head")])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    iterations = model.optimizer.iterations
+    reads = []
+    original = type(iterations).numpy
+
+    def counted(variable):
+        if variable is iterations:
+            reads.append(1)
+        return original(variable)
+
+    monkeypatch.setattr(type(iterations), "numpy", counted)
+    model.fit(np.zeros((24, 4)), np.zeros((24, 2)), batch_size=2, epochs=2, verbose=0,
+              callbacks=[StepLogger(str(tmp_path), every_steps=100)])
+    assert len(reads) <= 3  # the start and each epoch's start, for 24 batches
+    # and the epoch-end writes still name the right steps
+    assert sorted(_scalars(str(tmp_path))[StepLogger.tag]) == [12, 24]
