@@ -332,7 +332,9 @@ class KerasHubTaggerRecipe:
         first-subword positions)."""
         import tensorflow as tf
         words = [word for sentence in sentences for word in sentence.words]
-        pieces = self.tokenizer(tf.constant(words)).to_list()
+        pieces = self.tokenizer(tf.constant(words))  # eager: Python lists
+        pieces = pieces.to_list() if hasattr(pieces, "to_list") else pieces
+        unknown = self.tokenizer.token_to_id("[UNK]")
         length = self.sequence_length
         x = {name: np.zeros((len(sentences), length), "int32")
              for name in ("token_ids", "segment_ids", "padding_mask")}
@@ -342,7 +344,7 @@ class KerasHubTaggerRecipe:
         for row, sentence in enumerate(sentences):
             ids, first = [self.tokenizer.cls_token_id], []
             for word_pieces in pieces[offset:offset + len(sentence.words)]:
-                word_pieces = word_pieces or [self.tokenizer.unk_token_id]
+                word_pieces = list(word_pieces) or [unknown]
                 if len(ids) + len(word_pieces) > length - 1:
                     break  # the rest of the sentence does not fit
                 first.append(len(ids))
