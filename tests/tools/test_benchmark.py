@@ -332,12 +332,12 @@ def test_time_to_accuracy_record():
         f"--trec_data={os.path.join(TREC, 'train.label')}", "--heldout_questions=16",
         "--trec_train_questions=32", "--trec_target=0",
         f"--train_data={os.path.join(CONLL, 'train.txt')}",
-        f"--dev_data={os.path.join(CONLL, 'dev.txt')}", "--train_sentences=16",
-        "--dev_sentences=8", "--conll_target=0"))
+        f"--dev_data={os.path.join(CONLL, 'dev.txt')}", "--train_sentences=8",
+        "--dev_sentences=4", "--conll_target=0"))
     assert record["benchmark"] == "time_to_accuracy" and record["seed"] == 0
     assert set(record["tasks"]) == {"trec6", "conll03"}
     for name, metric, examples in (("trec6", "accuracy", (32, 16)),
-                                   ("conll03", "entity_f1", (16, 8))):
+                                   ("conll03", "entity_f1", (8, 4))):
         task = record["tasks"][name]
         assert (task["metric"], task["train_examples"], task["validation_examples"]) == (
             metric, *examples)
