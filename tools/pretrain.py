@@ -303,8 +303,8 @@ def main(argv):
                     validation_data=eval_dataset, checkpoint_every_steps=0,
                     log_every_steps=FLAGS.log_every_steps, shard=distribution.shard_by_data,
                     what="pretraining")
-    if strategy.num_replicas_in_sync > 1:
-        print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
+    # One process and every worker print it: the same run on each agrees (docs/distributed.md).
+    print(distribution.fingerprint_line(model), flush=True)
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": setup.total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(distribution.shard_by_data(eval_dataset),

@@ -8,6 +8,10 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
         model = ...build and compile...    # variables, optimizer and metrics are mirrored
     build_for_fit(model, strategy, train_dataset)  # multi-worker: Keras 3.15's gaps
     model.fit(shard_by_data(train_dataset), ...)
+    print(fingerprint_line(model))  # one process and every worker: compare them
+
+tools/train.py, tools/pretrain.py and tools/distill.py train with `fit`;
+tools/multitask.py runs its own loop of `strategy.run` steps.
 
 - `--batch_size` is the global batch: each step splits it over all replicas
   (`strategy.num_replicas_in_sync`); Keras scales each replica's loss by
@@ -17,6 +21,13 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
   worker builds the same batches and `AutoShardPolicy.DATA` gives each worker
   its part of every global batch (`shard_by_data`); FILE sharding would need
   one input file per worker.
+- Two workers end with the weights of one process on the same global batch,
+  up to float32 rounding, when nothing random differs: dropout masks are
+  drawn per replica, so with dropout on the runs differ as two seeds do
+  (docs/distributed.md gives the measured differences).
+- A worker that fails ends in one line naming it (`worker_failure`), as
+  `tools/cli/errors.run` prints it; the others then lose their collectives
+  and end the same way.
 - Only the chief writes `--model_dir`. Other workers run the same program
   (they must: every step is a collective) and write into a temporary
   directory that is removed at the end, as TensorFlow's multi-worker guide
@@ -47,6 +58,9 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 _RESUME_STATE = ("config.json", "vocab.txt", "labels.json", "checkpoints",
                  "best_model.keras.json")
 _WORKER_DIR_PREFIX = "nlpzoo-worker-"
+# This process's task in the cluster ("worker 1"), once make_strategy has read TF_CONFIG:
+# the failure line names it (worker_failure).
+_this_worker = None
 
 
 def define_distribution_flags(flag_values=flags.FLAGS):
@@ -90,7 +104,9 @@ def make_strategy(name="auto", tpu=None):
     # Multi-worker first: its collectives must be configured before the runtime starts,
     # which listing logical devices would do.
     if name == "multi_worker_mirrored":
-        read_tf_config()  # checked here: TensorFlow would fall back to one local worker
+        task = read_tf_config()["task"]  # checked here: TensorFlow would fall back to one worker
+        global _this_worker
+        _this_worker = f"{task['type']} {task['index']}"
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _tpu_strategy(tpu)
@@ -247,11 +263,75 @@ def describe(strategy):
 
 def weights_fingerprint(model):
     """SHA-256 of every weight's bytes, in order: replicas and workers in sync agree
-    exactly (printed by the training binaries in distributed runs)."""
+    exactly.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    >>> weights_fingerprint(model)
+    '5f2fa7795ceb5867'
+    """
     digest = hashlib.sha256()
     for weight in model.weights:
         digest.update(weight.numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def fingerprint_line(model):
+    """The line every training binary prints at the end of training: the weights'
+    fingerprint (bit-identical weights: the same), then their sum and sum of squares
+    (float64), which agree to about 7 digits between a one-process run and the same run
+    on several workers, where float32 rounding keeps the fingerprints apart.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    >>> fingerprint_line(model)
+    'weights fingerprint 5f2fa7795ceb5867 (sum 2, sum of squares 2)'
+    """
+    import numpy as np
+
+    values = [np.asarray(weight.numpy(), np.float64) for weight in model.weights]
+    total = sum(float(value.sum()) for value in values)
+    squares = sum(float(np.square(value).sum()) for value in values)
+    return (f"weights fingerprint {weights_fingerprint(model)} "
+            f"(sum {total:.9g}, sum of squares {squares:.9g})")
+
+
+def this_worker():
+    """This process's task in the cluster, "worker 1" (TF_CONFIG's type and index), once
+    `make_strategy("multi_worker_mirrored")` has run; None otherwise.
+
+    Examples:
+    >>> this_worker() is None  # no multi-worker strategy made in this process
+    True
+    """
+    return _this_worker
+
+
+def worker_failure(error):
+    """The one line (without "error: ") that a multi-worker process ends with when
+    `error` stops it: the worker, then the cause; None outside multi-worker training.
+
+    When a worker stops, the others learn of it only as a failed collective
+    (`UnavailableError`, or a cancelled one): say so, rather than call it a bug.
+
+    Examples:
+    >>> worker_failure(ValueError("x")) is None  # not a multi-worker process
+    True
+    """
+    if _this_worker is None:
+        return None
+    import tensorflow as tf
+
+    lines = str(error).strip().splitlines()
+    first = lines[0] if lines else ""
+    if isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError,
+                          tf.errors.AbortedError, tf.errors.DeadlineExceededError)):
+        return (f"{_this_worker}: lost contact with the other workers ({type(error).__name__}: "
+                f"{first[:200]}); another worker stopped or cannot be reached: its own "
+                "output says why. Start every worker again with the same flags to resume")
+    return None
 
 
 def check_jit_compile(strategy, jit_compile):

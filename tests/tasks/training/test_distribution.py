@@ -187,7 +187,7 @@ def _check_workers(results, temp_dir, left_before=frozenset()):
     assert ", task worker 0 (chief)" in results[0].stdout
     assert "(chief)" not in results[1].stdout
     fingerprints = [[line for line in result.stdout.splitlines()
-                     if line.startswith("final weights: ")] for result in results.values()]
+                     if line.startswith("weights fingerprint ")] for result in results.values()]
     assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
     assert _worker_dirs(temp_dir) == set(left_before)
 
