@@ -266,9 +266,7 @@ def main(argv):
     if run_setup.normalize_init_checkpoint():
         setup.checkpoint_tokens, setup.lowercase = _checkpoint_tokenizer()
     setup.hardware = run_setup.apply_hardware_flags(FLAGS, strategy)
-    setup.encoder_overrides = {}
-    if FLAGS.dropout is not None:
-        setup.encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
+    setup.encoder_overrides = run_setup.dropout_overrides(FLAGS.dropout)
     model, loaded_heads = _starting_model(setup, strategy)
     try:
         documents = _read_documents()

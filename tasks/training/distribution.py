@@ -44,6 +44,7 @@ import atexit
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -324,14 +325,18 @@ def worker_failure(error):
         return None
     import tensorflow as tf
 
+    if not isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError,
+                              tf.errors.AbortedError, tf.errors.DeadlineExceededError)):
+        return None
     lines = str(error).strip().splitlines()
-    first = lines[0] if lines else ""
-    if isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError,
-                          tf.errors.AbortedError, tf.errors.DeadlineExceededError)):
-        return (f"{_this_worker}: lost contact with the other workers ({type(error).__name__}: "
-                f"{first[:200]}); another worker stopped or cannot be reached: its own "
-                "output says why. Start every worker again with the same flags to resume")
-    return None
+    # TensorFlow's first line starts with the op's name in {{...}}: noise to a user.
+    cause = " ".join(re.sub(r"\{\{[^}]*\}\}", "", lines[0] if lines else "").split())
+    peers = sorted({f"{kind} {index}" for kind, index in
+                    re.findall(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)", str(error))}
+                   - {_this_worker})
+    return (f"{_this_worker}: lost contact with {' and '.join(peers) or 'another worker'} "
+            f"({type(error).__name__}: {cause[:200]}); a worker that stopped says why in its "
+            "own output. Start every worker again with the same flags to resume")
 
 
 def check_jit_compile(strategy, jit_compile):
