@@ -327,6 +327,7 @@ def _train(entries, setup, probabilities, strategy):
         # One optimizer for everything: the zoo's AdamW of the first model, with its
         # schedule over all steps and its head rate.
         optimizer = shared_optimizer([entry.model for entry in entries])
+        distribution.clip_the_sum(optimizer, strategy)
         for entry in entries:
             # Keras builds a model's loss and metrics from a first batch; done here, outside
             # the traced step, which is traced once per padded shape at most. Multi-worker:

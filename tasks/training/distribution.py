@@ -359,7 +359,9 @@ def build_for_fit(model, strategy, dataset):
     """Prepares `model` for `fit` and `evaluate` under multi-worker training; a no-op
     under every other strategy (call it after compile, before `fit`).
 
-    Two gaps of Keras 3.15's TensorFlow trainer under `MultiWorkerMirroredStrategy`:
+    Under any strategy of several replicas it makes the optimizer clip the summed
+    gradient (`clip_the_sum`). Two more gaps of Keras 3.15's TensorFlow trainer under
+    `MultiWorkerMirroredStrategy`:
 
     - `fit` builds a distributed model from its first batch reduced over the replicas
       with `strategy.reduce`, which fails on a dict of features (and drops that batch).
@@ -378,6 +380,7 @@ def build_for_fit(model, strategy, dataset):
     >>> "train_step" in vars(model)
     False
     """
+    clip_the_sum(model.optimizer, strategy)
     if not in_multi_worker_mode(strategy):
         return
     batch = next(iter(dataset.take(1)))
@@ -386,6 +389,53 @@ def build_for_fit(model, strategy, dataset):
     skip_build_in_fit(model)
     model.train_step = with_replica_axis(model.train_step)
     model.test_step = with_replica_axis(model.test_step)
+
+
+def clip_the_sum(optimizer, strategy):
+    """Makes `optimizer` clip the gradient summed over the replicas, as one device clips
+    the whole batch's gradient; nothing to do with one replica or without clipping.
+
+    Keras 3.15 clips each replica's gradient (`global_clipnorm`: our AdamW's 1.0) and
+    sums the clipped ones afterwards: with several replicas a step then differs from one
+    device's whenever the norm exceeds the bound. Here the replicas sum their gradients
+    first and clip the sum; each passes on its 1/replicas share of the clipped sum, which
+    the optimizer's own sum turns back into the clipped sum.
+
+    Examples:
+    >>> import keras
+    >>> optimizer = keras.optimizers.AdamW(global_clipnorm=1.0)
+    >>> clip_the_sum(optimizer, make_strategy("one_device"))  # one replica: as Keras does
+    >>> "_clip_gradients" in vars(optimizer)
+    False
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)  # under a LossScaleOptimizer
+    if strategy.num_replicas_in_sync == 1 or not (
+            inner.global_clipnorm or inner.clipnorm or inner.clipvalue):
+        return
+    import tensorflow as tf
+
+    clip = inner._clip_gradients  # noqa: SLF001  (the step of Keras's apply that clips)
+
+    def clip_summed(gradients):
+        context = tf.distribute.get_replica_context()
+        if context is None or tf.distribute.get_strategy().num_replicas_in_sync == 1:
+            return clip(gradients)
+        present = [gradient for gradient in gradients if gradient is not None]
+        summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+        clipped = clip([None if gradient is None else next(summed) for gradient in gradients])
+        return [None if gradient is None else _share(gradient, strategy.num_replicas_in_sync)
+                for gradient in clipped]
+
+    inner._clip_gradients = clip_summed  # noqa: SLF001
+
+
+def _share(gradient, replicas):
+    import tensorflow as tf
+
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(gradient.values / replicas, gradient.indices,
+                                gradient.dense_shape)
+    return gradient / replicas
 
 
 def in_multi_worker_mode(strategy):
