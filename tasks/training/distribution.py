@@ -59,9 +59,10 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 _RESUME_STATE = ("config.json", "vocab.txt", "labels.json", "checkpoints",
                  "best_model.keras.json")
 _WORKER_DIR_PREFIX = "nlpzoo-worker-"
-# This process's task in the cluster ("worker 1"), once make_strategy has read TF_CONFIG:
-# the failure line names it (worker_failure).
+# This process's task in the cluster ("worker 1") and the cluster, once make_strategy has
+# read TF_CONFIG: the failure line names this worker and the lost ones (worker_failure).
 _this_worker = None
+_cluster = {}
 
 
 def define_distribution_flags(flag_values=flags.FLAGS):
@@ -105,9 +106,10 @@ def make_strategy(name="auto", tpu=None):
     # Multi-worker first: its collectives must be configured before the runtime starts,
     # which listing logical devices would do.
     if name == "multi_worker_mirrored":
-        task = read_tf_config()["task"]  # checked here: TensorFlow would fall back to one worker
-        global _this_worker
-        _this_worker = f"{task['type']} {task['index']}"
+        config = read_tf_config()  # checked here: TensorFlow would fall back to one worker
+        global _this_worker, _cluster
+        _this_worker = f"{config['task']['type']} {config['task']['index']}"
+        _cluster = config["cluster"]
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _tpu_strategy(tpu)
@@ -331,9 +333,15 @@ def worker_failure(error):
     lines = str(error).strip().splitlines()
     # TensorFlow's first line starts with the op's name in {{...}}: noise to a user.
     cause = " ".join(re.sub(r"\{\{[^}]*\}\}", "", lines[0] if lines else "").split())
-    peers = sorted({f"{kind} {index}" for kind, index in
-                    re.findall(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)", str(error))}
-                   - {_this_worker})
+    peers = {f"{kind} {index}" for kind, index in
+             re.findall(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)", str(error))}
+    # gRPC's messages name an address instead ("ipv4:127.0.0.1:23457" for localhost:23457).
+    for kind, addresses in _cluster.items():
+        for index, address in enumerate(addresses if isinstance(addresses, list) else []):
+            port = address.rpartition(":")[2]
+            if address in str(error) or (port and re.search(rf"[\w.\]]:{port}\b", str(error))):
+                peers.add(f"{kind} {index}")
+    peers = sorted(peers - {_this_worker})
     return (f"{_this_worker}: lost contact with {' and '.join(peers) or 'another worker'} "
             f"({type(error).__name__}: {cause[:200]}); a worker that stopped says why in its "
             "own output. Start every worker again with the same flags to resume")

@@ -75,6 +75,24 @@ def test_multi_worker_refuses_a_missing_or_malformed_tf_config(monkeypatch, tf_c
     assert expected in str(error.value)
 
 
+def test_a_lost_peer_is_one_line_naming_this_worker_and_the_lost_one(monkeypatch):
+    monkeypatch.setattr(distribution, "_this_worker", "worker 0")
+    monkeypatch.setattr(distribution, "_cluster", {"worker": ["localhost:23456",
+                                                              "localhost:23457"]})
+    by_task = tf.errors.UnavailableError(None, None, (
+        "{{function_node __wrapped__CollectiveReduceV2_device_/job:worker/replica:0/task:0/"
+        "device:CPU:0}} Collective ops is aborted by: Error reported from /job:worker/task:1: "
+        "The following tasks are unhealthy\nAdditional GRPC error information"))
+    by_address = tf.errors.UnavailableError(None, None, "Socket closed: ipv4:127.0.0.1:23457")
+    for error in (by_task, by_address):
+        line = distribution.worker_failure(error)
+        assert line.startswith("worker 0: lost contact with worker 1 (UnavailableError: ")
+        assert "\n" not in line and "function_node" not in line
+    assert distribution.worker_failure(ValueError("a bug")) is None  # reported as a bug
+    monkeypatch.setattr(distribution, "_this_worker", None)
+    assert distribution.worker_failure(by_task) is None  # not a multi-worker process
+
+
 def test_tpu_without_a_tpu_fails_in_one_line(monkeypatch):
     monkeypatch.delenv("TPU_NAME", raising=False)
     with pytest.raises(UserError, match="^--distribution_strategy=tpu: no TPU reachable"):
