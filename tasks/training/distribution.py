@@ -1,6 +1,6 @@
 """`--distribution_strategy`: how the training binaries spread work over devices and hosts.
 
-Every training binary (tools/train.py, tools/pretrain.py) uses this module the same way:
+Every training binary uses this module the same way:
 
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)   # first thing in main
     output_dir = worker_model_dir(FLAGS.model_dir, strategy)  # chief: --model_dir, else a temp
@@ -22,9 +22,10 @@ tools/multitask.py runs its own loop of `strategy.run` steps.
   its part of every global batch (`shard_by_data`); FILE sharding would need
   one input file per worker.
 - Two workers end with the weights of one process on the same global batch,
-  up to float32 rounding, when nothing random differs: dropout masks are
-  drawn per replica, so with dropout on the runs differ as two seeds do
-  (docs/distributed.md gives the measured differences).
+  up to float32 rounding, when nothing random differs and every batch splits
+  into equal halves: dropout masks are drawn per replica, and a replica's loss
+  is the mean over its own half (docs/distributed.md gives the measured
+  differences). The replicas clip their summed gradient (`clip_the_sum`).
 - A worker that fails ends in one line naming it (`worker_failure`), as
   `tools/cli/errors.run` prints it; the others then lose their collectives
   and end the same way.
