@@ -440,7 +440,7 @@ def test_two_workers_train_multitask_with_and_without_packing(tmp_path, pack_len
     assert config["pack_length"] == pack_length
     # Both workers drew the same entry for every batch and evaluated the same weights:
     # their epoch lines agree (batches per entry, validation metric), apart from the time.
-    epoch_lines = [[line.split(") ", 1)[1] for line in result.stdout.splitlines()
+    epoch_lines = [[line.split("); ", 1)[1] for line in result.stdout.splitlines()
                     if line.startswith("epoch 1/1 (")] for result in results.values()]
     assert len(epoch_lines[0]) == 1 and epoch_lines[0] == epoch_lines[1], epoch_lines
     drawn = [int(part) for part in re.findall(r"(\d+) batches", epoch_lines[0][0])]
