@@ -46,6 +46,7 @@ from nlpzoo.tasks.distillation import (  # noqa: E402
     use_distillation_loss,
 )
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
+from nlpzoo.tasks.training import distribution  # noqa: E402
 from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
@@ -70,6 +71,7 @@ flags.DEFINE_float("alpha", 0.5, "Weight of the soft-target loss; 1 - alpha weig
                    "hard-label loss.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("temperature", 2.0, "Softmax temperature T of teacher and student in the "
                    "soft-target loss (which is multiplied by T^2).", lower_bound=1e-3)
+distribution.define_distribution_flags()
 flags.mark_flags_as_required(["teacher", "train_data", "eval_data", "model_dir"])
 
 # Settings that shape the model or data: a resumed run must not change them.
@@ -201,13 +203,14 @@ def _config(setup, task, teacher, train_examples, unlabeled):
     }
 
 
-def _student(setup, task, family, encoder, head_options, config):
+def _student(setup, task, family, encoder, head_options, config, strategy):
     """The student model, compiled with the distillation loss; config.json rewritten."""
     overrides = run_setup.model_overrides(
         setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
         **head_options, **task.model_head_options(setup.labels))
     try:
-        student = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
+        with strategy.scope():  # mirrored variables, optimizer and metrics
+            student = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
     except ValueError as error:
         raise UserError(str(error))
     config.update(trainable_parameters=sum(int(np.prod(v.shape))
@@ -240,15 +243,22 @@ def _finish(setup, task, teacher, config):
 
 
 def main(argv):
+    strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    # Only the chief writes --model_dir; other workers write to a temporary directory.
+    FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
+    # The teacher stays outside the strategy: each worker computes every soft target
+    # (the same ones) before training, and the batches are sharded afterwards.
     teacher = _load_teacher()
     family, task, head_options = _student_task(teacher)
-    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(), labels=teacher.labels)
+    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(FLAGS, strategy),
+                                  labels=teacher.labels)
     train_examples = task.read(FLAGS.train_data, FLAGS.data_format)
     setup.raw_eval_examples = task.read(FLAGS.eval_data, FLAGS.data_format)
     unlabeled = _unlabeled_examples(task, family, setup.labels)
     examples = list(train_examples) + unlabeled
     labelled = [True] * len(train_examples) + [False] * len(unlabeled)
-    encoder = run_setup.load_starting_encoder()
+    with strategy.scope():  # its variables are mirrored too
+        encoder = run_setup.load_starting_encoder()
     setup.encoder_preset, _, _ = run_setup.resolve_preset(FLAGS.preset, encoder)
     setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
         encoder, setup.encoder_preset)
@@ -272,7 +282,7 @@ def main(argv):
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
     md.save_vocabulary(FLAGS.model_dir, setup.tokens)
     md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
-    student = _student(setup, task, family, encoder, head_options, config)
+    student = _student(setup, task, family, encoder, head_options, config, strategy)
 
     logs = md.path(FLAGS.model_dir, md.LOGS)
     print(f"distilling {teacher.task.name} into {setup.encoder_preset} (alpha {FLAGS.alpha}, "
@@ -280,6 +290,9 @@ def main(argv):
           f"and {len(unlabeled)} unlabelled examples, {setup.steps_per_epoch} steps per epoch; "
           f"{config['total_parameters']:,} parameters (teacher "
           f"{config['teacher_parameters']:,})", flush=True)
+    print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
+          flush=True)
+    distribution.build_for_fit(student, strategy, setup.make_pass(0))
     train_resumably(
         student, model_dir=FLAGS.model_dir, make_pass=setup.make_pass,
         steps_per_epoch=setup.steps_per_epoch, epochs=setup.schedule.epochs,
@@ -288,7 +301,10 @@ def main(argv):
                                       log_dir=os.path.join(logs, "validation")),
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         log_every_steps=FLAGS.log_every_steps,
-        early_stopping_patience=FLAGS.early_stopping_patience)
+        early_stopping_patience=FLAGS.early_stopping_patience,
+        shard=distribution.shard_by_data)
+    # One process and every worker print it: the same run on each agrees (docs/distributed.md).
+    print(distribution.fingerprint_line(student), flush=True)
     print(json.dumps(_finish(setup, task, teacher, config), sort_keys=True))
 
 

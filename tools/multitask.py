@@ -56,11 +56,17 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
 
+from nlpzoo.layers.keras_internals import build_from_batch  # noqa: E402
 from nlpzoo.tasks.training.callbacks import BestModelCheckpoint  # noqa: E402
 from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
 from nlpzoo.tasks.text.line_reader import read_lines  # noqa: E402
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
-from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step  # noqa: E402
+from nlpzoo.tasks.training import distribution  # noqa: E402
+from nlpzoo.tasks.training.shared_encoder_training import (  # noqa: E402
+    distributed_step,
+    shared_optimizer,
+    train_step,
+)
 from nlpzoo.tasks.training.task_sampling import draw_tasks, sampling_probabilities  # noqa: E402
 from nlpzoo.tasks.training.training_state import TrainingState  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
@@ -87,6 +93,7 @@ flags.DEFINE_string("target", None, "An entry name: the last --target_epochs epo
                     "alone.")
 flags.DEFINE_integer("target_epochs", 1, "Epochs of --target alone, at the end.",
                      lower_bound=1)
+distribution.define_distribution_flags()
 flags.mark_flags_as_required(["tasks", "model_dir"])
 
 # Settings that shape the models or the batches: a resumed run must not change them.
@@ -268,7 +275,7 @@ def _completed_epochs(plan):
                                side="right"))
 
 
-def _build_models(entries, setup, encoder, common, config):
+def _build_models(entries, setup, encoder, common, config, strategy):
     """One model per entry on one encoder; each entry's directory files and best-model
     checkpoint. Returns the shared encoder."""
     overrides = run_setup.model_overrides(
@@ -276,9 +283,11 @@ def _build_models(entries, setup, encoder, common, config):
     completed_epochs = _completed_epochs(setup.plan)
     for entry in entries:
         try:
-            entry.model = build_task_model(entry.task, setup.encoder_preset, encoder=encoder,
-                                           **overrides, **entry.head_options,
-                                           **entry.task.model_head_options(entry.labels))
+            with strategy.scope():  # mirrored variables, optimizer and metrics
+                entry.model = build_task_model(entry.task, setup.encoder_preset,
+                                               encoder=encoder, **overrides,
+                                               **entry.head_options,
+                                               **entry.task.model_head_options(entry.labels))
         except ValueError as error:
             raise UserError(f"{entry.where}: {error}")
         encoder = entry.model.encoder
@@ -308,19 +317,31 @@ def _build_models(entries, setup, encoder, common, config):
     return encoder
 
 
-def _train(entries, setup, probabilities):
+def _train(entries, setup, probabilities, strategy):
     """Trains every entry with one optimizer (`zoo.runs.training_loop`), or finishes a
     killed run."""
-    # One optimizer for everything: the zoo's AdamW of the first model, with its schedule
-    # over all steps and its head rate.
-    optimizer = shared_optimizer([entry.model for entry in entries])
-    for entry in entries:
-        # Keras builds a model's loss and metrics from a first batch; done here, outside
-        # the traced step, which is traced once per padded shape at most.
-        entry.model._symbolic_build(data_batch=next(iter(first_batch(entry))))  # noqa: SLF001
-        entry.loss_mean = keras.metrics.Mean(name="loss")
-        entry.step = tf.function(train_step(entry.model, optimizer, entry.loss_mean),
-                                 reduce_retracing=True, jit_compile=setup.hardware.jit_compile)
+    # Several replicas (multi-worker): each step runs on all of them, on their shares of
+    # the entry's batch; one replica: the step alone, as before.
+    replicated = strategy.num_replicas_in_sync > 1
+    with strategy.scope():
+        # One optimizer for everything: the zoo's AdamW of the first model, with its
+        # schedule over all steps and its head rate.
+        optimizer = shared_optimizer([entry.model for entry in entries])
+        distribution.clip_the_sum(optimizer, strategy)
+        for entry in entries:
+            # Keras builds a model's loss and metrics from a first batch; done here, outside
+            # the traced step, which is traced once per padded shape at most. Multi-worker:
+            # build_for_fit does it, and fills Keras's gaps for the epochs' evaluate.
+            if distribution.in_multi_worker_mode(strategy):
+                distribution.build_for_fit(entry.model, strategy, first_batch(entry))
+            else:
+                build_from_batch(entry.model, next(iter(first_batch(entry))))
+            entry.loss_mean = keras.metrics.Mean(name="loss")
+            step = train_step(entry.model, optimizer, entry.loss_mean)
+            entry.step = (distributed_step(step, strategy, setup.hardware.jit_compile)
+                          if replicated else
+                          tf.function(step, reduce_retracing=True,
+                                      jit_compile=setup.hardware.jit_compile))
     logs = md.path(FLAGS.model_dir, md.LOGS)
     writers = {(entry.name, part): tf.summary.create_file_writer(
         os.path.join(logs, entry.name, part)) for entry in entries
@@ -340,11 +361,17 @@ def _train(entries, setup, probabilities):
                 + ", ".join(f"p({e.name})={p:.3f}" for e, p in zip(entries, probabilities))
                 + (f"; the last {FLAGS.target_epochs} epoch(s) {FLAGS.target} alone"
                    if FLAGS.target else ""))
-    # Each entry's batches: its passes in their fixed orders, one after the other.
+    def make_stream(entry, skip):
+        # Each entry's batches: its passes in their fixed orders, one after the other.
+        stream = training_stream(lambda index: pass_of(entry, index), epochs + 1, skip)
+        if not replicated:
+            return stream
+        # Each worker takes its share of every batch.
+        return strategy.experimental_distribute_dataset(distribution.shard_by_data(stream))
+
     train_entries_resumably(
         entries, setup.plan, optimizer, model_dir=FLAGS.model_dir,
-        make_stream=lambda entry, skip: training_stream(
-            lambda index: pass_of(entry, index), epochs + 1, skip),
+        make_stream=make_stream,
         end_epoch=end_epoch, checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         log_every_steps=FLAGS.log_every_steps, verbose=fit_verbosity() == 1,
         announce=announce)
@@ -375,13 +402,17 @@ def _evaluate(entries, setup, encoder):
 
 
 def main(argv):
+    strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    # Only the chief writes --model_dir; other workers write to a temporary directory.
+    FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     entries = read_entries(FLAGS.tasks)
     if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
         raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
                         f"({', '.join(entry.name for entry in entries)})")
-    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags())
+    setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(FLAGS, strategy))
     _read_data(entries)
-    encoder = run_setup.load_starting_encoder()
+    with strategy.scope():  # its variables are mirrored too
+        encoder = run_setup.load_starting_encoder()
     setup.encoder_preset, _, _ = run_setup.resolve_preset(FLAGS.preset, encoder)
     # Heads start from scratch; on a pretrained encoder they learn at their own rate.
     setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
@@ -410,8 +441,15 @@ def main(argv):
         if not resuming:  # a resumed run keeps each entry's best model so far
             md.prepare(entry.model_dir, overwrite=True)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    encoder = _build_models(entries, setup, encoder, common, config)
-    _train(entries, setup, probabilities)
+    encoder = _build_models(entries, setup, encoder, common, config, strategy)
+    print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
+          flush=True)
+    _train(entries, setup, probabilities, strategy)
+    # One process and every worker print it: the same run on each agrees (docs/distributed.md).
+    # Of every entry's model (the shared encoder's weights once).
+    weights = {id(weight): weight for entry in entries for weight in entry.model.weights}
+    print(distribution.fingerprint_line(types.SimpleNamespace(weights=list(weights.values()))),
+          flush=True)
     results = _evaluate(entries, setup, encoder)
     print(json.dumps(results, sort_keys=True))
     print(f"shared encoder: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "

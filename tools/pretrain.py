@@ -266,9 +266,7 @@ def main(argv):
     if run_setup.normalize_init_checkpoint():
         setup.checkpoint_tokens, setup.lowercase = _checkpoint_tokenizer()
     setup.hardware = run_setup.apply_hardware_flags(FLAGS, strategy)
-    setup.encoder_overrides = {}
-    if FLAGS.dropout is not None:
-        setup.encoder_overrides.update(dropout=FLAGS.dropout, attention_dropout=FLAGS.dropout)
+    setup.encoder_overrides = run_setup.dropout_overrides(FLAGS.dropout)
     model, loaded_heads = _starting_model(setup, strategy)
     try:
         documents = _read_documents()
@@ -303,8 +301,8 @@ def main(argv):
                     validation_data=eval_dataset, checkpoint_every_steps=0,
                     log_every_steps=FLAGS.log_every_steps, shard=distribution.shard_by_data,
                     what="pretraining")
-    if strategy.num_replicas_in_sync > 1:
-        print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
+    # One process and every worker print it: the same run on each agrees (docs/distributed.md).
+    print(distribution.fingerprint_line(model), flush=True)
     metrics = {"training_seconds": round(time.time() - start, 1), "steps": setup.total_steps}
     if eval_dataset is not None:
         metrics.update(model.evaluate(distribution.shard_by_data(eval_dataset),

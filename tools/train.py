@@ -319,8 +319,8 @@ def main(argv):
     best_checkpoint = _train(setup, task, model, strategy)
     print(f"trained {int(model.optimizer.iterations.numpy())} steps; evaluating the best "
           f"model (epoch {best_checkpoint.best_epoch}) on {setup.eval_name}", flush=True)
-    if strategy.num_replicas_in_sync > 1:
-        print(f"final weights: {distribution.weights_fingerprint(model)}", flush=True)
+    # One process and every worker print it: the same run on each agrees (docs/distributed.md).
+    print(distribution.fingerprint_line(model), flush=True)
     print(json.dumps(_evaluate(setup, task, config), sort_keys=True))
     print(f"TensorBoard: tensorboard --logdir {os.path.abspath(md.path(FLAGS.model_dir, md.LOGS))}")
 

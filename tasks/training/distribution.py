@@ -1,6 +1,6 @@
 """`--distribution_strategy`: how the training binaries spread work over devices and hosts.
 
-Every training binary (tools/train.py, tools/pretrain.py) uses this module the same way:
+Every training binary uses this module the same way:
 
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)   # first thing in main
     output_dir = worker_model_dir(FLAGS.model_dir, strategy)  # chief: --model_dir, else a temp
@@ -8,6 +8,10 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
         model = ...build and compile...    # variables, optimizer and metrics are mirrored
     build_for_fit(model, strategy, train_dataset)  # multi-worker: Keras 3.15's gaps
     model.fit(shard_by_data(train_dataset), ...)
+    print(fingerprint_line(model))  # one process and every worker: compare them
+
+tools/train.py, tools/pretrain.py and tools/distill.py train with `fit`;
+tools/multitask.py runs its own loop of `strategy.run` steps.
 
 - `--batch_size` is the global batch: each step splits it over all replicas
   (`strategy.num_replicas_in_sync`); Keras scales each replica's loss by
@@ -17,6 +21,14 @@ Every training binary (tools/train.py, tools/pretrain.py) uses this module the s
   worker builds the same batches and `AutoShardPolicy.DATA` gives each worker
   its part of every global batch (`shard_by_data`); FILE sharding would need
   one input file per worker.
+- Two workers end with the weights of one process on the same global batch,
+  up to float32 rounding, when nothing random differs and every batch splits
+  into equal halves: dropout masks are drawn per replica, and a replica's loss
+  is the mean over its own half (docs/distributed.md gives the measured
+  differences). The replicas clip their summed gradient (`clip_the_sum`).
+- A worker that fails ends in one line naming it (`worker_failure`), as
+  `tools/cli/errors.run` prints it; the others then lose their collectives
+  and end the same way.
 - Only the chief writes `--model_dir`. Other workers run the same program
   (they must: every step is a collective) and write into a temporary
   directory that is removed at the end, as TensorFlow's multi-worker guide
@@ -33,6 +45,7 @@ import atexit
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -47,6 +60,10 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 _RESUME_STATE = ("config.json", "vocab.txt", "labels.json", "checkpoints",
                  "best_model.keras.json")
 _WORKER_DIR_PREFIX = "nlpzoo-worker-"
+# This process's task in the cluster ("worker 1") and the cluster, once make_strategy has
+# read TF_CONFIG: the failure line names this worker and the lost ones (worker_failure).
+_this_worker = None
+_cluster = {}
 
 
 def define_distribution_flags(flag_values=flags.FLAGS):
@@ -90,7 +107,10 @@ def make_strategy(name="auto", tpu=None):
     # Multi-worker first: its collectives must be configured before the runtime starts,
     # which listing logical devices would do.
     if name == "multi_worker_mirrored":
-        read_tf_config()  # checked here: TensorFlow would fall back to one local worker
+        config = read_tf_config()  # checked here: TensorFlow would fall back to one worker
+        global _this_worker, _cluster
+        _this_worker = f"{config['task']['type']} {config['task']['index']}"
+        _cluster = config["cluster"]
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _tpu_strategy(tpu)
@@ -247,11 +267,85 @@ def describe(strategy):
 
 def weights_fingerprint(model):
     """SHA-256 of every weight's bytes, in order: replicas and workers in sync agree
-    exactly (printed by the training binaries in distributed runs)."""
+    exactly.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    >>> weights_fingerprint(model)
+    '5f2fa7795ceb5867'
+    """
     digest = hashlib.sha256()
     for weight in model.weights:
         digest.update(weight.numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def fingerprint_line(model):
+    """The line every training binary prints at the end of training: the weights'
+    fingerprint (bit-identical weights: the same), then their sum and sum of squares
+    (float64), which agree to about 7 digits between a one-process run and the same run
+    on several workers, where float32 rounding keeps the fingerprints apart.
+
+    Examples:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    >>> fingerprint_line(model)
+    'weights fingerprint 5f2fa7795ceb5867 (sum 2, sum of squares 2)'
+    """
+    import numpy as np
+
+    values = [np.asarray(weight.numpy(), np.float64) for weight in model.weights]
+    total = sum(float(value.sum()) for value in values)
+    squares = sum(float(np.square(value).sum()) for value in values)
+    return (f"weights fingerprint {weights_fingerprint(model)} "
+            f"(sum {total:.9g}, sum of squares {squares:.9g})")
+
+
+def this_worker():
+    """This process's task in the cluster, "worker 1" (TF_CONFIG's type and index), once
+    `make_strategy("multi_worker_mirrored")` has run; None otherwise.
+
+    Examples:
+    >>> this_worker() is None  # no multi-worker strategy made in this process
+    True
+    """
+    return _this_worker
+
+
+def worker_failure(error):
+    """The one line (without "error: ") that a multi-worker process ends with when
+    `error` stops it: the worker, then the cause; None outside multi-worker training.
+
+    When a worker stops, the others learn of it only as a failed collective
+    (`UnavailableError`, or a cancelled one): say so, rather than call it a bug.
+
+    Examples:
+    >>> worker_failure(ValueError("x")) is None  # not a multi-worker process
+    True
+    """
+    if _this_worker is None:
+        return None
+    import tensorflow as tf
+
+    if not isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError,
+                              tf.errors.AbortedError, tf.errors.DeadlineExceededError)):
+        return None
+    lines = str(error).strip().splitlines()
+    # TensorFlow's first line starts with the op's name in {{...}}: noise to a user.
+    cause = " ".join(re.sub(r"\{\{[^}]*\}\}", "", lines[0] if lines else "").split())
+    peers = {f"{kind} {index}" for kind, index in
+             re.findall(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)", str(error))}
+    # gRPC's messages name an address instead ("ipv4:127.0.0.1:23457" for localhost:23457).
+    for kind, addresses in _cluster.items():
+        for index, address in enumerate(addresses if isinstance(addresses, list) else []):
+            port = address.rpartition(":")[2]
+            if address in str(error) or (port and re.search(rf"[\w.\]]:{port}\b", str(error))):
+                peers.add(f"{kind} {index}")
+    peers = sorted(peers - {_this_worker})
+    return (f"{_this_worker}: lost contact with {' and '.join(peers) or 'another worker'} "
+            f"({type(error).__name__}: {cause[:200]}); a worker that stopped says why in its "
+            "own output. Start every worker again with the same flags to resume")
 
 
 def check_jit_compile(strategy, jit_compile):
@@ -274,7 +368,9 @@ def build_for_fit(model, strategy, dataset):
     """Prepares `model` for `fit` and `evaluate` under multi-worker training; a no-op
     under every other strategy (call it after compile, before `fit`).
 
-    Two gaps of Keras 3.15's TensorFlow trainer under `MultiWorkerMirroredStrategy`:
+    Under any strategy of several replicas it makes the optimizer clip the summed
+    gradient (`clip_the_sum`). Two more gaps of Keras 3.15's TensorFlow trainer under
+    `MultiWorkerMirroredStrategy`:
 
     - `fit` builds a distributed model from its first batch reduced over the replicas
       with `strategy.reduce`, which fails on a dict of features (and drops that batch).
@@ -293,6 +389,7 @@ def build_for_fit(model, strategy, dataset):
     >>> "train_step" in vars(model)
     False
     """
+    clip_the_sum(model.optimizer, strategy)
     if not in_multi_worker_mode(strategy):
         return
     batch = next(iter(dataset.take(1)))
@@ -301,6 +398,53 @@ def build_for_fit(model, strategy, dataset):
     skip_build_in_fit(model)
     model.train_step = with_replica_axis(model.train_step)
     model.test_step = with_replica_axis(model.test_step)
+
+
+def clip_the_sum(optimizer, strategy):
+    """Makes `optimizer` clip the gradient summed over the replicas, as one device clips
+    the whole batch's gradient; nothing to do with one replica or without clipping.
+
+    Keras 3.15 clips each replica's gradient (`global_clipnorm`: our AdamW's 1.0) and
+    sums the clipped ones afterwards: with several replicas a step then differs from one
+    device's whenever the norm exceeds the bound. Here the replicas sum their gradients
+    first and clip the sum; each passes on its 1/replicas share of the clipped sum, which
+    the optimizer's own sum turns back into the clipped sum.
+
+    Examples:
+    >>> import keras
+    >>> optimizer = keras.optimizers.AdamW(global_clipnorm=1.0)
+    >>> clip_the_sum(optimizer, make_strategy("one_device"))  # one replica: as Keras does
+    >>> "_clip_gradients" in vars(optimizer)
+    False
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)  # under a LossScaleOptimizer
+    if strategy.num_replicas_in_sync == 1 or not (
+            inner.global_clipnorm or inner.clipnorm or inner.clipvalue):
+        return
+    import tensorflow as tf
+
+    clip = inner._clip_gradients  # noqa: SLF001  (the step of Keras's apply that clips)
+
+    def clip_summed(gradients):
+        context = tf.distribute.get_replica_context()
+        if context is None or tf.distribute.get_strategy().num_replicas_in_sync == 1:
+            return clip(gradients)
+        present = [gradient for gradient in gradients if gradient is not None]
+        summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+        clipped = clip([None if gradient is None else next(summed) for gradient in gradients])
+        return [None if gradient is None else _share(gradient, strategy.num_replicas_in_sync)
+                for gradient in clipped]
+
+    inner._clip_gradients = clip_summed  # noqa: SLF001
+
+
+def _share(gradient, replicas):
+    import tensorflow as tf
+
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(gradient.values / replicas, gradient.indices,
+                                gradient.dense_shape)
+    return gradient / replicas
 
 
 def in_multi_worker_mode(strategy):

@@ -96,10 +96,43 @@ def train_step(model, optimizer, loss_mean):
         optimizer.apply_gradients([(gradient, variable) for gradient, variable in
                                    zip(tape.gradient(scaled, variables), variables)
                                    if gradient is not None])
-        loss_mean.update_state(loss)
+        # Under tf.distribute the model's loss is its replica's share (1/replicas: the
+        # optimizer sums the replicas' gradients); the mean logs the replica's whole loss,
+        # as Keras's own train step does.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        loss_mean.update_state(loss * replicas if replicas > 1 else loss)
         model.compute_metrics(x, y, predictions)
 
     return step
+
+
+def distributed_step(step, strategy, jit_compile=False):
+    """`step` (a `train_step`) run on every replica of `strategy` at each call, on a
+    batch of `strategy.experimental_distribute_dataset(...)`: each replica takes its
+    share of the global batch, and the shared optimizer sums their gradients.
+
+    Keras's own `fit` idiom: the step compiled on its own (`jit_compile`), called
+    through `strategy.run` from a `tf.function`.
+
+    Examples:
+    >>> dense = keras.layers.Dense(1, kernel_initializer="zeros")
+    >>> model = keras.Sequential([keras.Input((2,)), dense])
+    >>> model.compile("sgd", "mse")
+    >>> strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    >>> optimizer = shared_optimizer([model])
+    >>> step = distributed_step(train_step(model, optimizer, keras.metrics.Mean()), strategy)
+    >>> data = tf.data.Dataset.from_tensors((tf.ones((4, 2)), tf.ones((4, 1))))
+    >>> step(next(iter(strategy.experimental_distribute_dataset(data))))
+    >>> int(optimizer.iterations.numpy())
+    1
+    """
+    one_step = tf.function(step, reduce_retracing=True, jit_compile=jit_compile)
+
+    @tf.function(reduce_retracing=True)
+    def step_on_replicas(data):
+        strategy.run(one_step, args=(data,))
+
+    return step_on_replicas
 
 
 class StepLog:

@@ -4,6 +4,9 @@ User errors (a flag, a file, a model directory) print `error: <what is wrong>` a
 exit 1; Ctrl-C at any moment exits 130 with one line; a reader that closes the
 output early (`predict ... | head`) ends the program quietly. Anything else is a
 bug of ours: one line saying so and where the full traceback was written.
+Under multi-worker training every such line names the worker
+(`error: worker 1: ...`), and a worker that lost its peers says so
+(`tasks.training.distribution.worker_failure`) instead of reporting a bug.
 """
 
 import datetime
@@ -157,6 +160,25 @@ def _quiet_broken_pipe():
     os._exit(141)  # 128 + SIGPIPE, as a shell reports a program killed by it
 
 
+def _worker():
+    """This process's task ("worker 1") under multi-worker training, else None; without
+    importing the distribution module (and TensorFlow) when the binary did not."""
+    distribution = sys.modules.get("nlpzoo.tasks.training.distribution")
+    return distribution.this_worker() if distribution else None
+
+
+def _fail(message):
+    """Prints `error: <message>` (naming the worker under multi-worker training); exits 1."""
+    worker = _worker()
+    print(f"error: {worker}: {message}" if worker else f"error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def _worker_failure(error):
+    distribution = sys.modules.get("nlpzoo.tasks.training.distribution")
+    return distribution.worker_failure(error) if distribution else None
+
+
 def run(main):
     """`absl.app.run(main)`, ending every failure in one line (see the module docstring)."""
 
@@ -171,11 +193,9 @@ def run(main):
             check_paths()
             return main(argv)
         except RunDirectoryError as error:  # the library's wording, with the flag's name
-            print(f"error: {run_directory_message(error)}", file=sys.stderr)
-            sys.exit(1)
+            _fail(run_directory_message(error))
         except USER_ERRORS as error:
-            print(f"error: {error}", file=sys.stderr)
-            sys.exit(1)
+            _fail(error)
         except BrokenPipeError:
             _quiet_broken_pipe()
         except KeyboardInterrupt:
@@ -183,12 +203,18 @@ def run(main):
             sys.exit(130)
         except OSError as error:  # a read-only or missing folder, a permission, a full disk
             where = f"{error.filename}: " if error.filename else ""
-            print(f"error: {where}{error.strerror or error}", file=sys.stderr)
-            sys.exit(1)
+            _fail(f"{where}{error.strerror or error}")
         except (SystemExit, app.UsageError):
             raise
         except Exception as error:  # noqa: BLE001  (a bug of ours: one line and a file)
-            print(_report_internal_error(error), file=sys.stderr)
+            lost = _worker_failure(error)  # a peer worker stopped: not a bug
+            if lost:
+                print(f"error: {lost}", file=sys.stderr)
+                sys.exit(1)
+            line = _report_internal_error(error)
+            worker = _worker()
+            print(line.replace("error: ", f"error: {worker}: ", 1) if worker else line,
+                  file=sys.stderr)
             sys.exit(1)
 
     help.install(main)  # --help lists the binary's flags, grouped, and exits 0

@@ -237,7 +237,7 @@ def load_starting_encoder(flag_values=flags.FLAGS):
 
     if not normalize_init_checkpoint(flag_values):
         return None
-    options = {"dropout": flag_values.dropout} if flag_values.dropout is not None else {}
+    options = dropout_overrides(flag_values.dropout)
     try:
         return load_encoder(flag_values.init_checkpoint, **options)
     except (ValueError, OSError) as error:
@@ -501,6 +501,18 @@ def model_overrides(tokens, schedule, total_steps, hardware, dropout=None, /, **
                      jit_compile=hardware.jit_compile, pack_length=hardware.pack_length)
     if schedule.head_learning_rate is not None:
         overrides["head_learning_rate"] = schedule.head_learning_rate
-    if dropout is not None:
-        overrides["dropout"] = dropout
+    overrides.update(dropout_overrides(dropout))
     return overrides
+
+
+def dropout_overrides(dropout):
+    """The encoder overrides of `--dropout`: every dropout rate of the model, after each
+    sublayer and on the attention probabilities (a preset's `attention_dropout` is its own
+    field, and `--dropout=0` must leave nothing random in a training step); none when
+    the flag is omitted.
+
+    Examples:
+    >>> dropout_overrides(0.0), dropout_overrides(None)
+    ({'dropout': 0.0, 'attention_dropout': 0.0}, {})
+    """
+    return {} if dropout is None else {"dropout": dropout, "attention_dropout": dropout}

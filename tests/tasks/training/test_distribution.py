@@ -1,21 +1,30 @@
 """--distribution_strategy (tasks/training/distribution.py): strategy selection in-process; mirrored
 replicas against one device; two multi-worker processes through tools/train.py and
-tools/pretrain.py, and their resumption after a worker dies."""
+tools/pretrain.py, and their resumption after a worker dies; tools/distill.py and
+tools/multitask.py on two workers; a failing worker's one line; two workers against one process."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from nlpzoo.tasks.io.ownership import LOCK, MARKER
 from nlpzoo.tasks.training.training_state import STATE_FILE
-from tests.helpers.binaries import TOOL_TIMEOUT_S, finish_processes, start_python, tool_path
+from tests.helpers.binaries import (
+    TOOL_TIMEOUT_S,
+    finish_processes,
+    run_tool,
+    start_python,
+    tool_path,
+)
 from tests.helpers.paths import CONLL, ROOT, TREC
 from nlpzoo.tasks.training import distribution
 from nlpzoo.tools.cli.errors import UserError
@@ -43,7 +52,7 @@ def test_flags_are_defined_once_for_every_training_binary():
     assert values.distribution_strategy == "multi_worker_mirrored" and values.tpu == "grpc://h:8470"
     with pytest.raises(flags.IllegalFlagValueError):
         values(["train", "--distribution_strategy=parameter_server"])
-    for binary in ("train.py", "pretrain.py"):
+    for binary in ("train.py", "pretrain.py", "distill.py", "multitask.py"):
         source = open(tool_path(binary)).read()
         assert "distribution.define_distribution_flags()" in source
         assert "distribution.make_strategy(FLAGS.distribution_strategy" in source
@@ -64,6 +73,24 @@ def test_multi_worker_refuses_a_missing_or_malformed_tf_config(monkeypatch, tf_c
     with pytest.raises(UserError, match="^[^\n]*$") as error:
         distribution.make_strategy("multi_worker_mirrored")
     assert expected in str(error.value)
+
+
+def test_a_lost_peer_is_one_line_naming_this_worker_and_the_lost_one(monkeypatch):
+    monkeypatch.setattr(distribution, "_this_worker", "worker 0")
+    monkeypatch.setattr(distribution, "_cluster", {"worker": ["localhost:23456",
+                                                              "localhost:23457"]})
+    by_task = tf.errors.UnavailableError(None, None, (
+        "{{function_node __wrapped__CollectiveReduceV2_device_/job:worker/replica:0/task:0/"
+        "device:CPU:0}} Collective ops is aborted by: Error reported from /job:worker/task:1: "
+        "The following tasks are unhealthy\nAdditional GRPC error information"))
+    by_address = tf.errors.UnavailableError(None, None, "Socket closed: ipv4:127.0.0.1:23457")
+    for error in (by_task, by_address):
+        line = distribution.worker_failure(error)
+        assert line.startswith("worker 0: lost contact with worker 1 (UnavailableError: ")
+        assert "\n" not in line and "function_node" not in line
+    assert distribution.worker_failure(ValueError("a bug")) is None  # reported as a bug
+    monkeypatch.setattr(distribution, "_this_worker", None)
+    assert distribution.worker_failure(by_task) is None  # not a multi-worker process
 
 
 def test_tpu_without_a_tpu_fails_in_one_line(monkeypatch):
@@ -136,6 +163,53 @@ def test_mirrored_tagger_loss_is_scaled_per_replica():
     assert result["mirrored"][0] == pytest.approx(result["one_device"][0], rel=0.02)
 
 
+_CLIPPED_STEPS = """
+import json
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from nlpzoo.tasks.training import distribution
+
+x = np.arange(24, dtype="float32").reshape(8, 3) / 4
+y = np.full((8, 1), 100.0, "float32")  # a gradient norm far above the bound of 1
+
+
+def weights_after_one_step(name, clip_the_sum):
+    strategy = distribution.make_strategy(name)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+        model.compile(keras.optimizers.SGD(0.1, global_clipnorm=1.0), "mse")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    if clip_the_sum:
+        distribution.build_for_fit(model, strategy, data)
+    model.fit(distribution.shard_by_data(data), verbose=0)
+    return np.concatenate([weight.ravel() for weight in model.get_weights()]).tolist()
+
+
+print(json.dumps({"one_device": weights_after_one_step("one_device", True),
+                  "mirrored": weights_after_one_step("mirrored", True),
+                  "keras_alone": weights_after_one_step("mirrored", False)}))
+"""
+
+
+def test_replicas_clip_the_summed_gradient_as_one_device_clips_the_batch_s():
+    """Two replicas (logical CPU devices, a process of their own) take one SGD step with
+    `global_clipnorm=1` on a gradient of norm ~1e3: after `build_for_fit` the step is one
+    device's (length 0.1 = the rate times the bound); Keras alone clips each replica's half
+    and sums them, a step of about twice that length."""
+    result = subprocess.run([sys.executable, "-c", _CLIPPED_STEPS], capture_output=True,
+                            text=True, cwd=ROOT, timeout=600,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = {name: np.array(kernel) for name, kernel in
+             json.loads(result.stdout.strip().splitlines()[-1]).items()}
+    assert np.linalg.norm(steps["one_device"]) == pytest.approx(0.1, rel=1e-5)  # from zeros
+    np.testing.assert_allclose(steps["mirrored"], steps["one_device"], rtol=1e-5)
+    assert np.linalg.norm(steps["keras_alone"]) > 1.5 * np.linalg.norm(steps["one_device"])
+
+
 # --- two workers through tools/train.py and tools/pretrain.py -------------------------------
 
 
@@ -149,10 +223,10 @@ def _free_ports(count):
     return ports
 
 
-def _start_workers(tool, flags, temp_dir, count=2):
+def _start_workers(tool, flags, temp_dir, count=2, per_worker=None):
     """Starts `count` processes of tools/<tool>, the workers of one cluster on localhost
     ports (each its own TF_CONFIG), their temporary files under `temp_dir`; see
-    `finish_processes`."""
+    `finish_processes`. `per_worker`: more flags for each worker."""
     workers = [f"localhost:{port}" for port in _free_ports(count)]
     processes = {}
     saved = {name: os.environ.get(name) for name in ("TF_CONFIG", "TMPDIR")}
@@ -162,7 +236,8 @@ def _start_workers(tool, flags, temp_dir, count=2):
         for index in range(count):
             os.environ["TF_CONFIG"] = json.dumps(
                 {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-            processes[index] = start_python(tool_path(tool), *flags)
+            processes[index] = start_python(tool_path(tool), *flags,
+                                            *(per_worker[index] if per_worker else ()))
     finally:
         for name, value in saved.items():
             if value is None:
@@ -187,7 +262,7 @@ def _check_workers(results, temp_dir, left_before=frozenset()):
     assert ", task worker 0 (chief)" in results[0].stdout
     assert "(chief)" not in results[1].stdout
     fingerprints = [[line for line in result.stdout.splitlines()
-                     if line.startswith("final weights: ")] for result in results.values()]
+                     if line.startswith("weights fingerprint ")] for result in results.values()]
     assert len(fingerprints[0]) == 1 and fingerprints[0] == fingerprints[1]
     assert _worker_dirs(temp_dir) == set(left_before)
 
@@ -291,6 +366,10 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
     assert stopped[1].returncode == -signal.SIGKILL
     assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
         stopped[0].stderr[-3000:])
+    # One line naming the worker and what it lost, no traceback.
+    assert stopped[0].stderr.strip().splitlines()[-1].startswith(
+        "error: worker 0: lost contact with worker 1 (UnavailableError: ")
+    assert "Traceback" not in stopped[0].stderr
     done = json.load(open(state))["epoch"]
     assert 1 <= done < 4
     assert "encoder" not in os.listdir(model_dir)
@@ -304,3 +383,149 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
         assert epochs == [f"Epoch {epoch}/4" for epoch in range(done + 1, 5)], result.stdout
     assert sorted(os.listdir(model_dir)) == PRETRAINING_RUN_FILES
     assert json.load(open(os.path.join(model_dir, "metrics.json")))["steps"] == 8
+
+
+# --- distillation and multi-task training on two workers -----------------------------------
+
+
+def _check_only_the_chief_wrote(model_dir, temp_dir, results, files):
+    """Both workers finished in sync (`_check_workers`) and `model_dir` holds `files`."""
+    _check_workers(results, temp_dir)
+    present = set(os.listdir(model_dir))
+    assert set(files) <= present, sorted(present)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pack_length", [1, 0])
+def test_two_workers_distill_a_tagger_with_and_without_packing(tmp_path, trained_tagger_dir,
+                                                               pack_length):
+    model_dir = tmp_path / "student"
+    flags = ["--teacher", trained_tagger_dir, "--head=softmax",
+             f"--train_data={os.path.join(CONLL, 'train.txt')}",
+             f"--eval_data={os.path.join(CONLL, 'dev.txt')}", f"--model_dir={model_dir}",
+             "--epochs=1", "--batch_size=4", "--max_seq_length=32", "--vocab_size=300",
+             "--mixed_precision=float32", f"--pack_length={pack_length}",
+             "--distribution_strategy=multi_worker_mirrored"]
+    results = finish_processes(_start_workers("distill.py", flags, tmp_path / "tmp"))
+    _check_only_the_chief_wrote(model_dir, tmp_path / "tmp", results,
+                                ["config.json", "best_model.keras", "metrics.json",
+                                 "distillation.json", "README.md"])
+    config = json.load(open(model_dir / "config.json"))
+    assert config["pack_length"] == pack_length and config["batch_size"] == 4
+    # What the chief printed is what it wrote; the student was evaluated on all 6 dev
+    # sentences (not one worker's share), as the teacher was.
+    comparison = json.load(open(model_dir / "distillation.json"))
+    assert json.dumps(comparison, sort_keys=True) in results[0].stdout
+    student, teacher = comparison["student"]["metrics"], comparison["teacher"]["metrics"]
+    assert student["sentences"] == teacher["sentences"] == 6, student
+    assert 0.0 < student["token_accuracy"] <= 1.0 and 0.0 <= student["entity_f1"] <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pack_length", [1, 0])
+def test_two_workers_train_multitask_with_and_without_packing(tmp_path, pack_length):
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
+                     f"--eval_data={TREC}/dev.label\n"
+                     f"conll --task=tagging --head=softmax --train_data={CONLL}/train.txt "
+                     f"--eval_data={CONLL}/dev.txt\n")
+    model_dir = tmp_path / "run"
+    flags = [f"--tasks={tasks}", f"--model_dir={model_dir}", "--epochs=1", "--batch_size=16",
+             "--max_seq_length=32", "--vocab_size=300", "--mixed_precision=float32",
+             f"--pack_length={pack_length}", "--distribution_strategy=multi_worker_mirrored"]
+    results = finish_processes(_start_workers("multitask.py", flags, tmp_path / "tmp"))
+    _check_only_the_chief_wrote(model_dir, tmp_path / "tmp", results,
+                                ["config.json", "metrics.json", "encoder", "trec", "conll"])
+    config = json.load(open(model_dir / "config.json"))
+    assert config["pack_length"] == pack_length
+    # Both workers drew the same entry for every batch and evaluated the same weights:
+    # their epoch lines agree (batches per entry, validation metric), apart from the time.
+    epoch_lines = [[line.split("); ", 1)[1] for line in result.stdout.splitlines()
+                    if line.startswith("epoch 1/1 (")] for result in results.values()]
+    assert len(epoch_lines[0]) == 1 and epoch_lines[0] == epoch_lines[1], epoch_lines
+    drawn = [int(part) for part in re.findall(r"(\d+) batches", epoch_lines[0][0])]
+    assert sum(drawn) == config["total_steps"] == sum(
+        entry["batches_per_pass"] for entry in config["entries"].values())
+    metrics = json.load(open(model_dir / "metrics.json"))
+    assert 0.0 < metrics["trec"]["accuracy"] <= 1.0 and metrics["trec"]["examples"] == 100
+    assert 0.0 < metrics["conll"]["token_accuracy"] <= 1.0 and metrics["conll"]["sentences"] == 6
+
+
+@pytest.mark.slow
+def test_a_worker_that_fails_says_so_in_one_line_and_its_peer_names_it(tmp_path):
+    """Worker 1 is given a training file that is not there: it ends with its own one-line
+    error; worker 0 loses its collectives with it and ends with one line naming it. Both
+    exit 1, neither prints a traceback."""
+    missing = tmp_path / "nowhere.label"
+    flags = ["--task=classification", "--preset=bert_tiny",
+             f"--eval_data={os.path.join(TREC, 'dev.label')}", f"--model_dir={tmp_path / 'run'}",
+             "--epochs=1", "--batch_size=16", "--max_seq_length=32", "--vocab_size=400",
+             "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored"]
+    processes = _start_workers("train.py", flags, tmp_path / "tmp", per_worker=[
+        [f"--train_data={os.path.join(TREC, 'train.label')}"], [f"--train_data={missing}"]])
+    results = finish_processes(processes)
+    for result in results.values():
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    last_lines = [result.stderr.strip().splitlines()[-1] for result in results.values()]
+    assert last_lines[1] == f"error: worker 1: {missing}: no such file"
+    assert last_lines[0].startswith("error: worker 0: lost contact with worker 1 ("), last_lines
+
+
+# --- two workers against one process ----------------------------------------------------------
+
+# Two workers against one process, nothing random, batches that split evenly: measured
+# 6e-8 (float32 rounding of a sum of two half-batch gradients), docs/distributed.md.
+WEIGHT_TOLERANCE = 1e-6
+
+
+def _evenly_split_sentences(path):
+    """A CoNLL file on which a global batch of 4 splits evenly: every bundled sentence of
+    at least 8 words, cut to its first 8, four times each (56 sentences). Copies share a
+    length bucket, so every batch is full, and each worker's half holds 16 labelled words:
+    the mean of the two workers' token means is then the batch's token mean."""
+    sentences = []
+    for name in ("train.txt", "dev.txt"):
+        text = open(os.path.join(CONLL, name)).read()
+        for block in text.split("\n\n"):
+            lines = [line for line in block.splitlines()
+                     if line.strip() and not line.startswith("-DOCSTART-")]
+            if len(lines) >= 8:
+                sentences.append("\n".join(lines[:8]))
+    path.write_text("".join(f"{sentence}\n\n" for sentence in sentences for _ in range(4)))
+    return str(path)
+
+
+def _weights(model_path):
+    import keras
+
+    import nlpzoo.zoo  # noqa: F401  (registers the models' classes)
+
+    return [weight.numpy() for weight in keras.saving.load_model(model_path).weights]
+
+
+@pytest.mark.slow
+def test_two_workers_end_with_one_process_s_weights_without_dropout(tmp_path):
+    """A packed tagger without dropout, on batches that split evenly: two workers take
+    the steps one process takes on the same global batches, up to float32 rounding (a sum
+    of two half-batch gradients). The fingerprint lines' sums agree as closely."""
+    flags = ["--task=tagging", "--preset=bert_tiny_tagger",
+             f"--train_data={_evenly_split_sentences(tmp_path / 'train.txt')}",
+             f"--eval_data={os.path.join(CONLL, 'dev.txt')}", "--epochs=1", "--batch_size=4",
+             "--max_seq_length=32", "--vocab_size=300", "--mixed_precision=float32",
+             "--dropout=0"]
+    one = run_tool("train.py", *flags, f"--model_dir={tmp_path / 'one'}")
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = finish_processes(_start_workers(
+        "train.py", [*flags, f"--model_dir={tmp_path / 'two'}",
+                     "--distribution_strategy=multi_worker_mirrored"], tmp_path / "tmp"))
+    _check_workers(two, tmp_path / "tmp")
+    config = json.load(open(tmp_path / "two" / "config.json"))
+    assert (config["pack_length"], config["steps_per_epoch"], config["dropout"]) == (1, 14, 0.0)
+    differences = [abs(a - b).max() for a, b in zip(_weights(tmp_path / "one" / "best_model.keras"),
+                                                     _weights(tmp_path / "two" / "best_model.keras"))]
+    assert max(differences) < WEIGHT_TOLERANCE, max(differences)
+    sums = [[float(number) for number in re.findall(
+        r"\(sum (\S+), sum of squares (\S+)\)",
+        next(line for line in result.stdout.splitlines()
+             if line.startswith("weights fingerprint ")))[0]] for result in (one, two[0])]
+    assert sums[1] == pytest.approx(sums[0], rel=1e-5)
