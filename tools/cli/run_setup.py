@@ -96,7 +96,8 @@ def define_encoder_flags(flag_values=flags.FLAGS, preset_default=None):
                         "vocab.txt), a KerasHub BertBackbone preset (save_to_preset), or ours "
                         "(encoder.keras; a tools/pretrain.py run directory stands for its "
                         "encoder/).", flag_values=flag_values)
-    flags.DEFINE_float("dropout", None, "Dropout rate; the preset's default when omitted.",
+    flags.DEFINE_float("dropout", None, "The encoder's dropout rate, after each sublayer and "
+                       "on the attention probabilities; the preset's rates when omitted.",
                        lower_bound=0.0, upper_bound=0.99, flag_values=flag_values)
 
 
