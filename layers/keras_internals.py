@@ -173,6 +173,34 @@ def skip_build_in_fit(model):
     model._maybe_symbolic_build = lambda *args, **kwargs: None
 
 
+def gradient_clipping(optimizer):
+    """The function `optimizer` clips a step's gradients with (private
+    `_clip_gradients`, the step of `apply` that applies `clipnorm`, `clipvalue`
+    and `global_clipnorm`).
+
+    Examples:
+    >>> import keras
+    >>> clip = gradient_clipping(keras.optimizers.SGD(clipvalue=1.0))
+    >>> [float(g) for g in clip([keras.ops.convert_to_tensor(3.0)])]
+    [1.0]
+    """
+    return optimizer._clip_gradients
+
+
+def replace_gradient_clipping(optimizer, clip):
+    """Makes `optimizer` clip a step's gradients with `clip(gradients) -> gradients`
+    (a list, `None` where a variable has no gradient) instead of its own.
+
+    Examples:
+    >>> import keras
+    >>> optimizer = keras.optimizers.SGD(clipvalue=1.0)
+    >>> replace_gradient_clipping(optimizer, lambda gradients: gradients)
+    >>> "_clip_gradients" in vars(optimizer)
+    True
+    """
+    optimizer._clip_gradients = clip
+
+
 def save_without_optimizer_state(model, path):
     """`model.save(path)` with the optimizer's configuration but not its state.
 

@@ -51,7 +51,12 @@ import tempfile
 
 from absl import flags
 
-from nlpzoo.layers.keras_internals import build_from_batch, skip_build_in_fit
+from nlpzoo.layers.keras_internals import (
+    build_from_batch,
+    gradient_clipping,
+    replace_gradient_clipping,
+    skip_build_in_fit,
+)
 from nlpzoo.tasks.io.ownership import write_marker
 from nlpzoo.tasks.io.errors import UserError
 
@@ -423,7 +428,7 @@ def clip_the_sum(optimizer, strategy):
         return
     import tensorflow as tf
 
-    clip = inner._clip_gradients  # noqa: SLF001  (the step of Keras's apply that clips)
+    clip = gradient_clipping(inner)
 
     def clip_summed(gradients):
         context = tf.distribute.get_replica_context()
@@ -435,7 +440,7 @@ def clip_the_sum(optimizer, strategy):
         return [None if gradient is None else _share(gradient, strategy.num_replicas_in_sync)
                 for gradient in clipped]
 
-    inner._clip_gradients = clip_summed  # noqa: SLF001
+    replace_gradient_clipping(inner, clip_summed)
 
 
 def _share(gradient, replicas):
