@@ -31,6 +31,21 @@ import numpy as np
 EXPERT_PAD_MULTIPLE = 8  # the expert peer's batches: longest row rounded up to this
 
 
+def compile_with_schedule(model, settings, steps_per_epoch, jit_compile):
+    """Compiles a KerasHub-side `model` with our AdamW and the recipe's schedule (warm-up
+    over `settings["warmup_fraction"]` of `settings["epochs"]` epochs, then linear decay)
+    and a sparse cross-entropy on logits, as every peer of this benchmark trains."""
+    import keras
+
+    from nlpzoo.tasks.training.optimization import create_optimizer
+
+    steps = steps_per_epoch * settings["epochs"]
+    model.compile(optimizer=create_optimizer(settings["learning_rate"], total_steps=steps,
+                                             warmup_steps=int(settings["warmup_fraction"] * steps)),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=jit_compile)
+
+
 # === Bookkeeping ===
 
 def first_reached(history, target):
@@ -362,7 +377,6 @@ class KerasHubTaggerRecipe:
         import keras
         import keras_hub
         from nlpzoo.tasks.tagging.pipeline import encode_tags
-        from nlpzoo.tasks.training.optimization import create_optimizer
         from nlpzoo.zoo.benchmarking.kerashub_models import kerashub_tagger
 
         keras.utils.set_random_seed(self.seed)
@@ -375,13 +389,9 @@ class KerasHubTaggerRecipe:
                                                        encode_tags(self.train, self.labels))
         dummy = [[0] * len(s.words) for s in self.validation]
         self.validation_x, _, _, self.validation_starts = self._arrays(self.validation, dummy)
-        steps = -(-len(self.train) // self.batch_size) * self.optimizer_settings["epochs"]
-        self.model.compile(
-            optimizer=create_optimizer(self.optimizer_settings["learning_rate"], total_steps=steps,
-                                       warmup_steps=int(self.optimizer_settings["warmup_fraction"]
-                                                        * steps)),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            jit_compile=self.jit_compile)
+        steps_per_epoch = -(-len(self.train) // self.batch_size)
+        compile_with_schedule(self.model, self.optimizer_settings, steps_per_epoch,
+                              self.jit_compile)
 
     def train_epoch(self, epoch):
         self.model.fit(self.x, self.y, sample_weight=self.weights, batch_size=self.batch_size,
@@ -433,7 +443,6 @@ class _Expert:
         import keras
         import keras_hub
         import tensorflow as tf
-        from nlpzoo.tasks.training.optimization import create_optimizer
         from nlpzoo.zoo.benchmarking.padded_batches import length_sorted_batches
 
         keras.utils.set_random_seed(self.seed)
@@ -451,13 +460,8 @@ class _Expert:
             max_length)
         self.spec = ({name: tf.TensorSpec([None, None], tf.int32) for name in self.batches[0][0]},
                      self.target_spec(), self.weight_spec())
-        steps = len(self.batches) * self.optimizer_settings["epochs"]
-        self.model.compile(
-            optimizer=create_optimizer(self.optimizer_settings["learning_rate"], total_steps=steps,
-                                       warmup_steps=int(self.optimizer_settings["warmup_fraction"]
-                                                        * steps)),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            jit_compile=self.jit_compile)
+        compile_with_schedule(self.model, self.optimizer_settings, len(self.batches),
+                              self.jit_compile)
 
     def train_epoch(self, epoch):
         import tensorflow as tf
