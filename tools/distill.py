@@ -242,6 +242,17 @@ def _finish(setup, task, teacher, config):
     return comparison
 
 
+def _announce(setup, teacher, labelled, unlabelled, config, strategy):
+    """The run's first lines: what is distilled into what, on what, and how it is spread."""
+    print(f"distilling {teacher.task.name} into {setup.encoder_preset} (alpha {FLAGS.alpha}, "
+          f"T {FLAGS.temperature}; {setup.hardware.policy}) on {labelled} labelled "
+          f"and {unlabelled} unlabelled examples, {setup.steps_per_epoch} steps per epoch; "
+          f"{config['total_parameters']:,} parameters (teacher "
+          f"{config['teacher_parameters']:,})", flush=True)
+    print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
+          flush=True)
+
+
 def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
     # Only the chief writes --model_dir; other workers write to a temporary directory.
@@ -285,13 +296,7 @@ def main(argv):
     student = _student(setup, task, family, encoder, head_options, config, strategy)
 
     logs = md.path(FLAGS.model_dir, md.LOGS)
-    print(f"distilling {teacher.task.name} into {setup.encoder_preset} (alpha {FLAGS.alpha}, "
-          f"T {FLAGS.temperature}; {setup.hardware.policy}) on {len(train_examples)} labelled "
-          f"and {len(unlabeled)} unlabelled examples, {setup.steps_per_epoch} steps per epoch; "
-          f"{config['total_parameters']:,} parameters (teacher "
-          f"{config['teacher_parameters']:,})", flush=True)
-    print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
-          flush=True)
+    _announce(setup, teacher, len(train_examples), len(unlabeled), config, strategy)
     distribution.build_for_fit(student, strategy, setup.make_pass(0))
     train_resumably(
         student, model_dir=FLAGS.model_dir, make_pass=setup.make_pass,
