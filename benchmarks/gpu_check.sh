@@ -14,8 +14,16 @@
 #    on and off and with mixed_bfloat16 and float32 (four runs: MFU, tokens/s, the ratio);
 # 4. one CoNLL-2003 fine-tuning epoch from all-MiniLM-L6-v2 (tools/benchmark.py
 #    --what=finetune --rounds=1), ours against KerasHub;
-# 5. writes one JSON record (--out): the GPU, the versions, each step's exit status and
+# 5. benchmarks/gpu_check_keras.py: our encoder on the GPU against the CPU, padding, mixed
+#    precision's float32 logits, and its speed against KerasHub's in Keras's own `fit`;
+# 6. writes one JSON record (--out): the GPU, the versions, each step's exit status and
 #    figures. It exits non-zero when a step failed (the record says which).
+#
+# Where TensorFlow cannot be had (the GPU machines lent here hold JAX with CUDA, no TensorFlow,
+# and reach no package index), --backend=auto runs benchmarks/gpu_check_keras.py alone under
+# Keras's JAX backend with the system's python3 (keras and keras_hub importable there): our
+# layers on the GPU, timed against KerasHub's, and its record is the check's. --backend=jax
+# asks for that path, --backend=tensorflow for the one above.
 #
 # --dry_run makes no install and needs no GPU: the same steps on CPU, each shrunk to seconds
 # (bert_tiny instead of bert_base, one timed window of one step, 64 CoNLL sentences from
@@ -26,11 +34,14 @@ cd "$(dirname "$0")/.."
 
 DRY_RUN=0
 OUT=gpu_check.json
+BACKEND=auto
 for argument in "$@"; do
     case "$argument" in
         --dry_run) DRY_RUN=1 ;;
         --out=*) OUT="${argument#--out=}" ;;
-        *) echo "error: unknown argument $argument (usage: $0 [--dry_run] [--out=FILE])" >&2
+        --backend=auto|--backend=jax|--backend=tensorflow) BACKEND="${argument#--backend=}" ;;
+        *) echo "error: unknown argument $argument (usage: $0 [--dry_run] [--out=FILE]" \
+                "[--backend=auto|jax|tensorflow])" >&2
            exit 2 ;;
     esac
 done
@@ -43,6 +54,14 @@ if [ "$DRY_RUN" = 0 ]; then
     if ! nvidia-smi >/dev/null 2>&1; then
         echo "error: no NVIDIA GPU here (nvidia-smi failed); run with --dry_run to check the script on CPU" >&2
         exit 1
+    fi
+    if [ "$BACKEND" = auto ] && [ ! -x "$PY" ] && ! python3 -c "import tensorflow" 2>/dev/null \
+            && python3 -c "import jax, sys; sys.exit(not jax.devices('gpu'))" 2>/dev/null; then
+        BACKEND=jax
+    fi
+    if [ "$BACKEND" = jax ]; then
+        echo "== no TensorFlow here and JAX sees the GPU: our layers under Keras's JAX backend" >&2
+        KERAS_BACKEND=jax exec python3 benchmarks/gpu_check_keras.py --out="$OUT"
     fi
     make install || { echo "error: make install failed" >&2; exit 1; }
     if ! $PY -c "import tensorflow as tf, sys; sys.exit(not tf.config.list_physical_devices('GPU'))" 2>/dev/null; then
@@ -94,6 +113,9 @@ for jit in true false; do
 done
 # shellcheck disable=SC2086
 step finetune $PY tools/benchmark.py --what=finetune --rounds=1 $FINETUNE
+KERAS_DRY=""; [ "$DRY_RUN" = 1 ] && KERAS_DRY="--dry_run"
+# shellcheck disable=SC2086
+step keras_encoder $PY benchmarks/gpu_check_keras.py --out="$LOGS/keras_encoder.json" $KERAS_DRY
 
 $PY - "$LOGS" "$OUT" "$DRY_RUN" <<'PYTHON'
 """Gathers the steps' statuses and last JSON lines into one record."""

@@ -73,5 +73,12 @@ def __dir__():
 # TensorFlow, and the binary loads what it needs.
 from nlpzoo.tasks.io.console import running_a_binary  # noqa: E402  (loads no TensorFlow)
 
-if not running_a_binary():
+def _keras_backend():
+    import keras
+    return keras.backend.backend()
+
+
+# The task families need TensorFlow; under another Keras backend (JAX on a GPU machine without
+# TensorFlow: benchmarks/gpu_check_keras.py) only `nlpzoo.layers` is used, and nothing more loads.
+if not running_a_binary() and _keras_backend() == "tensorflow":
     importlib.import_module("nlpzoo.zoo")

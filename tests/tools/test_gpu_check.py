@@ -39,7 +39,7 @@ def test_the_dry_run_passes_on_cpu_and_writes_one_record(tmp_path):
     record = json.loads(out.read_text())
     assert record["dry_run"] is True and record["passed"] is True
     steps = record["steps"]
-    assert set(steps) == {"task_tests_collected", "task_tests", "finetune"} | {
+    assert set(steps) == {"task_tests_collected", "task_tests", "finetune", "keras_encoder"} | {
         f"encoder_speed_jit_{jit}_{precision}" for jit in ("true", "false")
         for precision in ("mixed_bfloat16", "float32")}
     assert all(step["exit_status"] == 0 for step in steps.values())
@@ -47,5 +47,16 @@ def test_the_dry_run_passes_on_cpu_and_writes_one_record(tmp_path):
     assert (speed["benchmark"], speed["jit_compile"], speed["policy"]) == (
         "encoder_speed", True, "float32")
     assert steps["finetune"]["result"]["benchmark"] == "finetune"
+    keras_encoder = steps["keras_encoder"]["result"]
+    assert keras_encoder["passed"] is True and keras_encoder["numerics"]["padding_ok"] is True
+    for speed in keras_encoder["speed"]:  # each ratio and MFU is the quotient of its figures
+        for mode in ("train", "predict"):
+            medians = {name: figures["median"]
+                       for name, figures in speed["tokens_per_second"][mode].items()}
+            assert speed["ratio"][mode] == pytest.approx(
+                medians["ours"] / medians["kerashub"], abs=1e-4)
+            assert speed["mfu"][mode]["ours"] == pytest.approx(
+                medians["ours"] * speed["flops_per_token"][mode]
+                / (speed["matmul_peak_gflops"] * 1e9), rel=2e-3, abs=1e-4)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {
         "passed": True, "record": str(out), "failed": []}
