@@ -246,7 +246,8 @@ def _predict_window(model, batches):
     return time.perf_counter() - start
 
 
-def encoder_speed(preset_name, policy, batch_size, length, steps, windows, matmul_size):
+def encoder_speed(preset_name, policy, batch_size, length, steps, windows, matmul_size,
+                  **encoder_changes):
     import keras_hub
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(0)
@@ -255,7 +256,8 @@ def encoder_speed(preset_name, policy, batch_size, length, steps, windows, matmu
         raise SystemExit(f"error: --sequence_length={length} exceeds the "
                          f"{arguments['max_sequence_length']} positions of {preset_name}")
     learning_rate = presets.ENCODER_PRESETS[preset_name].fine_tuning.learning_rate
-    models = {"ours": classifier(Encoder(**arguments), arguments["dropout"], learning_rate),
+    models = {"ours": classifier(Encoder(**dict(arguments, **encoder_changes)),
+                                 arguments["dropout"], learning_rate),
               "kerashub": classifier(keras_hub.models.BertBackbone(**kerashub_shape(arguments)),
                                      arguments["dropout"], learning_rate)}
     count = batch_size * steps
@@ -333,6 +335,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=None, help="batches per timed window")
     parser.add_argument("--windows", type=int, default=None, help="timed windows per model")
     parser.add_argument("--policies", default="mixed_bfloat16,float32")
+    parser.add_argument("--gelu_approximate", action="store_true",
+                        help="our encoder with tanh-approximate GELU, as KerasHub's BERT has")
     parser.add_argument("--skip_numerics", action="store_true",
                         help="time the models only (the numerics take a minute on bert_base)")
     args = parser.parse_args(argv)
@@ -348,7 +352,8 @@ def main(argv=None):
     record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "dry_run": dry, "gpu": gpu_name(), "accelerators": accelerators(),
               "versions": versions(), "preset": preset, "batch_size": batch_size,
-              "sequence_length": length, "steps": steps, "windows": windows}
+              "sequence_length": length, "steps": steps, "windows": windows,
+              "gelu_approximate": args.gelu_approximate}
 
     def save():  # after every step: a run stopped at its time limit keeps what it measured
         record["seconds"] = round(time.perf_counter() - started, 1)
@@ -365,7 +370,9 @@ def main(argv=None):
     save()
     for policy in args.policies.split(","):
         record["speed"].append(encoder_speed(preset, policy, batch_size, length, steps,
-                                             windows, 256 if dry else 8192))
+                                             windows, 256 if dry else 8192,
+                                             **({"gelu_approximate": True}
+                                                if args.gelu_approximate else {})))
         save()
     print(json.dumps(record))
     return 0 if record["passed"] else 1
