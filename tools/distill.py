@@ -190,6 +190,7 @@ def _config(setup, task, teacher, train_examples, unlabeled):
         "labels": setup.labels, "epochs": setup.schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": setup.schedule.learning_rate,
         "warmup_fraction": setup.schedule.warmup_fraction,
+        "clip_norm": setup.schedule.clip_norm,
         "early_stopping_patience": FLAGS.early_stopping_patience, "dropout": FLAGS.dropout,
         "max_seq_length": setup.max_seq_length, "seed": FLAGS.seed,
         "mixed_precision": setup.hardware.policy, "jit_compile": setup.hardware.jit_compile,

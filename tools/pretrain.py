@@ -206,6 +206,7 @@ def _config(setup, tokens, loaded_heads, num_train, num_eval):
         "steps_per_checkpoint": setup.steps_per_checkpoint,
         "learning_rate": FLAGS.learning_rate,
         "warmup_fraction": FLAGS.warmup_fraction, "weight_decay": FLAGS.weight_decay,
+        "clip_norm": FLAGS.clip_norm,
         "dropout": FLAGS.dropout, "whole_word": FLAGS.whole_word,
         "uniform_replacement": FLAGS.uniform_replacement,
         "short_sequence_probability": FLAGS.short_sequence_probability,
@@ -227,7 +228,7 @@ def _compiled(setup, model, tokens, strategy):
         model.compile(
             optimizer=create_optimizer(FLAGS.learning_rate, setup.total_steps,
                                        int(FLAGS.warmup_fraction * setup.total_steps),
-                                       FLAGS.weight_decay),
+                                       FLAGS.weight_decay, clip_norm=FLAGS.clip_norm),
             jit_compile=setup.hardware.jit_compile,
         )
     return model

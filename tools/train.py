@@ -172,6 +172,7 @@ def _config(setup, task, train_examples, num_eval_examples):
         "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
         "labels": setup.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate, "warmup_fraction": schedule.warmup_fraction,
+        "clip_norm": schedule.clip_norm,
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": schedule.head_learning_rate,
         "layer_lr_decay": FLAGS.layer_lr_decay,

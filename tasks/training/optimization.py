@@ -219,8 +219,11 @@ def learning_rate_schedule(name, peak_learning_rate, total_steps=None, warmup_st
 
 def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_decay=0.01,
                      head_learning_rate=None, layer_lr_decay=1.0, num_layers=None,
-                     schedule="linear"):
+                     schedule="linear", clip_norm=1.0):
     """AdamW as BERT uses it: no weight decay on biases and LayerNorm parameters.
+
+    The gradients are clipped to a global norm of `clip_norm` (BERT's 1.0; 0 or
+    None: not clipped).
 
     With `total_steps` the rate follows `schedule` (one of `SCHEDULES`, see
     `learning_rate_schedule`; "linear" is BERT's `WarmupLinearDecay`) and
@@ -239,10 +242,14 @@ def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_dec
     ...                              schedule="slanted_triangular")
     >>> [round(float(learning_rate_at(optimizer, step)), 6) for step in (0, 10, 110)]
     [0.0001, 0.0032, 0.0001]
+    >>> create_optimizer(1e-4).global_clipnorm, create_optimizer(1e-4, clip_norm=0).global_clipnorm
+    (1.0, None)
     """
+    if clip_norm is not None and clip_norm < 0:
+        raise ValueError(f"clip_norm must be >= 0 (0: no clipping), got {clip_norm}")
     schedule = learning_rate_schedule(schedule, learning_rate, total_steps, warmup_steps)
     options = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9,
-                   beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
+                   beta_2=0.999, epsilon=1e-6, global_clipnorm=float(clip_norm) if clip_norm else None)
     head_multiplier = 1.0 if head_learning_rate is None else head_learning_rate / learning_rate
     if head_multiplier == 1 and layer_lr_decay == 1:
         optimizer = keras.optimizers.AdamW(**options)

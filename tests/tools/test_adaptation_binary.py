@@ -42,7 +42,8 @@ def test_adaptation_flags_end_to_end(tmp_path):
                      "--train_data", os.path.join(CONLL, "train.txt"),
                      "--eval_data", os.path.join(CONLL, "dev.txt"), "--epochs=1",
                      "--adapter_size=4", "--lora_rank=2", "--layer_mix=scalar_mix",
-                     "--schedule=slanted_triangular", "--model_dir", adapters, *_COMMON),
+                     "--schedule=slanted_triangular", "--clip_norm=0.5",
+                     "--model_dir", adapters, *_COMMON),
     })
     for name, result in results.items():
         assert result.returncode == 0, (name, result.stderr[-3000:])
@@ -60,6 +61,7 @@ def test_adaptation_flags_end_to_end(tmp_path):
 
     # Adapters + LoRA + scalar mix: a small trainable part, saved in the model it made.
     config = json.load(open(os.path.join(adapters, "config.json")))
+    assert config["clip_norm"] == 0.5
     assert 0 < config["trainable_parameters"] < config["total_parameters"] / 2
     model = keras.saving.load_model(os.path.join(adapters, "best_model.keras"))
     transformer = model.encoder.transformer

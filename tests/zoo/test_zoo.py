@@ -119,3 +119,14 @@ def test_model_saves_and_loads_without_custom_objects(tmp_path):
     loaded = keras.saving.load_model(path)
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                atol=1e-6)
+
+
+def test_build_model_takes_the_clip_norm():
+    from nlpzoo.zoo import build_model
+    clipped = build_model("bert_tiny_classifier", vocabulary_size=100, clip_norm=0.25)
+    assert clipped.optimizer.global_clipnorm == 0.25
+    assert build_model("bert_tiny_classifier", vocabulary_size=100).optimizer.global_clipnorm == 1.0
+    assert build_model("bert_tiny_classifier", vocabulary_size=100,
+                       clip_norm=0).optimizer.global_clipnorm is None
+    with pytest.raises(ValueError, match="clip_norm must be >= 0"):
+        build_model("bert_tiny_classifier", vocabulary_size=100, clip_norm=-1.0)

@@ -121,7 +121,7 @@ def define_vocabulary_flags(flag_values=flags.FLAGS):
 
 def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
                           warmup_fraction=None, max_seq_length=None):
-    """`--epochs`, `--learning_rate`, `--warmup_fraction`, `--max_seq_length`.
+    """`--epochs`, `--learning_rate`, `--warmup_fraction`, `--clip_norm`, `--max_seq_length`.
 
     Their defaults are None (the preset's fine-tuning defaults, `resolve_schedule`)
     unless given (pretraining has its own).
@@ -133,6 +133,8 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
     >>> _ = values(["pretrain"])
     >>> values.epochs, values.learning_rate, values.warmup_fraction, values.max_seq_length
     (None, 0.0001, 0.1, 128)
+    >>> values.clip_norm
+    1.0
     """
     preset_default = "the preset's default when omitted"
     flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopping; "
@@ -145,6 +147,9 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
                        "warm-up before the schedule's decay"
                        + ("." if warmup_fraction is not None else f"; {preset_default}."),
                        lower_bound=0.0, upper_bound=1.0, flag_values=flag_values)
+    flags.DEFINE_float("clip_norm", 1.0, "The global norm the gradients are clipped to before "
+                       "each update (BERT's 1.0; 0: no clipping).", lower_bound=0.0,
+                       flag_values=flag_values)
     default = ("; the task's default (question answering: 384), else the preset's, at most "
                "the encoder's positions, when omitted.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed sequence, in "
@@ -390,12 +395,14 @@ def resolve_max_seq_length(requested, encoder, encoder_preset, default):
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """Epochs and learning rates of a fine-tuning run, flags over the preset's defaults."""
+    """Epochs, learning rates and gradient clipping of a fine-tuning run, flags over the
+    preset's defaults."""
 
     epochs: int
     learning_rate: float
     head_learning_rate: float  # None: what starts from scratch learns at learning_rate
     warmup_fraction: float
+    clip_norm: float = 1.0  # the global gradient norm clipped to; 0: none
 
 
 def resolve_schedule(flag_values, defaults, pretrained):
@@ -411,7 +418,7 @@ def resolve_schedule(flag_values, defaults, pretrained):
     >>> values = types.SimpleNamespace(epochs=None, learning_rate=None,
     ...                                head_learning_rate=None, warmup_fraction=0.0)
     >>> resolve_schedule(values, defaults, pretrained=True)
-    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0)
+    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0, clip_norm=1.0)
     >>> resolve_schedule(values, defaults, pretrained=False).head_learning_rate is None
     True
     """
@@ -423,7 +430,8 @@ def resolve_schedule(flag_values, defaults, pretrained):
         warmup_fraction = defaults.warmup_fraction
     return Schedule(epochs=flag_values.epochs or defaults.epochs,
                     learning_rate=flag_values.learning_rate or defaults.learning_rate,
-                    head_learning_rate=head_learning_rate, warmup_fraction=warmup_fraction)
+                    head_learning_rate=head_learning_rate, warmup_fraction=warmup_fraction,
+                    clip_norm=getattr(flag_values, "clip_norm", 1.0))
 
 
 
@@ -494,10 +502,10 @@ def model_overrides(tokens, schedule, total_steps, hardware, dropout=None, /, **
     Examples:
     >>> schedule = Schedule(1, 1e-3, None, 0.1)
     >>> sorted(model_overrides(["a"] * 100, schedule, 50, Hardware("float32", False, 1)))
-    ['jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
+    ['clip_norm', 'jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
     """
     overrides = dict(more, vocabulary_size=len(tokens), learning_rate=schedule.learning_rate,
-                     total_steps=total_steps,
+                     clip_norm=schedule.clip_norm, total_steps=total_steps,
                      warmup_steps=int(schedule.warmup_fraction * total_steps),
                      jit_compile=hardware.jit_compile, pack_length=hardware.pack_length)
     if schedule.head_learning_rate is not None:

@@ -193,3 +193,23 @@ def test_the_head_multiplier_scales_the_same_schedule(name):
     # After many steps of gradient 1, Adam's update is exactly the rate again.
     np.testing.assert_allclose(before[0] - np.array(encoder), rate, rtol=1e-4)
     np.testing.assert_allclose(before[1] - np.array(head), 10 * rate, rtol=1e-4)
+
+
+@pytest.mark.parametrize("clip_norm, scale", [(0.5, 0.1), (10.0, 1.0), (0, 1.0)])
+def test_gradients_are_clipped_to_the_global_norm_clip_norm(clip_norm, scale):
+    """Adam's first moments after one step are 0.1 × the gradient it used: the gradient of
+    norm 5 scaled to `clip_norm` when it is smaller (0.5 → × 0.1), untouched otherwise or
+    with clipping off (0), by hand."""
+    optimizer = create_optimizer(1e-3, clip_norm=clip_norm, weight_decay=0.0)
+    kernel = keras.Variable(np.zeros((2,), "float32"), name="kernel")
+    bias = keras.Variable(np.zeros((1,), "float32"), name="bias")
+    optimizer.apply([np.array([3.0, 0.0], "float32"), np.array([4.0], "float32")],
+                    [kernel, bias])
+    momenta = [np.array(v) for v in optimizer.variables if "momentum" in v.path]
+    np.testing.assert_allclose(np.concatenate(momenta), 0.1 * scale * np.array([3.0, 0.0, 4.0]),
+                               rtol=1e-6)
+
+
+def test_a_negative_clip_norm_is_refused():
+    with pytest.raises(ValueError, match="clip_norm must be >= 0"):
+        create_optimizer(1e-3, clip_norm=-1.0)
