@@ -33,7 +33,8 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.layers import LAYER_MIXES  # noqa: E402
 from nlpzoo.tasks.modeling.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
-from nlpzoo.tasks.training.gradual_unfreezing import GradualUnfreezing  # noqa: E402
+from nlpzoo.tasks.training.gradual_unfreezing import (  # noqa: E402
+    GradualUnfreezing, unfreezing_groups)
 from nlpzoo.tasks.training.optimization import SCHEDULES  # noqa: E402
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
 from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
@@ -44,7 +45,7 @@ from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
 from nlpzoo.tools.cli import data_flags, run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
-from nlpzoo.zoo import build_task_model, check_adaptation  # noqa: E402
+from nlpzoo.zoo import ENCODER_PRESETS, build_task_model, check_adaptation  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -59,6 +60,10 @@ flags.DEFINE_float("layer_lr_decay", 1.0, "Discriminative fine-tuning: block l o
                    lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_boolean("freeze_encoder", False, "Feature extraction: the encoder's weights stay "
                      "as they start; only the task head (and a --layer_mix) trains.")
+flags.DEFINE_integer("trainable_layers", None, "Train only the top this many blocks of the "
+                     "encoder (with the pooler) and the head; the embeddings and the blocks "
+                     "below keep their weights. All of them train when omitted.",
+                     lower_bound=1)
 flags.DEFINE_enum("layer_mix", "last", LAYER_MIXES, "What the head reads: the last layer, "
                   "ELMo's learned scalar mix of every layer (embeddings included), or the "
                   "mean of the last four.")
@@ -95,7 +100,7 @@ _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length"
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
                 "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal", "columns",
-                "validation_split")
+                "validation_split", "trainable_layers")
 
 
 def _count_batches(dataset):
@@ -125,19 +130,34 @@ def _check_adaptation_flags():
     try:
         check_adaptation(dict(freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
                               adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank,
-                              l2sp=FLAGS.l2sp))
+                              l2sp=FLAGS.l2sp, trainable_layers=FLAGS.trainable_layers))
     except ValueError as error:
-        raise UserError(f"{error} (--freeze_encoder, --adapter_size, --lora_rank, --l2sp)")
+        raise UserError(f"{error} (--freeze_encoder, --trainable_layers, --adapter_size, "
+                        "--lora_rank, --l2sp)")
     if FLAGS.auxiliary_mlm_weight and FLAGS.freeze_encoder:
         raise UserError("--auxiliary_mlm_weight trains the encoder with a masked-LM loss; "
                         "it cannot be combined with --freeze_encoder")
     if FLAGS.auxiliary_mlm_anneal and not FLAGS.auxiliary_mlm_weight:
         raise UserError("--auxiliary_mlm_anneal needs --auxiliary_mlm_weight > 0")
     if FLAGS.gradual_unfreezing and (FLAGS.freeze_encoder or FLAGS.adapter_size
-                                     or FLAGS.lora_rank):
+                                     or FLAGS.lora_rank or FLAGS.trainable_layers):
         raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
-                        "cannot be combined with --freeze_encoder, --adapter_size or "
-                        "--lora_rank")
+                        "cannot be combined with --freeze_encoder, --trainable_layers, "
+                        "--adapter_size or --lora_rank")
+
+
+def _check_trainable_layers(encoder, encoder_preset):
+    """--trainable_layers against the encoder's distinct blocks, before anything is written."""
+    if FLAGS.trainable_layers is None:
+        return
+    if encoder is not None:
+        blocks = len(unfreezing_groups(encoder)) - 1  # the last group is the embeddings
+    else:
+        preset = ENCODER_PRESETS[encoder_preset]
+        blocks = 1 if preset.share_layers else preset.num_layers
+    if FLAGS.trainable_layers > blocks:
+        raise UserError(f"--trainable_layers={FLAGS.trainable_layers}: the encoder "
+                        f"({encoder_preset}) has {blocks} distinct blocks")
 
 
 def _datasets(setup, task, train_examples, eval_examples):
@@ -176,8 +196,8 @@ def _config(setup, task, train_examples, num_eval_examples):
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": schedule.head_learning_rate,
         "layer_lr_decay": FLAGS.layer_lr_decay,
-        "freeze_encoder": FLAGS.freeze_encoder, "layer_mix": FLAGS.layer_mix,
-        "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
+        "freeze_encoder": FLAGS.freeze_encoder, "trainable_layers": FLAGS.trainable_layers,
+        "layer_mix": FLAGS.layer_mix, "adapter_size": FLAGS.adapter_size, "lora_rank": FLAGS.lora_rank,
         "gradual_unfreezing": FLAGS.gradual_unfreezing,
         "unfreeze_every_steps": setup.unfreeze_every_steps, "l2sp": FLAGS.l2sp,
         "auxiliary_mlm_weight": FLAGS.auxiliary_mlm_weight,
@@ -200,7 +220,8 @@ def _build_model(setup, task, encoder, head_options, strategy):
         **head_options, **task.model_head_options(setup.labels),
         layer_lr_decay=FLAGS.layer_lr_decay, schedule=FLAGS.schedule,
         freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
-        adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp)
+        adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank, l2sp=FLAGS.l2sp,
+        **({"trainable_layers": FLAGS.trainable_layers} if FLAGS.trainable_layers else {}))
     try:
         with strategy.scope():  # mirrored variables, optimizer and metrics
             model = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
@@ -281,6 +302,7 @@ def main(argv):
     setup.encoder_preset, preset, head_options = run_setup.resolve_preset(
         FLAGS.preset, encoder, task, head_options)
     setup.preset = preset or setup.encoder_preset
+    _check_trainable_layers(encoder, setup.encoder_preset)
     setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
         encoder, setup.encoder_preset, task=task)
     setup.labels = task.label_names(train_examples)

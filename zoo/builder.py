@@ -5,6 +5,7 @@ import difflib
 
 
 from nlpzoo.layers import LAYER_MIXES, Encoder, rebuild_encoder, transformer_of
+from nlpzoo.tasks.training.gradual_unfreezing import freeze_below_top_layers
 from nlpzoo.tasks.training.l2sp import attach_l2sp
 from nlpzoo.tasks.training.optimization import SCHEDULES, create_optimizer
 from nlpzoo.tasks.registry import get_task
@@ -20,7 +21,8 @@ _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_deca
                     "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule",
                     "clip_norm")
 # How the pretrained encoder is adapted (tools/train.py flags of the same names).
-_ADAPTATION_FIELDS = ("freeze_encoder", "layer_mix", "adapter_size", "lora_rank", "l2sp")
+_ADAPTATION_FIELDS = ("freeze_encoder", "trainable_layers", "layer_mix", "adapter_size",
+                      "lora_rank", "l2sp")
 # How the encoder runs, not what it computes (`TransformerEncoder.pack_length`).
 _EXECUTION_FIELDS = ("pack_length",)
 # What turns raw text into the model's inputs (the model's preprocessor, `_attach_metadata`).
@@ -101,7 +103,14 @@ def check_adaptation(overrides):
                          f"got {adaptation['layer_mix']!r}")
     l2sp = adaptation.get("l2sp", 0.0)
     _check_number("l2sp", l2sp, float, low=0.0)
+    if adaptation.get("trainable_layers") is not None:
+        _check_number("trainable_layers", adaptation["trainable_layers"], int, low=1)
     parameter_efficient = adaptation.get("adapter_size") or adaptation.get("lora_rank")
+    if adaptation.get("trainable_layers") is not None and (
+            adaptation.get("freeze_encoder") or parameter_efficient):
+        raise ValueError("trainable_layers trains the top blocks of the encoder; it cannot be "
+                         "combined with freeze_encoder, adapter_size or lora_rank, which "
+                         "freeze them")
     if adaptation.get("freeze_encoder") and (parameter_efficient or l2sp):
         raise ValueError("freeze_encoder trains the head only; it cannot be combined with "
                          "adapter_size, lora_rank or l2sp, which train (part of) the encoder")
@@ -126,6 +135,8 @@ def _adapted_encoder(encoder, adaptation):
         encoder.trainable = False
         if getattr(encoder, "layer_mix", "last") == "scalar_mix":
             encoder.get_layer("layer_mix").trainable = True
+    if adaptation.get("trainable_layers") is not None:
+        freeze_below_top_layers(encoder, adaptation["trainable_layers"])
     if adaptation.get("l2sp"):
         attach_l2sp(transformer_of(encoder).trainable_weights, adaptation["l2sp"])
     return encoder
@@ -177,7 +188,9 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             the encoder preset's `fine_tuning.learning_rate`, and with a
             pretrained `encoder` `head_learning_rate` to its
             `fine_tuning.head_learning_rate`) and adaptation fields
-            (`freeze_encoder` to train the head only; `layer_mix`, one of
+            (`freeze_encoder` to train the head only; `trainable_layers=k` to
+            train the top k blocks, the pooler and the head, with the embeddings
+            and the blocks below frozen; `layer_mix`, one of
             `layers.LAYER_MIXES`, for what the head reads; `adapter_size` and
             `lora_rank` for Houlsby adapters and LoRA, which train only
             themselves, the LayerNorms (adapters) and the head; `l2sp=α` for

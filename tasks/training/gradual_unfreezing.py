@@ -61,6 +61,44 @@ def unfreezing_groups(transformer):
     return groups
 
 
+def freeze_below_top_layers(encoder, trainable_layers):
+    """Freezes all of `encoder` but its top `trainable_layers` blocks and what sits on them.
+
+    What trains is the first `trainable_layers` groups of `unfreezing_groups`
+    (the top block with the pooler and `final_norm`, then the blocks below,
+    one by one): the embeddings and the lower blocks keep their weights, as a
+    gradual unfreezing that stops at stage `trainable_layers`. The sublayers'
+    own `trainable` flags are set, so the head and a scalar mix still train.
+
+    Raises:
+        ValueError: `trainable_layers` is not between 1 and the number of
+            distinct blocks (named in the message).
+
+    Examples:
+    >>> from nlpzoo.layers import Encoder
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=3, num_heads=2,
+    ...                   hidden_dim=8, intermediate_dim=16)
+    >>> freeze_below_top_layers(encoder, 1)
+    >>> trained = {id(v) for v in encoder.trainable_weights}
+    >>> [(group.layers, any(id(v) in trained for v in group.variables))
+    ...  for group in unfreezing_groups(encoder)]
+    [(('block_2', 'pooler'), True), (('block_1',), False), (('block_0',), False),
+     (('embeddings',), False)]
+    """
+    groups = unfreezing_groups(encoder)
+    blocks = len(groups) - 1  # the last group is the embeddings
+    if not 1 <= trainable_layers <= blocks:
+        raise ValueError(f"trainable_layers must be between 1 and the encoder's {blocks} "
+                         f"distinct blocks, got {trainable_layers}")
+    transformer = transformer_of(encoder)
+    trained = {name for group in groups[:trainable_layers] for name in group.layers}
+    sublayers = [transformer.embeddings, *transformer.blocks, transformer.final_norm,
+                 transformer.pooler]
+    for layer in sublayers:
+        if layer is not None and layer.name not in trained:
+            layer.trainable = False
+
+
 class GradualUnfreezing(keras.callbacks.Callback):
     """Keras callback: unfreezes the encoder group by group, top first, every `every_steps`.
 

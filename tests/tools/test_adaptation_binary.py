@@ -74,7 +74,10 @@ def test_adaptation_flags_end_to_end(tmp_path):
 
 def test_incompatible_flags_are_refused_before_anything_is_written(tmp_path):
     cases = {"adapters": ("--gradual_unfreezing", "--adapter_size=4"),
-             "lora": ("--freeze_encoder", "--lora_rank=2")}
+             "lora": ("--freeze_encoder", "--lora_rank=2"),
+             "top_layers": ("--trainable_layers=1", "--lora_rank=2"),
+             "top_layers_thawing": ("--trainable_layers=1", "--gradual_unfreezing"),
+             "too_many_layers": ("--trainable_layers=3",)}  # bert_tiny has 2 blocks
     results = run_tools({  # at once: each is mostly a process start
         name: ("train.py", "--train_data", os.path.join(TREC, "train.label"),
                "--eval_data", os.path.join(TREC, "dev.label"),
@@ -83,6 +86,7 @@ def test_incompatible_flags_are_refused_before_anything_is_written(tmp_path):
     for name, result in results.items():
         assert result.returncode != 0
         [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
-        assert "--adapter_size" in line or "lora_rank" in line, line
+        assert ("--adapter_size" in line or "lora_rank" in line
+                or "--trainable_layers" in line), line
         model_dir = tmp_path / name
         assert not model_dir.exists() or not any(model_dir.iterdir())

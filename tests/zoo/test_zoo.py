@@ -130,3 +130,38 @@ def test_build_model_takes_the_clip_norm():
                        clip_norm=0).optimizer.global_clipnorm is None
     with pytest.raises(ValueError, match="clip_norm must be >= 0"):
         build_model("bert_tiny_classifier", vocabulary_size=100, clip_norm=-1.0)
+
+
+def test_trainable_layers_trains_the_top_blocks_and_the_head_only():
+    """bert_tiny has 2 blocks: with trainable_layers=1 a training step moves block_1, the
+    pooler and the head, and leaves block_0 and the embeddings as they were."""
+    from nlpzoo.layers import transformer_of
+    model = build_model("bert_tiny_classifier", vocabulary_size=100, trainable_layers=1,
+                        learning_rate=1e-2)
+    transformer = transformer_of(model.encoder)
+    layers = {"embeddings": transformer.embeddings, "block_0": transformer.blocks[0],
+              "block_1": transformer.blocks[1], "pooler": transformer.pooler}
+    before = {name: [np.array(w) for w in layer.weights] for name, layer in layers.items()}
+    head_before = [np.array(w) for w in model.trainable_weights
+                   if not any(w is v for v in model.encoder.weights)]
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 100, (8, 12)).astype("int32")
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    model.fit(x, rng.integers(0, 2, 8), batch_size=8, epochs=1, verbose=0)
+    moved = {name: any(not np.array_equal(a, np.array(w)) for a, w in zip(before[name],
+                                                                         layer.weights))
+             for name, layer in layers.items()}
+    assert moved == {"embeddings": False, "block_0": False, "block_1": True, "pooler": True}
+    head_after = [np.array(w) for w in model.trainable_weights
+                  if not any(w is v for v in model.encoder.weights)]
+    assert head_before and any(not np.array_equal(a, b) for a, b in zip(head_before, head_after))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"trainable_layers": 3}, "between 1 and the encoder's 2 distinct blocks"),
+    ({"trainable_layers": 0}, "trainable_layers must be >= 1"),
+    ({"trainable_layers": 1, "freeze_encoder": True}, "cannot be combined with freeze_encoder"),
+])
+def test_trainable_layers_refuses_what_it_cannot_do(options, message):
+    with pytest.raises(ValueError, match=message):
+        build_model("bert_tiny_classifier", vocabulary_size=100, **options)
