@@ -8,6 +8,7 @@ are shared with the bi-encoder and sentence embedding; this package re-exports t
 from nlpzoo.tasks.classification.model import Classifier
 from nlpzoo.tasks.modeling.class_metrics import (
     BinaryF1,
+    BinaryMCC,
     classification_loss,
     classification_metrics,
 )
@@ -22,6 +23,7 @@ from nlpzoo.tasks.text.text_readers import (
 __all__ = [
     "FORMATS",
     "BinaryF1",
+    "BinaryMCC",
     "ClassificationExample",
     "Classifier",
     "classification_loss",

@@ -1,6 +1,6 @@
 """Loss, metrics and best-model monitor of every task that predicts one class per example
-(classification, the bi-encoder): cross-entropy, accuracy, and F1 of the positive class for
-binary tasks."""
+(classification, the bi-encoder): cross-entropy, accuracy, and for binary tasks F1 of the
+positive class and Matthews's correlation coefficient (CoLA's metric)."""
 
 import keras
 from keras import ops
@@ -52,15 +52,61 @@ class BinaryF1(keras.metrics.Metric):
             variable.assign(0.0)
 
 
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class BinaryMCC(keras.metrics.Metric):
+    """Matthews's correlation coefficient of a binary task, from integer labels and
+    two-class logits (or probabilities), over all batches:
+
+    MCC = (TP·TN − FP·FN) / √((TP + FP)(TP + FN)(TN + FP)(TN + FN)),
+
+    0 when a factor of the denominator is 0 (one class only, in the labels or
+    the predictions), as scikit-learn and GLUE's CoLA scorer define it.
+
+    Examples:
+    >>> import numpy as np
+    >>> metric = BinaryMCC()
+    >>> metric.update_state(np.array([1, 0, 1, 1]),
+    ...     np.array([[0., 1.], [0., 1.], [1., 0.], [0., 1.]]))
+    >>> round(float(metric.result()), 4)  # TP 2, TN 0, FP 1, FN 1: −1/√(3·3·1·1)
+    -0.3333
+    """
+
+    def __init__(self, name="mcc", dtype="float32", **kwargs):
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        # [TP, TN, FP, FN], summed in float32 (counts stay exact below 2^24 examples).
+        self.counts = self.add_variable((4,), initializer="zeros", name="counts")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
+        predicted = ops.reshape(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), (-1,))
+        weight = ops.ones_like(y_true, "float32")
+        if sample_weight is not None:
+            weight = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
+        positive, predicted_positive = y_true == 1, predicted == 1
+        cells = [positive & predicted_positive, ~positive & ~predicted_positive,
+                 ~positive & predicted_positive, positive & ~predicted_positive]
+        self.counts.assign_add(ops.stack([ops.sum(ops.cast(cell, "float32") * weight)
+                                          for cell in cells]))
+
+    def result(self):
+        tp, tn, fp, fn = (self.counts[i] for i in range(4))
+        denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+        return ops.where(denominator > 0,
+                         (tp * tn - fp * fn) / ops.sqrt(ops.maximum(denominator, 1.0)), 0.0)
+
+    def reset_state(self):
+        self.counts.assign(ops.zeros((4,)))
+
+
 def classification_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
 def classification_metrics(num_classes):
-    """Accuracy, plus F1 of class 1 for binary tasks."""
+    """Accuracy, plus F1 of class 1 and MCC for binary tasks."""
     metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
     if num_classes == 2:
-        metrics.append(BinaryF1(name="f1"))
+        metrics.extend([BinaryF1(name="f1"), BinaryMCC(name="mcc")])
     return metrics
 
 

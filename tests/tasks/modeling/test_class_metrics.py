@@ -1,0 +1,53 @@
+"""The binary metrics against brute force over random labels and predictions."""
+
+import math
+
+import numpy as np
+import pytest
+
+from nlpzoo.tasks.modeling.class_metrics import BinaryMCC, classification_metrics
+
+
+def _mcc_by_hand(labels, predicted):
+    tp = sum(1 for y, p in zip(labels, predicted) if y == 1 and p == 1)
+    tn = sum(1 for y, p in zip(labels, predicted) if y == 0 and p == 0)
+    fp = sum(1 for y, p in zip(labels, predicted) if y == 0 and p == 1)
+    fn = sum(1 for y, p in zip(labels, predicted) if y == 1 and p == 0)
+    denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    return 0.0 if denominator == 0 else (tp * tn - fp * fn) / math.sqrt(denominator)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mcc_over_batches_equals_the_formula_on_all_examples(seed):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, 50)
+    logits = rng.normal(size=(50, 2)).astype("float32")
+    metric = BinaryMCC()
+    for start in range(0, 50, 16):  # batches of 16, 16, 16 and 2
+        metric.update_state(labels[start:start + 16], logits[start:start + 16])
+    assert float(metric.result()) == pytest.approx(
+        _mcc_by_hand(labels, logits.argmax(-1)), abs=1e-6)
+    metric.reset_state()
+    assert float(metric.result()) == 0.0
+
+
+def test_mcc_is_one_when_perfect_minus_one_when_inverted_zero_for_one_class():
+    labels = np.array([0, 1, 1, 0])
+    right = np.eye(2, dtype="float32")[labels]
+    for predicted, expected in ((right, 1.0), (right[:, ::-1], -1.0),
+                                (np.tile([[0.0, 1.0]], (4, 1)), 0.0)):  # always "1"
+        metric = BinaryMCC()
+        metric.update_state(labels, predicted)
+        assert float(metric.result()) == pytest.approx(expected, abs=1e-6)
+
+
+def test_sample_weights_count_examples_as_often_as_their_weight():
+    labels, logits = np.array([1, 0, 1]), np.array([[0, 1], [0, 1], [1, 0]], "float32")
+    weighted = BinaryMCC()
+    weighted.update_state(labels, logits, sample_weight=np.array([2.0, 1.0, 0.0]))
+    assert float(weighted.result()) == pytest.approx(_mcc_by_hand([1, 1, 0], [1, 1, 1]))
+
+
+def test_binary_tasks_report_mcc_and_others_do_not():
+    assert [m.name for m in classification_metrics(2)] == ["accuracy", "f1", "mcc"]
+    assert [m.name for m in classification_metrics(6)] == ["accuracy"]
