@@ -28,9 +28,11 @@ from nlpzoo.tasks.task import Task
 
 @dataclasses.dataclass(frozen=True)
 class ClassificationOptions:
-    """paired_input: the model reads text pairs (`[CLS] a [SEP] b [SEP]`)."""
+    """paired_input: the model reads text pairs (`[CLS] a [SEP] b [SEP]`); label_smoothing:
+    ε of the label-smoothed cross-entropy it trains with (0: plain cross-entropy)."""
 
     paired_input: bool = False
+    label_smoothing: float = 0.0
 
 
 @register_task
@@ -55,6 +57,7 @@ class ClassificationTask(Task):
     formats = readers.FORMATS
     Options = ClassificationOptions
     head_options = ("num_classes", "labels", "head_hidden_dim", "pooling")
+    ensemble_free_options = ("label_smoothing",)  # how it trained, not what it reads
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -62,13 +65,19 @@ class ClassificationTask(Task):
         flags.DEFINE_integer("head_hidden_dim", None, "Classification: width of an extra "
                              "dense + tanh layer before the logits (none when omitted).",
                              lower_bound=1, flag_values=flag_values)
+        flags.DEFINE_float("label_smoothing", 0.0, "Classification: train against "
+                           "label-smoothed targets, 1 - e + e/K for the true class and e/K "
+                           "for the others (0: plain cross-entropy).", lower_bound=0.0,
+                           upper_bound=0.99, flag_values=flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
         head = {"pooling": flag_values.pooling or "pooler"}
         if flag_values.head_hidden_dim is not None:
             head["head_hidden_dim"] = flag_values.head_hidden_dim
-        return {}, head
+        options = ({"label_smoothing": flag_values.label_smoothing}
+                   if flag_values.label_smoothing else {})
+        return options, head
 
     @classmethod
     def from_metadata(cls, metadata):
@@ -116,7 +125,7 @@ class ClassificationTask(Task):
                           pooling=pooling, name="classifier")
 
     def loss(self):
-        return classification_loss()
+        return classification_loss(self.options.label_smoothing)
 
     def metrics(self, model):
         return classification_metrics(model.output_shape[-1])

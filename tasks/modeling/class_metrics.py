@@ -98,7 +98,42 @@ class BinaryMCC(keras.metrics.Metric):
         self.counts.assign(ops.zeros((4,)))
 
 
-def classification_loss():
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
+    """Cross-entropy from integer labels and logits against label-smoothed targets: the
+    true class gets 1 − ε + ε/K, every other class ε/K (Szegedy et al. 2016), as Keras's
+    `CategoricalCrossentropy(label_smoothing=ε)` computes it on one-hot labels.
+
+    Examples:
+    >>> import numpy as np
+    >>> loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.2)
+    >>> logits = np.log(np.array([[0.5, 0.25, 0.25]], "float32"))
+    >>> round(float(loss(np.array([0]), logits)), 4)  # 0.8667·ln 2 + 2·0.0667·ln 4
+    0.7856
+    """
+
+    def __init__(self, label_smoothing=0.0, name="smoothed_sparse_categorical_crossentropy",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.label_smoothing = float(label_smoothing)
+
+    def call(self, y_true, y_pred):
+        labels = ops.reshape(ops.cast(y_true, "int32"), ops.shape(y_pred)[:-1])
+        one_hot = ops.one_hot(labels, ops.shape(y_pred)[-1], dtype=y_pred.dtype)
+        return keras.losses.categorical_crossentropy(
+            one_hot, y_pred, from_logits=True, label_smoothing=self.label_smoothing)
+
+    def get_config(self):
+        return dict(super().get_config(), label_smoothing=self.label_smoothing)
+
+
+def classification_loss(label_smoothing=0.0):
+    """Cross-entropy on logits from integer labels; label-smoothed when
+    `label_smoothing` ε > 0 (`SmoothedSparseCategoricalCrossentropy`)."""
+    if label_smoothing:
+        return SmoothedSparseCategoricalCrossentropy(label_smoothing)
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 

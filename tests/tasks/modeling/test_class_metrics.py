@@ -51,3 +51,41 @@ def test_sample_weights_count_examples_as_often_as_their_weight():
 def test_binary_tasks_report_mcc_and_others_do_not():
     assert [m.name for m in classification_metrics(2)] == ["accuracy", "f1", "mcc"]
     assert [m.name for m in classification_metrics(6)] == ["accuracy"]
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_smoothed_cross_entropy_equals_keras_categorical_one_on_one_hot_labels(epsilon):
+    import keras
+    from nlpzoo.tasks.modeling.class_metrics import (SmoothedSparseCategoricalCrossentropy,
+                                                     classification_loss)
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 16)
+    logits = rng.normal(size=(16, 4)).astype("float32")
+    reference = keras.losses.CategoricalCrossentropy(from_logits=True,
+                                                     label_smoothing=epsilon)
+    expected = float(reference(np.eye(4, dtype="float32")[labels], logits))
+    ours = SmoothedSparseCategoricalCrossentropy(epsilon)
+    assert float(ours(labels, logits)) == pytest.approx(expected, rel=1e-6)
+    assert float(classification_loss(epsilon)(labels, logits)) == pytest.approx(expected,
+                                                                                  rel=1e-6)
+    # by hand: -(1 - ε + ε/K)·log p_y - Σ_{k≠y} ε/K·log p_k, averaged
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    targets = np.full((16, 4), epsilon / 4) + (1 - epsilon) * np.eye(4)[labels]
+    assert float(ours(labels, logits)) == pytest.approx(-(targets * log_p).sum(-1).mean(),
+                                                        rel=1e-5)
+    copy = SmoothedSparseCategoricalCrossentropy.from_config(ours.get_config())
+    assert copy.label_smoothing == epsilon
+
+
+def test_the_label_smoothing_flag_reaches_the_task_loss():
+    from absl import flags
+    from nlpzoo.tasks.classification.task import ClassificationTask
+    values = flags.FlagValues()
+    ClassificationTask.define_flags(values)
+    values(["train", "--label_smoothing=0.2"])
+    options, _ = ClassificationTask.options_from_flags(values)
+    task = ClassificationTask(**options)
+    assert task.loss().label_smoothing == 0.2
+    assert task.ensemble_conflict(ClassificationTask()) is None  # training-only option
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        type(task.loss())(1.5)
