@@ -73,6 +73,7 @@ def __dir__():
 # TensorFlow, and the binary loads what it needs.
 from nlpzoo.tasks.io.console import running_a_binary  # noqa: E402  (loads no TensorFlow)
 
+
 def _keras_backend():
     import keras
     return keras.backend.backend()
