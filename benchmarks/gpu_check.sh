@@ -119,7 +119,7 @@ step keras_encoder $PY benchmarks/gpu_check_keras.py --out="$LOGS/keras_encoder.
 
 $PY - "$LOGS" "$OUT" "$DRY_RUN" <<'PYTHON'
 """Gathers the steps' statuses and last JSON lines into one record."""
-import datetime, glob, json, os, subprocess, sys
+import datetime, glob, json, os, sys
 
 logs, out, dry_run = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 
@@ -134,17 +134,11 @@ def last_json(text):
     return None
 
 
-def gpu():
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
-                               "--format=csv,noheader"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
+
+sys.path.insert(0, "benchmarks")
+from gpu_check_keras import gpu_name  # noqa: E402  (nvidia-smi's line, or None)
 
 steps = {}
 for rc_file in sorted(glob.glob(os.path.join(logs, "*.rc"))):
@@ -158,7 +152,7 @@ for rc_file in sorted(glob.glob(os.path.join(logs, "*.rc"))):
         step["last_line"] = text.strip().splitlines()[-1] if text.strip() else ""
     steps[name] = step
 record = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-          "dry_run": dry_run, "gpu": gpu(),
+          "dry_run": dry_run, "gpu": gpu_name(),
           "tensorflow_gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
           "tensorflow": tf.__version__, "keras": keras.__version__, "steps": steps,
           "passed": all(step["exit_status"] == 0 for step in steps.values())}

@@ -6,6 +6,16 @@ import keras
 from keras import ops
 
 
+def _binary_outcomes(y_true, y_pred, sample_weight):
+    """(labels, predicted classes, weights), flat, of a batch of two-class predictions."""
+    y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
+    predicted = ops.reshape(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), (-1,))
+    weight = ops.ones_like(y_true, "float32")
+    if sample_weight is not None:
+        weight = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
+    return y_true, predicted, weight
+
+
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class BinaryF1(keras.metrics.Metric):
     """F1 of class 1 from integer labels and two-class logits (or probabilities).
@@ -29,11 +39,7 @@ class BinaryF1(keras.metrics.Metric):
         self.false_negatives = self.add_variable((), initializer="zeros", name="fn")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
-        predicted = ops.reshape(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), (-1,))
-        weight = ops.ones_like(y_true, "float32")
-        if sample_weight is not None:
-            weight = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
+        y_true, predicted, weight = _binary_outcomes(y_true, y_pred, sample_weight)
         true_positive = ops.cast((y_true == 1) & (predicted == 1), "float32") * weight
         false_positive = ops.cast((y_true != 1) & (predicted == 1), "float32") * weight
         false_negative = ops.cast((y_true == 1) & (predicted != 1), "float32") * weight
@@ -77,11 +83,7 @@ class BinaryMCC(keras.metrics.Metric):
         self.counts = self.add_variable((4,), initializer="zeros", name="counts")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = ops.reshape(ops.cast(y_true, "int32"), (-1,))
-        predicted = ops.reshape(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), (-1,))
-        weight = ops.ones_like(y_true, "float32")
-        if sample_weight is not None:
-            weight = ops.reshape(ops.cast(sample_weight, "float32"), (-1,))
+        y_true, predicted, weight = _binary_outcomes(y_true, y_pred, sample_weight)
         positive, predicted_positive = y_true == 1, predicted == 1
         cells = [positive & predicted_positive, ~positive & ~predicted_positive,
                  ~positive & predicted_positive, positive & ~predicted_positive]
