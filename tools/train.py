@@ -297,7 +297,10 @@ def main(argv):
 
     train_examples, eval_examples, setup.eval_name, setup.validation_split = (
         data_flags.read_training_data(task))
-    task = task.adapt(train_examples)
+    try:
+        task = task.adapt(train_examples)
+    except ValueError as error:  # options that the training data contradicts
+        raise UserError(f"--train_data={FLAGS.train_data}: {error}")
     with strategy.scope():  # its variables are mirrored too
         encoder = run_setup.load_starting_encoder()
     setup.encoder_preset, preset, head_options = run_setup.resolve_preset(

@@ -8,6 +8,7 @@ from absl import flags
 from nlpzoo.tasks.classification.model import Classifier
 from nlpzoo.tasks.classification.predictions import class_probabilities, prediction_record
 from nlpzoo.tasks.modeling.class_metrics import (
+    balanced_class_weights,
     classification_loss,
     classification_metrics,
     classification_monitor,
@@ -29,10 +30,13 @@ from nlpzoo.tasks.task import Task
 @dataclasses.dataclass(frozen=True)
 class ClassificationOptions:
     """paired_input: the model reads text pairs (`[CLS] a [SEP] b [SEP]`); label_smoothing:
-    ε of the label-smoothed cross-entropy it trains with (0: plain cross-entropy)."""
+    ε of the label-smoothed cross-entropy it trains with (0: plain cross-entropy);
+    class_weights: each class's weight in the loss, in the order of the sorted labels, or
+    "balanced" until `adapt` computes them from the training labels (None: all 1)."""
 
     paired_input: bool = False
     label_smoothing: float = 0.0
+    class_weights: object = None
 
 
 @register_task
@@ -57,7 +61,7 @@ class ClassificationTask(Task):
     formats = readers.FORMATS
     Options = ClassificationOptions
     head_options = ("num_classes", "labels", "head_hidden_dim", "pooling")
-    ensemble_free_options = ("label_smoothing",)  # how it trained, not what it reads
+    ensemble_free_options = ("label_smoothing", "class_weights")  # how it trained
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -69,6 +73,11 @@ class ClassificationTask(Task):
                            "label-smoothed targets, 1 - e + e/K for the true class and e/K "
                            "for the others (0: plain cross-entropy).", lower_bound=0.0,
                            upper_bound=0.99, flag_values=flag_values)
+        flags.DEFINE_string("class_weights", None, "Classification: each class's weight in "
+                            "the loss: 'balanced' (n / (K * n_k) from the training labels, "
+                            "scikit-learn's) or comma-separated weights in the order of the "
+                            "sorted labels (config.json's labels). All 1 when omitted.",
+                            flag_values=flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
@@ -77,6 +86,8 @@ class ClassificationTask(Task):
             head["head_hidden_dim"] = flag_values.head_hidden_dim
         options = ({"label_smoothing": flag_values.label_smoothing}
                    if flag_values.label_smoothing else {})
+        if flag_values.class_weights:
+            options["class_weights"] = _parse_class_weights(flag_values.class_weights)
         return options, head
 
     @classmethod
@@ -95,7 +106,19 @@ class ClassificationTask(Task):
         return readers.read_examples(path, data_format, columns)
 
     def adapt(self, examples):
-        return self.with_options(paired_input=examples[0].text_pair is not None)
+        """Reads pairs or single texts as the examples hold them; resolves "balanced" class
+        weights from their labels and checks given ones against the number of labels."""
+        changes = {"paired_input": examples[0].text_pair is not None}
+        weights = self.options.class_weights
+        if weights is not None:
+            names = self.label_names(examples)
+            if weights == "balanced":
+                changes["class_weights"] = balanced_class_weights(
+                    (example.label for example in examples), names)
+            elif len(weights) != len(names):
+                raise ValueError(f"class_weights has {len(weights)} weights for the "
+                                 f"{len(names)} labels ({', '.join(map(str, names))})")
+        return self.with_options(**changes)
 
     def label_names(self, examples):
         """Labels in a stable order: sorted, numerically when all are integers."""
@@ -125,7 +148,9 @@ class ClassificationTask(Task):
                           pooling=pooling, name="classifier")
 
     def loss(self):
-        return classification_loss(self.options.label_smoothing)
+        weights = self.options.class_weights
+        return classification_loss(self.options.label_smoothing,
+                                   None if weights in (None, "balanced") else weights)
 
     def metrics(self, model):
         return classification_metrics(model.output_shape[-1])
@@ -230,3 +255,21 @@ class ClassificationTask(Task):
 
     def serving_outputs(self, model, preprocessor, labels, text, text_pair=None):
         return classification_outputs(model, preprocessor, labels, text, text_pair)
+
+
+def _parse_class_weights(value):
+    """--class_weights: "balanced", or comma-separated non-negative numbers.
+
+    >>> _parse_class_weights("balanced"), _parse_class_weights("1, 2.5")
+    ('balanced', [1.0, 2.5])
+    """
+    if value.strip() == "balanced":
+        return "balanced"
+    try:
+        weights = [float(part) for part in value.split(",")]
+    except ValueError:
+        raise ValueError(f"--class_weights={value}: expected 'balanced' or comma-separated "
+                         "numbers, one per label")
+    if any(weight < 0 for weight in weights):
+        raise ValueError(f"--class_weights={value}: weights must be >= 0")
+    return weights

@@ -101,42 +101,77 @@ class BinaryMCC(keras.metrics.Metric):
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
-class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
-    """Cross-entropy from integer labels and logits against label-smoothed targets: the
-    true class gets 1 − ε + ε/K, every other class ε/K (Szegedy et al. 2016), as Keras's
-    `CategoricalCrossentropy(label_smoothing=ε)` computes it on one-hot labels.
+class ClassificationCrossentropy(keras.losses.Loss):
+    """Cross-entropy from integer labels and logits, with label smoothing and class weights.
+
+    With `label_smoothing` ε the target gives the true class 1 − ε + ε/K and
+    every other class ε/K (Szegedy et al. 2016), as Keras's
+    `CategoricalCrossentropy(label_smoothing=ε)` on one-hot labels; with
+    `class_weights` (one per class) each example's loss is multiplied by its
+    true class's weight before the batch mean, as `fit(class_weight=...)`
+    weighs examples.
 
     Examples:
     >>> import numpy as np
-    >>> loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.2)
+    >>> loss = ClassificationCrossentropy(label_smoothing=0.2)
     >>> logits = np.log(np.array([[0.5, 0.25, 0.25]], "float32"))
     >>> round(float(loss(np.array([0]), logits)), 4)  # 0.8667·ln 2 + 2·0.0667·ln 4
     0.7856
+    >>> weighted = ClassificationCrossentropy(class_weights=[3.0, 1.0, 1.0])
+    >>> round(float(weighted(np.array([0]), logits)), 4)  # 3·ln 2
+    2.0794
     """
 
-    def __init__(self, label_smoothing=0.0, name="smoothed_sparse_categorical_crossentropy",
-                 **kwargs):
+    def __init__(self, label_smoothing=0.0, class_weights=None,
+                 name="classification_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        if class_weights is not None and any(w < 0 for w in class_weights):
+            raise ValueError(f"class weights must be >= 0, got {list(class_weights)}")
         self.label_smoothing = float(label_smoothing)
+        self.class_weights = None if class_weights is None else [float(w) for w in class_weights]
 
     def call(self, y_true, y_pred):
         labels = ops.reshape(ops.cast(y_true, "int32"), ops.shape(y_pred)[:-1])
         one_hot = ops.one_hot(labels, ops.shape(y_pred)[-1], dtype=y_pred.dtype)
-        return keras.losses.categorical_crossentropy(
+        losses = keras.losses.categorical_crossentropy(
             one_hot, y_pred, from_logits=True, label_smoothing=self.label_smoothing)
+        if self.class_weights is not None:
+            weights = ops.convert_to_tensor(self.class_weights, dtype=losses.dtype)
+            losses = losses * ops.take(weights, labels)
+        return losses
 
     def get_config(self):
-        return dict(super().get_config(), label_smoothing=self.label_smoothing)
+        return dict(super().get_config(), label_smoothing=self.label_smoothing,
+                    class_weights=self.class_weights)
 
 
-def classification_loss(label_smoothing=0.0):
-    """Cross-entropy on logits from integer labels; label-smoothed when
-    `label_smoothing` ε > 0 (`SmoothedSparseCategoricalCrossentropy`)."""
-    if label_smoothing:
-        return SmoothedSparseCategoricalCrossentropy(label_smoothing)
+def classification_loss(label_smoothing=0.0, class_weights=None):
+    """Cross-entropy on logits from integer labels; `ClassificationCrossentropy` when
+    label-smoothed (`label_smoothing` ε > 0) or weighted by class (`class_weights`)."""
+    if label_smoothing or class_weights is not None:
+        return ClassificationCrossentropy(label_smoothing, class_weights)
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def balanced_class_weights(labels, names):
+    """scikit-learn's "balanced" weights n / (K · n_k) of the classes `names` (in that
+    order) over the integer or string `labels` of the training examples.
+
+    Examples:
+    >>> balanced_class_weights(["a", "a", "a", "b"], ["a", "b"])
+    [0.6667, 2.0]
+    """
+    labels = list(labels)
+    counts = {name: 0 for name in names}
+    for label in labels:
+        counts[label] += 1
+    missing = [name for name, count in counts.items() if count == 0]
+    if missing:
+        raise ValueError(f"balanced class weights need every class in the training data; "
+                         f"none of {', '.join(map(str, missing))}")
+    return [round(len(labels) / (len(names) * counts[name]), 4) for name in names]
 
 
 def classification_metrics(num_classes):

@@ -18,6 +18,12 @@ _COMMON = ("--learning_rate=1e-3", "--max_seq_length=32", "--mixed_precision=flo
            "--vocab_size=300", "--batch_size=16")
 
 
+def _label_counts(labels):
+    from nlpzoo.tasks.classification.task import ClassificationTask
+    examples = ClassificationTask().read(os.path.join(TREC, "train.label"))
+    return [sum(1 for example in examples if example.label == label) for label in labels]
+
+
 def _step_rates(model_dir):
     accumulator = EventAccumulator(os.path.join(model_dir, "logs", "train"),
                                    size_guidance={"tensors": 0})
@@ -37,7 +43,8 @@ def test_adaptation_flags_end_to_end(tmp_path):
                        "--eval_data", os.path.join(TREC, "dev.label"), "--epochs=2",
                        "--gradual_unfreezing", "--unfreeze_every_steps=4",
                        "--schedule=cosine", "--l2sp=0.01", "--layer_mix=mean_last_4",
-                       "--log_every_steps=1", "--model_dir", unfreezing, *_COMMON),
+                       "--log_every_steps=1", "--class_weights=balanced",
+                       "--label_smoothing=0.1", "--model_dir", unfreezing, *_COMMON),
         "adapters": ("train.py", "--task=tagging", "--head=crf",
                      "--train_data", os.path.join(CONLL, "train.txt"),
                      "--eval_data", os.path.join(CONLL, "dev.txt"), "--epochs=1",
@@ -51,6 +58,11 @@ def test_adaptation_flags_end_to_end(tmp_path):
     # Gradual unfreezing: the stages are announced, the cosine rate is logged every step.
     config = json.load(open(os.path.join(unfreezing, "config.json")))
     assert config["gradual_unfreezing"] and config["unfreeze_every_steps"] == 4
+    # "balanced" resolved from the training labels (n / (K·n_k), in config.json's label order)
+    weights = config["task_options"]["class_weights"]
+    assert len(weights) == len(config["labels"]) and config["task_options"]["label_smoothing"] == 0.1
+    assert sum(w * n for w, n in zip(weights, _label_counts(config["labels"]))) == pytest.approx(
+        sum(_label_counts(config["labels"])), rel=1e-3)  # Σ n_k · n / (K·n_k) = n
     assert "gradual unfreezing: step 4" in results["unfreezing"].stderr
     total, warmup = config["total_steps"], int(0.1 * config["total_steps"])
     schedule = learning_rate_schedule("cosine", 1e-3, total, warmup)
@@ -77,7 +89,8 @@ def test_incompatible_flags_are_refused_before_anything_is_written(tmp_path):
              "lora": ("--freeze_encoder", "--lora_rank=2"),
              "top_layers": ("--trainable_layers=1", "--lora_rank=2"),
              "top_layers_thawing": ("--trainable_layers=1", "--gradual_unfreezing"),
-             "too_many_layers": ("--trainable_layers=3",)}  # bert_tiny has 2 blocks
+             "too_many_layers": ("--trainable_layers=3",),  # bert_tiny has 2 blocks
+             "class_weights": ("--class_weights=1,2",)}  # TREC has 6 labels
     results = run_tools({  # at once: each is mostly a process start
         name: ("train.py", "--train_data", os.path.join(TREC, "train.label"),
                "--eval_data", os.path.join(TREC, "dev.label"),
@@ -87,6 +100,6 @@ def test_incompatible_flags_are_refused_before_anything_is_written(tmp_path):
         assert result.returncode != 0
         [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
         assert ("--adapter_size" in line or "lora_rank" in line
-                or "--trainable_layers" in line), line
+                or "--trainable_layers" in line or "class_weights has 2 weights" in line), line
         model_dir = tmp_path / name
         assert not model_dir.exists() or not any(model_dir.iterdir())

@@ -56,7 +56,7 @@ def test_binary_tasks_report_mcc_and_others_do_not():
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
 def test_smoothed_cross_entropy_equals_keras_categorical_one_on_one_hot_labels(epsilon):
     import keras
-    from nlpzoo.tasks.modeling.class_metrics import (SmoothedSparseCategoricalCrossentropy,
+    from nlpzoo.tasks.modeling.class_metrics import (ClassificationCrossentropy,
                                                      classification_loss)
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 4, 16)
@@ -64,7 +64,7 @@ def test_smoothed_cross_entropy_equals_keras_categorical_one_on_one_hot_labels(e
     reference = keras.losses.CategoricalCrossentropy(from_logits=True,
                                                      label_smoothing=epsilon)
     expected = float(reference(np.eye(4, dtype="float32")[labels], logits))
-    ours = SmoothedSparseCategoricalCrossentropy(epsilon)
+    ours = ClassificationCrossentropy(epsilon)
     assert float(ours(labels, logits)) == pytest.approx(expected, rel=1e-6)
     assert float(classification_loss(epsilon)(labels, logits)) == pytest.approx(expected,
                                                                                   rel=1e-6)
@@ -73,7 +73,7 @@ def test_smoothed_cross_entropy_equals_keras_categorical_one_on_one_hot_labels(e
     targets = np.full((16, 4), epsilon / 4) + (1 - epsilon) * np.eye(4)[labels]
     assert float(ours(labels, logits)) == pytest.approx(-(targets * log_p).sum(-1).mean(),
                                                         rel=1e-5)
-    copy = SmoothedSparseCategoricalCrossentropy.from_config(ours.get_config())
+    copy = ClassificationCrossentropy.from_config(ours.get_config())
     assert copy.label_smoothing == epsilon
 
 
@@ -89,3 +89,43 @@ def test_the_label_smoothing_flag_reaches_the_task_loss():
     assert task.ensemble_conflict(ClassificationTask()) is None  # training-only option
     with pytest.raises(ValueError, match="label_smoothing must be in"):
         type(task.loss())(1.5)
+
+
+def test_class_weights_weigh_each_example_as_keras_sample_weights_do():
+    import keras
+    from nlpzoo.tasks.modeling.class_metrics import ClassificationCrossentropy
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, 20)
+    logits = rng.normal(size=(20, 3)).astype("float32")
+    weights = [0.5, 2.0, 1.0]
+    for epsilon in (0.0, 0.1):
+        reference = keras.losses.CategoricalCrossentropy(from_logits=True,
+                                                         label_smoothing=epsilon)
+        expected = float(reference(np.eye(3, dtype="float32")[labels], logits,
+                                   sample_weight=np.array(weights)[labels]))
+        ours = ClassificationCrossentropy(epsilon, class_weights=weights)
+        assert float(ours(labels, logits)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_balanced_class_weights_and_the_flag():
+    from absl import flags
+    from nlpzoo.tasks.classification.task import ClassificationTask
+    from nlpzoo.tasks.modeling.class_metrics import balanced_class_weights
+    from nlpzoo.tasks.text.text_readers import ClassificationExample
+    assert balanced_class_weights(["x", "y", "y", "y", "z", "z"], ["x", "y", "z"]) == [
+        2.0, 0.6667, 1.0]  # 6 / (3·1), 6 / (3·3), 6 / (3·2)
+    with pytest.raises(ValueError, match="none of z"):
+        balanced_class_weights(["x", "y"], ["x", "y", "z"])
+    examples = [ClassificationExample(text=f"t{i}", label=label)
+                for i, label in enumerate("AAAB")]
+    values = flags.FlagValues()
+    ClassificationTask.define_flags(values)
+    values(["train", "--class_weights=balanced"])
+    task = ClassificationTask(**ClassificationTask.options_from_flags(values)[0]).adapt(examples)
+    assert task.options.class_weights == [0.6667, 2.0]
+    assert task.loss().class_weights == [0.6667, 2.0]
+    with pytest.raises(ValueError, match="class_weights has 3 weights for the 2 labels"):
+        ClassificationTask(class_weights=[1.0, 2.0, 3.0]).adapt(examples)
+    values(["train", "--class_weights=1,x"])
+    with pytest.raises(ValueError, match="expected 'balanced' or comma-separated numbers"):
+        ClassificationTask.options_from_flags(values)
