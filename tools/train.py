@@ -146,6 +146,27 @@ def _check_adaptation_flags():
                         "--adapter_size or --lora_rank")
 
 
+def _adapted_task(task, train_examples):
+    """`task.adapt(train_examples)`; options that the training data contradicts fail in
+    one line (e.g. --class_weights with the wrong number of weights)."""
+    try:
+        return task.adapt(train_examples)
+    except ValueError as error:
+        raise UserError(f"--train_data={FLAGS.train_data}: {error}")
+
+
+def _starting_encoder(setup, task, head_options, strategy):
+    """(--init_checkpoint's encoder or None, the task preset or None, head options); sets
+    setup.encoder_preset and setup.preset, and checks --trainable_layers against them."""
+    with strategy.scope():  # its variables are mirrored too
+        encoder = run_setup.load_starting_encoder()
+    setup.encoder_preset, preset, head_options = run_setup.resolve_preset(
+        FLAGS.preset, encoder, task, head_options)
+    setup.preset = preset or setup.encoder_preset
+    _check_trainable_layers(encoder, setup.encoder_preset)
+    return encoder, preset, head_options
+
+
 def _check_trainable_layers(encoder, encoder_preset):
     """--trainable_layers against the encoder's distinct blocks, before anything is written."""
     if FLAGS.trainable_layers is None:
@@ -297,16 +318,8 @@ def main(argv):
 
     train_examples, eval_examples, setup.eval_name, setup.validation_split = (
         data_flags.read_training_data(task))
-    try:
-        task = task.adapt(train_examples)
-    except ValueError as error:  # options that the training data contradicts
-        raise UserError(f"--train_data={FLAGS.train_data}: {error}")
-    with strategy.scope():  # its variables are mirrored too
-        encoder = run_setup.load_starting_encoder()
-    setup.encoder_preset, preset, head_options = run_setup.resolve_preset(
-        FLAGS.preset, encoder, task, head_options)
-    setup.preset = preset or setup.encoder_preset
-    _check_trainable_layers(encoder, setup.encoder_preset)
+    task = _adapted_task(task, train_examples)
+    encoder, preset, head_options = _starting_encoder(setup, task, head_options, strategy)
     setup.max_seq_length, setup.schedule = run_setup.fine_tuning_settings(
         encoder, setup.encoder_preset, task=task)
     setup.labels = task.label_names(train_examples)
