@@ -1,4 +1,4 @@
-"""The GPU check's encoder part on whatever Keras backend the machine has (JAX where TensorFlow is absent).
+"""The GPU check's encoder part, on the machine's Keras backend (JAX where TensorFlow is absent).
 
 The GPU machines lent here carry JAX with CUDA and no TensorFlow, and reach no package
 index, so `benchmarks/gpu_check.sh` cannot install `tensorflow[and-cuda]` there. Our layers

@@ -242,14 +242,16 @@ def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_dec
     ...                              schedule="slanted_triangular")
     >>> [round(float(learning_rate_at(optimizer, step)), 6) for step in (0, 10, 110)]
     [0.0001, 0.0032, 0.0001]
-    >>> create_optimizer(1e-4).global_clipnorm, create_optimizer(1e-4, clip_norm=0).global_clipnorm
+    >>> unclipped = create_optimizer(1e-4, clip_norm=0)
+    >>> create_optimizer(1e-4).global_clipnorm, unclipped.global_clipnorm
     (1.0, None)
     """
     if clip_norm is not None and clip_norm < 0:
         raise ValueError(f"clip_norm must be >= 0 (0: no clipping), got {clip_norm}")
     schedule = learning_rate_schedule(schedule, learning_rate, total_steps, warmup_steps)
     options = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9,
-                   beta_2=0.999, epsilon=1e-6, global_clipnorm=float(clip_norm) if clip_norm else None)
+                   beta_2=0.999, epsilon=1e-6,
+                   global_clipnorm=float(clip_norm) if clip_norm else None)
     head_multiplier = 1.0 if head_learning_rate is None else head_learning_rate / learning_rate
     if head_multiplier == 1 and layer_lr_decay == 1:
         optimizer = keras.optimizers.AdamW(**options)
