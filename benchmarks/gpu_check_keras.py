@@ -123,13 +123,7 @@ def to_numpy(value):
 # === models ===
 
 def encoder_arguments(preset_name, **changes):
-    preset = presets.ENCODER_PRESETS[preset_name]
-    fields = {field: getattr(preset, field) for field in (
-        "num_layers", "hidden_dim", "num_heads", "intermediate_dim", "vocabulary_size",
-        "max_sequence_length", "num_segments", "embedding_dim", "share_layers", "norm_first",
-        "gelu_approximate", "dropout", "attention_dropout", "layer_norm_epsilon")}
-    fields.update(changes)
-    return fields
+    return dict(presets.ENCODER_PRESETS[preset_name].encoder_arguments(), **changes)
 
 
 def kerashub_shape(arguments):
@@ -195,9 +189,8 @@ def numerics(preset_name, batch_size, length):
     result["padding_ok"] = result["padding_max_abs"] <= 1e-4 * max(scale, 1.0)
 
     # mixed_bfloat16: the same weights, float32 logits, bfloat16-sized differences.
-    head_input = keras.Input(shape=(arguments["hidden_dim"],))
     logits_layer = keras.layers.Dense(2, dtype="float32")
-    logits_layer(head_input)
+    logits_layer.build((None, arguments["hidden_dim"]))
     float32_logits = to_numpy(logits_layer(encoder(inputs)["pooled_output"]))
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     mixed = Encoder(**arguments)

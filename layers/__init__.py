@@ -26,7 +26,11 @@ from nlpzoo.layers.span_grid import SpanGrid
 from nlpzoo.layers.span_representation import SpanRepresentation
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
-from nlpzoo.layers.transformer_encoder import TransformerEncoder, architecture_defaults
+from nlpzoo.layers.transformer_encoder import (
+    TransformerEncoder,
+    architecture_defaults,
+    distinct_block_count,
+)
 
 __all__ = [
     "Adapter",
@@ -55,6 +59,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderBlock",
     "architecture_defaults",
+    "distinct_block_count",
     "cosine_similarity",
     "encoder_config",
     "gather_positions",

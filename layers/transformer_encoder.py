@@ -123,7 +123,7 @@ class TransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="embeddings",
         )
-        num_distinct_blocks = 1 if self.share_layers else self.num_layers
+        num_distinct_blocks = distinct_block_count(self.num_layers, self.share_layers)
         self.blocks = [
             TransformerEncoderBlock(
                 hidden_dim=self.hidden_dim,
@@ -326,3 +326,13 @@ def architecture_defaults():
     parameters = inspect.signature(TransformerEncoder.__init__).parameters.values()
     return {parameter.name: parameter.default for parameter in parameters
             if parameter.default is not inspect.Parameter.empty}
+
+
+def distinct_block_count(num_layers, share_layers):
+    """How many blocks have weights of their own: 1 when every layer applies the same block
+    (ALBERT's `share_layers`), else `num_layers`.
+
+    >>> distinct_block_count(12, share_layers=True), distinct_block_count(12, False)
+    (1, 12)
+    """
+    return 1 if share_layers else int(num_layers)

@@ -31,10 +31,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
-from nlpzoo.layers import LAYER_MIXES  # noqa: E402
+from nlpzoo.layers import LAYER_MIXES, distinct_block_count, transformer_of  # noqa: E402
 from nlpzoo.tasks.modeling.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
-from nlpzoo.tasks.training.gradual_unfreezing import (  # noqa: E402
-    GradualUnfreezing, unfreezing_groups)
+from nlpzoo.tasks.training.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from nlpzoo.tasks.training.optimization import SCHEDULES  # noqa: E402
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
 from nlpzoo.tasks.training.tensorboard_hparams import write_hparams  # noqa: E402
@@ -171,11 +170,8 @@ def _check_trainable_layers(encoder, encoder_preset):
     """--trainable_layers against the encoder's distinct blocks, before anything is written."""
     if FLAGS.trainable_layers is None:
         return
-    if encoder is not None:
-        blocks = len(unfreezing_groups(encoder)) - 1  # the last group is the embeddings
-    else:
-        preset = ENCODER_PRESETS[encoder_preset]
-        blocks = 1 if preset.share_layers else preset.num_layers
+    shape = transformer_of(encoder) if encoder is not None else ENCODER_PRESETS[encoder_preset]
+    blocks = distinct_block_count(shape.num_layers, shape.share_layers)
     if FLAGS.trainable_layers > blocks:
         raise UserError(f"--trainable_layers={FLAGS.trainable_layers}: the encoder "
                         f"({encoder_preset}) has {blocks} distinct blocks")

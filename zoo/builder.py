@@ -1,6 +1,5 @@
 """`build_model` and `build_encoder`: presets plus validated overrides → Keras models."""
 
-import dataclasses
 import difflib
 
 
@@ -10,13 +9,10 @@ from nlpzoo.tasks.training.l2sp import attach_l2sp
 from nlpzoo.tasks.training.optimization import SCHEDULES, create_optimizer
 from nlpzoo.tasks.registry import get_task
 from nlpzoo.zoo.hardware import resolve_jit_compile
-from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset
+from nlpzoo.zoo.presets import ENCODER_FIELDS as _ENCODER_FIELDS
+from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS
 
 ENCODER_INPUTS = Encoder.INPUTS
-_ENCODER_FIELDS = tuple(
-    f.name for f in dataclasses.fields(EncoderPreset)
-    if f.name not in ("description", "fine_tuning")
-)
 _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_decay",
                     "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule",
                     "clip_norm")
@@ -73,7 +69,7 @@ def _check_number(name, value, kind, low=None, high=None, low_open=False, high_o
 
 
 def _validated_encoder_config(preset, overrides):
-    config = {name: getattr(preset, name) for name in _ENCODER_FIELDS}
+    config = preset.encoder_arguments()
     config.update({k: v for k, v in overrides.items() if k in config})
     for name in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim",
                  "vocabulary_size", "max_sequence_length", "num_segments"):

@@ -64,6 +64,20 @@ class EncoderPreset:
     fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""
 
+    def encoder_arguments(self):
+        """The `Encoder` arguments this preset gives (all fields but the fine-tuning
+        defaults and the description).
+
+        >>> ENCODER_PRESETS["bert_tiny"].encoder_arguments()["num_layers"]
+        2
+        """
+        return {name: getattr(self, name) for name in ENCODER_FIELDS}
+
+
+# The fields of an `EncoderPreset` that are `Encoder` arguments.
+ENCODER_FIELDS = tuple(field.name for field in dataclasses.fields(EncoderPreset)
+                       if field.name not in ("description", "fine_tuning"))
+
 
 @dataclasses.dataclass(frozen=True)
 class TaskPreset:

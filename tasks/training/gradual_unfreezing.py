@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import keras
 
-from nlpzoo.layers import transformer_of
+from nlpzoo.layers import distinct_block_count, transformer_of
 from nlpzoo.layers.keras_internals import is_built_for
 
 
@@ -85,12 +85,12 @@ def freeze_below_top_layers(encoder, trainable_layers):
     [(('block_2', 'pooler'), True), (('block_1',), False), (('block_0',), False),
      (('embeddings',), False)]
     """
-    groups = unfreezing_groups(encoder)
-    blocks = len(groups) - 1  # the last group is the embeddings
+    transformer = transformer_of(encoder)
+    blocks = distinct_block_count(transformer.num_layers, transformer.share_layers)
     if not 1 <= trainable_layers <= blocks:
         raise ValueError(f"trainable_layers must be between 1 and the encoder's {blocks} "
                          f"distinct blocks, got {trainable_layers}")
-    transformer = transformer_of(encoder)
+    groups = unfreezing_groups(encoder)
     trained = {name for group in groups[:trainable_layers] for name in group.layers}
     sublayers = [transformer.embeddings, *transformer.blocks, transformer.final_norm,
                  transformer.pooler]
