@@ -35,7 +35,7 @@ def regression_target(example):
     >>> regression_target(ClassificationExample("a b", "high", source="sts.tsv", line=7))
     Traceback (most recent call last):
     ...
-    nlpzoo.tasks.io.errors.DataFormatError: sts.tsv:7: a regression label must be a number, found 'high'
+    nlpzoo.tasks.io.errors.DataFormatError: sts.tsv:7: ... must be a number, found 'high'
     """
     try:
         value = float(example.label)
@@ -87,7 +87,7 @@ def check_regression_options(objective, label_smoothing, class_weights):
     >>> check_regression_options("regression", 0.1, None)
     Traceback (most recent call last):
     ...
-    ValueError: label_smoothing=0.1 smooths class labels; the regression objective has none (it trains with the mean squared error)
+    ValueError: label_smoothing=0.1 smooths class labels; the regression objective has none ...
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -112,7 +112,7 @@ def check_regression_head(num_classes, labels):
     >>> check_regression_head(3, None)
     Traceback (most recent call last):
     ...
-    ValueError: the regression objective predicts one score per example: num_classes must be 1 or left out, got 3
+    ValueError: the regression objective ...: num_classes must be 1 or left out, got 3
     """
     if labels:
         raise ValueError(f"the regression objective predicts one score per example, not "

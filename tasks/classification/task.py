@@ -210,8 +210,8 @@ class ClassificationTask(Task):
             num_classes = 1
         elif labels is not None:
             num_classes = len(labels)
-        return Classifier(encoder, num_classes or 2, dropout=dropout, head_hidden_dim=head_hidden_dim,
-                          pooling=pooling, name="classifier")
+        return Classifier(encoder, num_classes or 2, dropout=dropout,
+                          head_hidden_dim=head_hidden_dim, pooling=pooling, name="classifier")
 
     def loss(self):
         if self.regression:
