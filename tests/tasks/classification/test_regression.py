@@ -13,6 +13,7 @@ from nlpzoo.tasks.classification.predictions import predicted_scores
 from nlpzoo.tasks.classification.regression import evaluation_metrics, regression_targets
 from nlpzoo.tasks.classification.task import ClassificationTask
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.modeling.serving import export_saved_model
 from nlpzoo.tasks.registry import get_task, get_task_class, task_from_metadata, task_names
 from nlpzoo.tasks.text.text_readers import ClassificationExample
 from nlpzoo.tasks.text.tokenizer import RESERVED_TOKENS
@@ -157,6 +158,12 @@ def test_regression_classifier_trains_predicts_and_round_trips(tmp_path):
     served = REGRESSION.serving_outputs(model, model.preprocessor, [], tf.constant(texts[:3]))
     assert set(served) == {"score"} and served["score"].dtype == tf.float32
     np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-5, atol=1e-5)
+
+    exported = str(tmp_path / "saved_model")
+    export_saved_model(REGRESSION, model, model.preprocessor, [], exported)
+    serve = tf.saved_model.load(exported).signatures["serving_default"]
+    np.testing.assert_allclose(serve(text=tf.constant(texts[:3]))["score"].numpy(), scores,
+                               rtol=1e-5, atol=1e-5)
 
     path = str(tmp_path / "regressor.keras")
     model.save(path)
