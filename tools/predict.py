@@ -7,18 +7,20 @@
 
 Tagging and span NER: the input is raw text, one sentence per line, split into words as BERT
 splits text (punctuation and CJK ideographs are words of their own; character offsets into
-the line are kept: docs/raw_text.md), or a CoNLL/column file (its tags are ignored). The output is CoNLL
-(`word tag` lines, a blank line between sentences) or, for a `.jsonl` output,
-one JSON object per sentence with its words, tags and entities (word offsets,
-`end` inclusive; span NER adds each entity's score, and nested decoding needs
-JSONL). Span NER also reads its JSONL span format as input. Classification: the input is one text per line or a data
-file of the model's format; the output is JSONL with the label and the class
-probabilities. Bi-encoder: the input is `text<TAB>text_pair` lines or an MRPC/JSONL file;
-the output is JSONL with the cosine of the two texts' vectors (and, for the softmax
-objective, the label, its probability and every class's).
+the line are kept: docs/raw_text.md), or a CoNLL/column file (its tags are ignored). The
+output is CoNLL (`word tag` lines, a blank line between sentences) or, for a `.jsonl`
+output, one JSON object per sentence with its words, tags and entities (word offsets, `end`
+inclusive; span NER adds each entity's score, and nested decoding needs JSONL). Span NER
+also reads its JSONL span format as input. Classification: the input is one text per line or
+a data file of the model's format; the output is JSONL with the label and the class
+probabilities (a regression classifier's: its `score`). Bi-encoder: the input is
+`text<TAB>text_pair` lines or an MRPC/JSONL file; the output is JSONL with the cosine of the
+two texts' vectors (and, for the softmax objective, the label, its probability and every
+class's).
 
-Several models, comma-separated, predict as one ensemble (classification, tagging,
-span NER): their probabilities averaged, decoded once (`Task.ensemble`; docs/ensembles.md).
+Several models, comma-separated, predict as one ensemble (classification, tagging, span
+NER): their probabilities (regression: scores) averaged, decoded once (`Task.ensemble`;
+docs/ensembles.md).
 """
 
 import os

@@ -1,6 +1,6 @@
 """Sentence-BERT bi-encoders: one shared encoder reads each text of a pair."""
 
-from nlpzoo.tasks.bi_encoder.metrics import average_ranks, pearson, spearman
+from nlpzoo.tasks.modeling.correlation import average_ranks, pearson, spearman
 from nlpzoo.tasks.bi_encoder.model import (
     BI_ENCODER_INPUTS,
     OBJECTIVES,

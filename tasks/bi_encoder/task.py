@@ -4,11 +4,10 @@ import dataclasses
 import json
 
 import numpy as np
-from absl import flags
 
 from nlpzoo.layers import POOLINGS
 from nlpzoo.tasks.bi_encoder import readers
-from nlpzoo.tasks.bi_encoder.metrics import pearson, spearman
+from nlpzoo.tasks.modeling.correlation import pearson, spearman
 from nlpzoo.tasks.bi_encoder.model import (
     OBJECTIVES,
     BiEncoder,
@@ -19,6 +18,7 @@ from nlpzoo.tasks.bi_encoder.pipeline import make_dataset
 from nlpzoo.tasks.bi_encoder.predictions import predict_pairs, prediction_records
 from nlpzoo.tasks.bi_encoder.serving import bi_encoder_outputs
 from nlpzoo.tasks.modeling.class_metrics import classification_monitor
+from nlpzoo.tasks.modeling.objective_flag import define_objective_flag
 from nlpzoo.tasks.modeling.pooling_flag import define_pooling_flag
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.labels import sorted_label_names
@@ -75,15 +75,12 @@ class BiEncoderTask(Task):
 
     @classmethod
     def define_flags(cls, flag_values):
-        flags.DEFINE_enum("objective", "softmax", OBJECTIVES, "Bi-encoder: softmax "
-                          "(cross-entropy over concat(u, v, |u-v|), a class per pair) or "
-                          "cosine (mean squared error of cos(u, v) against a score in "
-                          "[-1, 1]).", flag_values=flag_values)
+        define_objective_flag(flag_values)
         define_pooling_flag(flag_values)
 
     @classmethod
     def options_from_flags(cls, flag_values):
-        return {"objective": flag_values.objective,
+        return {"objective": flag_values.objective or "softmax",
                 "pooling": flag_values.pooling or "mean"}, {}
 
     @property

@@ -11,7 +11,8 @@ CLASSIFIER_INPUTS = Encoder.INPUTS
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class Classifier(EncoderTaskModel):
-    """Encoder inputs → one vector per text → `num_classes` float32 logits.
+    """Encoder inputs → one vector per text → `num_classes` float32 logits (or, with
+    `num_classes=1`, one float32 score: the regression objective's linear unit).
 
     The vector is the encoder's `pooled_output` (`pooling="pooler"`, BERT's
     tanh(dense([CLS]))), or a `SequencePooling` of its `sequence_output`:
@@ -28,7 +29,8 @@ class Classifier(EncoderTaskModel):
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `pooled_output` output).
-        num_classes: number of classes (2 or more).
+        num_classes: number of classes (2 or more), or 1 for one score per
+            text (regression: the head's single linear unit).
         dropout: dropout before the logits.
         head_hidden_dim: width of an optional extra dense + tanh layer.
         pooling: "pooler" (the default), "cls", "mean" or "max".
@@ -38,12 +40,14 @@ class Classifier(EncoderTaskModel):
     ...                   hidden_dim=16, intermediate_dim=32)
     >>> Classifier(encoder, num_classes=3).output_shape
     (None, 3)
+    >>> Classifier(encoder, num_classes=1).output_shape  # a score
+    (None, 1)
     """
 
     def __init__(self, encoder, num_classes, dropout=0.1, head_hidden_dim=None,
                  pooling="pooler", **kwargs):
-        if num_classes < 2:
-            raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be at least 1 (1: a score), got {num_classes}")
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         kwargs.setdefault("name", "classifier")

@@ -1,4 +1,5 @@
-"""What a classifier's predictions say about each example: its label and the probabilities."""
+"""What a classifier's predictions say about each example: its label and the probabilities,
+or a regression classifier's score."""
 
 import numpy as np
 
@@ -11,12 +12,45 @@ from nlpzoo.tasks.words.length_sorting import (
 )
 
 
-def class_probabilities(model, preprocessor, examples, batch_size):
-    """Class probabilities [N, C] (float64) of `examples`, in order, batched by length.
+def model_outputs(model, preprocessor, examples, batch_size):
+    """The model's outputs [N, C] (float64) for `examples`, in order, batched by length.
 
     The examples are encoded once and predicted in dense batches of similar
     lengths (`tasks.words.length_sorting.predict_encoded_in_length_order`); the rows
-    come back in the order of `examples`.
+    come back in the order of `examples`. C is the number of classes (logits),
+    or 1 for a regression classifier (its scores).
+
+    Args:
+        model: the classifier (or an ensemble): [batch, C].
+        preprocessor: its `TextPreprocessor`.
+        examples: `ClassificationExample`s (all with or all without `text_pair`).
+        batch_size: examples per batch.
+
+    Examples:
+    >>> import keras
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    >>> class Length(keras.Model):  # one score, the real tokens: the padding is masked
+    ...     def call(self, features):
+    ...         mask = keras.ops.cast(features["padding_mask"], "float32")
+    ...         return keras.ops.sum(mask, 1, keepdims=True)
+    >>> examples = [ClassificationExample(text, "x") for text in ("a", "a a a a", "a a")]
+    >>> model_outputs(Length(), preprocessor, examples, batch_size=2).tolist()
+    [[3.0], [6.0], [4.0]]
+    """
+    texts, pairs = text_columns(examples)
+    rows = predict_encoded_in_length_order(
+        encode_texts(preprocessor, texts, pairs),
+        lambda features: np.asarray(model.predict_on_batch(features)), batch_size,
+        preprocessor.padding_values, preprocessor.max_seq_length,
+        pad_to_buckets=compiles_each_shape(model))
+    return np.stack(rows).astype(np.float64) if rows else np.zeros((0, 0))
+
+
+def class_probabilities(model, preprocessor, examples, batch_size):
+    """Class probabilities [N, C] (float64) of `examples`, in order, batched by length
+    (`model_outputs`, then a softmax).
 
     Args:
         model: the classifier (or an ensemble): logits [batch, C].
@@ -38,13 +72,28 @@ def class_probabilities(model, preprocessor, examples, batch_size):
     >>> np.log(probabilities[:, 1] / probabilities[:, 0]).round(3).tolist()
     [3.0, 6.0, 4.0]
     """
-    texts, pairs = text_columns(examples)
-    rows = predict_encoded_in_length_order(
-        encode_texts(preprocessor, texts, pairs),
-        lambda features: np.asarray(model.predict_on_batch(features)), batch_size,
-        preprocessor.padding_values, preprocessor.max_seq_length,
-        pad_to_buckets=compiles_each_shape(model))
-    return softmax_probabilities(np.stack(rows)) if rows else np.zeros((0, 0))
+    logits = model_outputs(model, preprocessor, examples, batch_size)
+    return softmax_probabilities(logits) if len(logits) else logits
+
+
+def predicted_scores(model, preprocessor, examples, batch_size):
+    """A regression classifier's scores [N] (float64) of `examples`, in order, batched by
+    length (`model_outputs` of its one-unit head).
+
+    Examples:
+    >>> import keras
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    >>> class Length(keras.Model):
+    ...     def call(self, features):
+    ...         mask = keras.ops.cast(features["padding_mask"], "float32")
+    ...         return keras.ops.sum(mask, 1, keepdims=True) / 2
+    >>> examples = [ClassificationExample(text, "0.5") for text in ("a", "a a a a")]
+    >>> predicted_scores(Length(), preprocessor, examples, batch_size=1).tolist()
+    [1.5, 3.0]
+    """
+    return model_outputs(model, preprocessor, examples, batch_size).reshape(-1)
 
 
 def prediction_record(probabilities, labels):
@@ -58,3 +107,14 @@ def prediction_record(probabilities, labels):
     best = int(np.argmax(probabilities))
     return {"label": labels[best], "score": float(probabilities[best]),
             "scores": {label: float(p) for label, p in zip(labels, probabilities)}}
+
+
+def score_record(score):
+    """What `model.predict` on raw texts returns for one example of a regression
+    classifier: its `score`, unrounded.
+
+    Examples:
+    >>> score_record(np.float32(0.25))
+    {'score': 0.25}
+    """
+    return {"score": float(score)}

@@ -114,6 +114,9 @@ def family_of(task):
     'TaggingFamily'
     """
     if isinstance(task, ClassificationTask):
+        if task.regression:  # soft targets are class probabilities; a score has none
+            raise ValueError("distillation supports classifiers with labels, not the "
+                             "regression objective (a score has no class probabilities)")
         return ClassificationFamily()
     if isinstance(task, TaggingTask):
         return TaggingFamily()

@@ -47,6 +47,7 @@ def make_dataset(
     batch_size=32,
     training=False,
     seed=None,
+    targets=None,
 ):
     """Builds a batched dataset of (features, label id) for `examples`.
 
@@ -65,16 +66,19 @@ def make_dataset(
         batch_size: examples per batch.
         training: shuffle each epoch and group examples of similar length.
         seed: shuffle seed.
+        targets: one target per example in place of the label ids (a regression
+            classifier's float32 scores); None: `encode_labels(examples, labels)`.
     """
     preprocessor = as_preprocessor(preprocessor, max_seq_length)
     texts, pairs = text_columns(examples)
     columns = {"text": tf.constant(texts)}
     if pairs is not None:
         columns["text_pair"] = tf.constant(pairs)
-    label_ids = encode_labels(examples, labels)
+    if targets is None:
+        targets = encode_labels(examples, labels)
 
     dataset = (
-        tf.data.Dataset.from_tensor_slices((columns, label_ids))
+        tf.data.Dataset.from_tensor_slices((columns, targets))
         .batch(_TOKENIZE_BATCH)
         .map(lambda columns, labels: (preprocessor.encode(**columns), labels),
              num_parallel_calls=tf.data.AUTOTUNE)

@@ -40,6 +40,8 @@ HEADINGS = {
     "nlpzoo.tools.cli.trained_model_flags": "Trained models (several make an ensemble)",
     "nlpzoo.tasks.training.distribution": "Distribution over devices and hosts",
     "nlpzoo.tasks.modeling.pooling_flag": "--task=classification and --task=bi_encoder: pooling",
+    "nlpzoo.tasks.modeling.objective_flag": "--task=classification and --task=bi_encoder: "
+                                            "objective",
     "nlpzoo.tasks.words.windows": "Word-level tasks (tagging, span_ner): long sentences",
     "nlpzoo.tasks.words.document_context": "Word-level tasks (tagging, span_ner): context",
     "nlpzoo.tasks.words.shapes": "Word-level tasks (tagging, span_ner): word shapes",

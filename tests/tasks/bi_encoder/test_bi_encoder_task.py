@@ -1,4 +1,5 @@
-"""The bi_encoder task: readers, pipeline, correlations, flags, predictions and serving."""
+"""The bi_encoder task: readers, pipeline, flags, predictions and serving (its correlations:
+tests/tasks/modeling/test_correlation.py)."""
 
 import json
 import os
@@ -8,7 +9,7 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
-from nlpzoo.tasks.bi_encoder import average_ranks, make_dataset, pearson, read_pairs, spearman
+from nlpzoo.tasks.bi_encoder import make_dataset, pearson, read_pairs, spearman
 from nlpzoo.tasks.bi_encoder.task import BiEncoderTask
 from nlpzoo.tasks.classification import ClassificationExample
 from nlpzoo.tasks.io.errors import DataFormatError
@@ -140,22 +141,6 @@ def test_training_batches_have_bucket_lengths_and_cosine_targets_are_scores():
         assert scores.dtype == tf.float32
         seen += scores.numpy().tolist()
     assert sorted(seen) == pytest.approx(sorted(float(e.label) for e in examples))
-
-
-# --- correlations -------------------------------------------------------------------------
-
-
-def test_correlations_match_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        x = rng.normal(size=50)
-        y = np.round(x + rng.normal(size=50), 1)  # ties in y
-        x[:5] = x[0]                               # and in x
-        assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
-        assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
-        np.testing.assert_allclose(average_ranks(y), stats.rankdata(y))
-    assert pearson([1.0, 1.0, 1.0], [0.0, 0.5, 1.0]) == 0.0  # undefined: 0, never NaN
 
 
 # --- the task through its door ------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Correlations of predicted similarities with graded scores (how STS is evaluated)."""
+"""Correlations of predicted scores with graded targets over a whole evaluation set (how STS
+is evaluated): the bi-encoder's cosines, a regression classifier's scores."""
 
 import numpy as np
 
