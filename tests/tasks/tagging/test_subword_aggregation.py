@@ -13,6 +13,7 @@ from nlpzoo.tasks.tagging.serving import tagging_outputs
 from nlpzoo.tasks.tagging.task import TaggingTask
 from nlpzoo.tasks.text.tokenizer import RESERVED_TOKENS
 from nlpzoo.zoo import build_task_model
+from tests.helpers.task_checks import run_task_test
 
 VOCABULARY = list(RESERVED_TOKENS) + ["john", "lives", "in", "new", "york", "##er", "##s", "."]
 LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
@@ -148,3 +149,19 @@ def test_options_are_checked():
     with pytest.raises(ValueError, match="label_all_subwords"):
         TaggingTask(subword_aggregation="mean", label_all_subwords=True)
     assert TaggingTask(label_all_subwords=True).options.subword_aggregation == "first"
+
+
+@pytest.mark.parametrize("mode", ["max", pytest.param("mean", marks=pytest.mark.slow)])
+def test_task_contract_under_xla_and_mixed_bfloat16(mode):
+    """XLA training (the pooling's gradient compiled), .keras round trip, mixed_bfloat16."""
+    task = TaggingTask(subword_aggregation=mode)
+    preprocessor = task.make_preprocessor(VOCABULARY, max_seq_length=16)
+    features, tags = next(iter(task.make_dataset(SENTENCES, preprocessor, LABELS,
+                                                 batch_size=len(SENTENCES))))
+    features = {name: value.numpy() for name, value in features.items()}
+    tagger, history = run_task_test(
+        lambda jit_compile: build_task_model(
+            task, "bert_tiny", head="crf", vocabulary_size=len(VOCABULARY), num_layers=1,
+            learning_rate=1e-3, jit_compile=jit_compile, **task.model_head_options(LABELS)),
+        features, tags.numpy(), expected_output_shape=(2, 16, len(LABELS)), epochs=3)
+    assert tagger.subword_aggregation == mode
