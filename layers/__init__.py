@@ -24,6 +24,7 @@ from nlpzoo.layers.span_classifier import SpanClassifier
 from nlpzoo.layers.span_endpoint_head import SpanEndpointHead
 from nlpzoo.layers.span_grid import SpanGrid
 from nlpzoo.layers.span_representation import SpanRepresentation
+from nlpzoo.layers.subword_pooling import SUBWORD_POOLINGS, SubwordPooling
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
 from nlpzoo.layers.transformer_encoder import (
@@ -54,6 +55,8 @@ __all__ = [
     "SpanEndpointHead",
     "SpanGrid",
     "SpanRepresentation",
+    "SUBWORD_POOLINGS",
+    "SubwordPooling",
     "TextEmbeddings",
     "TiedVocabularyDecoder",
     "TransformerEncoder",

@@ -1,12 +1,13 @@
-"""The tagging model: encoder → first-subword vectors → per-word tag scores (+ CRF)."""
+"""The tagging model: encoder → word vectors (first or all subwords) → tag scores (+ CRF)."""
 
 import keras
 from keras import ops
 
-from nlpzoo.layers import CRF, Encoder, PositionGather
+from nlpzoo.layers import CRF, SUBWORD_POOLINGS, Encoder, PositionGather, SubwordPooling
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.words.tags import allowed_transitions
+from nlpzoo.tasks.words.preprocessor import WORD_ENDS
 from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
 
 HEADS = ("softmax", "crf")
@@ -15,11 +16,20 @@ TAGGER_INPUTS = Encoder.INPUTS + ("word_starts", "word_mask")
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class SequenceTagger(EncoderTaskModel):
-    """Tags every word from its first subword's encoder output.
+    """Tags every word from its first subword's encoder output (or all its subwords').
 
     The encoder's `sequence_output` is gathered at `word_starts` into a
     compact, left-aligned word sequence, so a CRF sees words without holes;
     a dense layer gives float32 tag scores [batch, words, num_classes].
+
+    With `subword_aggregation` "last", "mean" or "max" a word's vector is
+    instead its last subword's, or the mean or element-wise max of all its
+    subwords' (`layers.SubwordPooling`, SLP3 §11.3.3; Flair's
+    `subtoken_pooling`), and the model takes one more input, `word_ends`
+    [batch, words] (one past each word's last subword, from a
+    `WordPreprocessor(word_ends=True)`). The dense layer is linear, so "mean"
+    gives each word the mean of its subwords' tag scores. "first" (the
+    default) builds exactly the model of before the option.
 
     - `head="softmax"`: each word's tag is the arg-max of its scores; the loss
       is cross-entropy averaged over real words.
@@ -49,6 +59,8 @@ class SequenceTagger(EncoderTaskModel):
         labels: tag names in id order (needed for CRF constraints).
         tag_scheme: "IOB2", "IOB1" or "BIOES" to constrain the CRF; None for none.
         casing_dim: width of the word-shape embedding; 0 for none.
+        subword_aggregation: one of `layers.SUBWORD_POOLINGS`: which of a
+            word's subwords make its vector.
 
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
@@ -60,12 +72,15 @@ class SequenceTagger(EncoderTaskModel):
     >>> cased = SequenceTagger(encoder, num_classes=3, casing_dim=8)
     >>> "word_shapes" in cased.input
     True
+    >>> pooled = SequenceTagger(encoder, num_classes=3, subword_aggregation="mean")
+    >>> "word_ends" in pooled.input, "word_ends" in tagger.input
+    (True, False)
     """
 
     reads_pooled_output = False  # word vectors only: the pooler stays out of training
 
     def __init__(self, encoder, num_classes, head="softmax", dropout=0.1, labels=None,
-                 tag_scheme=None, casing_dim=0, **kwargs):
+                 tag_scheme=None, casing_dim=0, subword_aggregation="first", **kwargs):
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}")
         if labels is not None and len(labels) != num_classes:
@@ -74,9 +89,15 @@ class SequenceTagger(EncoderTaskModel):
             raise ValueError("tag_scheme needs the tag names (labels=...)")
         if int(casing_dim) < 0:
             raise ValueError(f"casing_dim must be >= 0, got {casing_dim}")
+        if subword_aggregation not in SUBWORD_POOLINGS:
+            raise ValueError(f"subword_aggregation must be one of {', '.join(SUBWORD_POOLINGS)}"
+                             f", got {subword_aggregation!r}")
+        pooled = subword_aggregation != "first"
 
         # === Layers ===
-        gather = PositionGather(name="first_subwords")
+        # "first" keeps the layer (and the saved models) of before the option.
+        gather = (SubwordPooling(subword_aggregation, name="subword_pooling") if pooled
+                  else PositionGather(name="first_subwords"))
         dropout_layer = keras.layers.Dropout(dropout, name="word_dropout")
         emissions = keras.layers.Dense(
             num_classes,
@@ -90,10 +111,12 @@ class SequenceTagger(EncoderTaskModel):
             crf = CRF(num_classes, *constraints, name="crf")
 
         # === Functional Model ===
-        names = TAGGER_INPUTS + ((CASING_INPUT,) if casing_dim else ())
+        names = (TAGGER_INPUTS + ((CASING_INPUT,) if casing_dim else ())
+                 + ((WORD_ENDS,) if pooled else ()))
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
         sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
-        words = gather(sequence, inputs["word_starts"])
+        spans = (inputs["word_starts"],) + ((inputs[WORD_ENDS],) if pooled else ())
+        words = gather(sequence, *spans)
         if casing_dim:
             words = concat_word_shape_embedding(words, inputs[CASING_INPUT], casing_dim)
         words = dropout_layer(words)
@@ -111,6 +134,7 @@ class SequenceTagger(EncoderTaskModel):
         self.labels = list(labels) if labels is not None else None
         self.tag_scheme = tag_scheme
         self.casing_dim = int(casing_dim)
+        self.subword_aggregation = subword_aggregation
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.crf is None:
@@ -150,4 +174,7 @@ class SequenceTagger(EncoderTaskModel):
             "labels": self.labels,
             "tag_scheme": self.tag_scheme,
             "casing_dim": self.casing_dim,
+            # Absent for "first": the configs of older models stay as they were.
+            **({"subword_aggregation": self.subword_aggregation}
+               if self.subword_aggregation != "first" else {}),
         }

@@ -7,6 +7,7 @@ import json
 import numpy as np
 from absl import flags
 
+from nlpzoo.layers import SUBWORD_POOLINGS
 from nlpzoo.tasks.words.document_context import (
     add_document_context,
     check_context_sentences,
@@ -58,7 +59,11 @@ class TaggingOptions:
     casing_features: give the head each word's capitalisation as written
     (`tasks.words.shapes`, a `CASING_DIM`-wide embedding beside the word's
     vector): what an uncased encoder cannot see; None: on for uncased text
-    once `for_text_casing` knows (the binaries' default), off until then."""
+    once `for_text_casing` knows (the binaries' default), off until then.
+    subword_aggregation: which of a word's subwords make the vector its tag is
+    read from: "first" (the usual), "last", "mean" or "max" (element-wise) of
+    all of them (`layers.SubwordPooling`); not with `label_all_subwords`,
+    which trains on each subword alone."""
 
     convert_iob1: bool = False
     label_all_subwords: bool = False
@@ -66,8 +71,16 @@ class TaggingOptions:
     context_sentences: int = 0
     stride: int = None
     casing_features: bool = None
+    subword_aggregation: str = "first"
 
     def __post_init__(self):
+        if self.subword_aggregation not in SUBWORD_POOLINGS:
+            raise ValueError(f"subword_aggregation must be one of "
+                             f"{', '.join(SUBWORD_POOLINGS)}, got {self.subword_aggregation!r}")
+        if self.label_all_subwords and self.subword_aggregation != "first":
+            raise ValueError("label_all_subwords trains on each subword alone: it does not go "
+                             f"with subword_aggregation={self.subword_aggregation!r}, which "
+                             "reads each word from all its subwords")
         object.__setattr__(self, "context_sentences",
                            check_context_sentences(self.context_sentences))
         object.__setattr__(self, "stride", check_stride(self.stride))
@@ -103,12 +116,18 @@ class TaggingTask(CasingFeaturesOption, Task):
     @classmethod
     def define_flags(cls, flag_values):
         flags.DEFINE_enum("head", "crf", HEADS, "Tagging head, when --preset names an "
-                                "encoder: a softmax per word or a CRF over words.", flag_values=flag_values)
+                          "encoder: a softmax per word or a CRF over words.",
+                          flag_values=flag_values)
         flags.DEFINE_boolean("label_all_subwords", False, "Tagging: train on every "
                                    "subword (B-x continues as I-x), not only each word's "
                                    "first subword.", flag_values=flag_values)
         flags.DEFINE_boolean("convert_iob1", False, "Tagging: convert IOB1 tags to "
                                    "IOB2 when reading.", flag_values=flag_values)
+        flags.DEFINE_enum("subword_aggregation", "first", SUBWORD_POOLINGS, "Tagging: the "
+                          "vector a word's tag is read from: its first subword's, its last "
+                          "subword's, or the mean or element-wise max of all its subwords' "
+                          "(SLP3 11.3.3; Flair's subtoken_pooling). Kept with the model: "
+                          "predict and export use it too.", flag_values=flag_values)
         define_casing_flag(flag_values)
         define_context_flag(flag_values)
         define_stride_flag(flag_values)
@@ -119,7 +138,8 @@ class TaggingTask(CasingFeaturesOption, Task):
                  "label_all_subwords": flag_values.label_all_subwords,
                  "context_sentences": flag_values.context_sentences,
                  "stride": flag_values.stride,
-                 "casing_features": flag_values.casing_features},
+                 "casing_features": flag_values.casing_features,
+                 "subword_aggregation": flag_values.subword_aggregation},
                 {"head": flag_values.head})
 
     @classmethod
@@ -128,6 +148,12 @@ class TaggingTask(CasingFeaturesOption, Task):
         # Models saved before the option existed kept the scheme beside the options.
         options.setdefault("tag_scheme", metadata.get("tag_scheme"))
         return cls(**options)
+
+    def preprocessor_options(self):
+        """`word_shapes` (casing features), and `word_ends` when words pool all their
+        subwords."""
+        return {**super().preprocessor_options(),
+                "word_ends": self.options.subword_aggregation != "first"}
 
     # === Data ===
 
@@ -198,6 +224,8 @@ class TaggingTask(CasingFeaturesOption, Task):
 
     def build_model(self, encoder, num_classes=None, head="crf", labels=None, tag_scheme=None,
                     dropout=0.1, casing_dim=0):
+        """A `SequenceTagger`; its `subword_aggregation` is this task's option (one source
+        for the model and the preprocessor's `word_ends`)."""
         if labels is None and num_classes is None:
             raise ValueError("a tagger needs its tags (labels=...) or num_classes")
         if labels is not None:
@@ -208,7 +236,9 @@ class TaggingTask(CasingFeaturesOption, Task):
                 tag_scheme = "IOB2"
         return SequenceTagger(encoder, num_classes, head=head, dropout=dropout, labels=labels,
                               tag_scheme=tag_scheme if head == "crf" else None,
-                              casing_dim=casing_dim, name="tagger")
+                              casing_dim=casing_dim,
+                              subword_aggregation=self.options.subword_aggregation,
+                              name="tagger")
 
     def metrics(self, model):
         return [MaskedAccuracy(name="token_accuracy")]  # the tagger computes its own loss

@@ -16,7 +16,7 @@ import tensorflow as tf
 from nlpzoo.tasks.text.batching import shuffle_batch_and_count
 from nlpzoo.tasks.text.preprocessor import as_preprocessor
 from nlpzoo.tasks.text.ragged_rows import row_prefix, value_rowids
-from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+from nlpzoo.tasks.words.preprocessor import WORD_ENDS, WordPreprocessor
 
 LABEL_PADDING = -1
 _TOKENIZE_BATCH = 256
@@ -88,6 +88,8 @@ def make_word_dataset(
             word_starts = tf.gather(features["word_starts"].flat_values, word_of_piece)
             starts = tf.RaggedTensor.from_row_lengths(word_starts + position_in_word, pieces)
             features.update(word_starts=starts, word_mask=tf.ones_like(starts))
+            if WORD_ENDS in features:  # each subword is a span of its own
+                features[WORD_ENDS] = starts + 1
             if "word_shapes" in features:  # each subword gets its word's shape
                 features["word_shapes"] = tf.RaggedTensor.from_row_lengths(
                     tf.gather(features["word_shapes"].flat_values, word_of_piece), pieces)

@@ -24,6 +24,8 @@ from nlpzoo.tasks.text.ragged_rows import (
 from nlpzoo.tasks.text.word_splitting import split_texts
 from nlpzoo.tasks.words.shapes import word_shape_ids
 
+WORD_ENDS = "word_ends"  # the feature and model input name: one past each word's last subword
+
 
 def split_context_budget(budget, left, right):
     """Context subwords to take on each side: `(left_take, right_take)`, int32 [B].
@@ -69,10 +71,14 @@ class WordPreprocessor(TextPreprocessor):
 
     With `word_shapes=True` there is a sixth feature, `word_shapes` [words]:
     each kept word's capitalisation as written (`tasks.words.shapes`), for
-    models on an uncased encoder that want it back.
+    models on an uncased encoder that want it back. With `word_ends=True`
+    there is another, `word_ends` [words]: one past each kept word's last
+    subword (its subwords are `word_starts` up to `word_ends`), for models
+    that read all of a word's subwords (`layers.SubwordPooling`).
 
     Args: as `TextPreprocessor`, and
         word_shapes: add the `word_shapes` feature.
+        word_ends: add the `word_ends` feature.
 
     Examples:
     >>> preprocessor = WordPreprocessor(
@@ -95,13 +101,18 @@ class WordPreprocessor(TextPreprocessor):
     >>> shaped = WordPreprocessor(preprocessor.vocabulary, word_shapes=True)
     >>> shaped.encode(tf.ragged.constant([["Opens", "x", "X"]]))["word_shapes"].to_list()
     [[8, 1, 2]]
+    >>> spans = WordPreprocessor(preprocessor.vocabulary, word_ends=True)
+    >>> features = spans.encode(tf.ragged.constant([["opens", "x", "open"]]))
+    >>> features["word_starts"].to_list(), features["word_ends"].to_list()
+    ([[1, 3, 4]], [[3, 4, 5]])
     """
 
     def __init__(self, vocabulary=None, lowercase=True, max_seq_length=128, word_shapes=False,
-                 **kwargs):
+                 word_ends=False, **kwargs):
         super().__init__(vocabulary, lowercase=lowercase, max_seq_length=max_seq_length,
                          **kwargs)
         self.word_shapes = bool(word_shapes)
+        self.word_ends = bool(word_ends)
 
     def word_pieces(self, words):
         """String RaggedTensor [B, words] → int32 subwords [B, words, (pieces)].
@@ -151,9 +162,10 @@ class WordPreprocessor(TextPreprocessor):
                 document (see the class docstring); None or empty rows for none.
 
         Returns:
-            `(features, subword_counts)`: the five (or six) features as int32
-            RaggedTensors ([B, (tokens)] and [B, (kept words)]), and the number
-            of subwords of each kept word [B, (kept words)].
+            `(features, subword_counts)`: the five features (and `word_shapes`,
+            `word_ends` when on) as int32 RaggedTensors ([B, (tokens)] and
+            [B, (kept words)]), and the number of subwords of each kept word
+            [B, (kept words)].
         """
         tokenizer = self.tokenizer()
         contexts = [context for context in (left_context, right_context) if context is not None]
@@ -187,6 +199,8 @@ class WordPreprocessor(TextPreprocessor):
         }
         if self.word_shapes:
             features["word_shapes"] = row_prefix(word_shape_ids(words), kept)
+        if self.word_ends:  # a kept word's subwords are all kept, context or not
+            features[WORD_ENDS] = starts + counts
         return features, counts
 
     @staticmethod
@@ -225,6 +239,9 @@ class WordPreprocessor(TextPreprocessor):
 
     def get_config(self):
         config = super().get_config()
-        if self.word_shapes:  # absent when off: the configs of older models stay valid
+        # Absent when off: the configs of older models stay valid.
+        if self.word_shapes:
             config["word_shapes"] = True
+        if self.word_ends:
+            config["word_ends"] = True
         return config

@@ -90,3 +90,37 @@ def test_bad_tagging_input_names_file_and_line(tmp_path, trained_tagger_dir):
     assert "X-ORG" in result.stderr
     result = results["evaluate, empty file"]
     assert result.returncode == 1 and str(empty) in result.stderr
+
+
+@pytest.mark.slow  # trains, predicts and exports a tagger of its own: about a minute
+def test_subword_aggregation_trains_predicts_and_exports(tmp_path):
+    import tensorflow as tf
+
+    from tests.helpers.trained_models import TRAINING_FLAGS
+
+    model_dir, exported = str(tmp_path / "mean"), str(tmp_path / "exported")
+    result = run_tool("train.py", *TRAINING_FLAGS["tagging"], "--subword_aggregation=mean",
+                      "--model_dir", model_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    config = json.load(open(os.path.join(model_dir, "config.json")))
+    assert config["task_options"]["subword_aggregation"] == "mean"
+
+    # Raw text, long enough for windows (max_seq_length 32): predict and the export agree.
+    lines = ["EU rejects German call to boycott British lamb .", "Peter Blackburn",
+             " ".join(["The European Commission said on Thursday it disagreed ."] * 4)]
+    text, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    text.write_text("\n\n".join(lines) + "\n")
+    results = run_tools({
+        "predict": ("predict.py", "--model_dir", model_dir, "--input", str(text),
+                    "--output", str(out)),
+        "export": ("export.py", "--model_dir", model_dir, "--output", exported),
+    })
+    for name, finished in results.items():
+        assert finished.returncode == 0, f"{name}: {finished.stderr[-2000:]}"
+    records = [json.loads(line) for line in open(out)]
+    assert [r["words"] for r in records] == [line.split() for line in lines]
+    serve = tf.saved_model.load(exported).signatures["serving_default"]
+    served = serve(tf.constant(lines))
+    for row, record in enumerate(records):
+        count = int(served["num_words"][row])
+        assert [t.decode() for t in served["tags"][row][:count].numpy()] == record["tags"]
