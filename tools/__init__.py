@@ -27,6 +27,22 @@ def _interrupted_while_starting(signum, frame):
 
 from nlpzoo.tasks.io.console import quiet_tensorflow, running_a_binary  # noqa: E402  (no TF)
 
+
+def _import_keras_without_scikit_learn():
+    """Imports Keras with scikit-learn hidden from it: Keras imports scikit-learn (about a
+    second of every start) only for its scikit-learn wrappers, which no binary uses.
+    Hidden only while Keras loads: a user's --task_module can still import it."""
+    if "sklearn" in sys.modules:
+        return
+    sys.modules["sklearn"] = None  # `import sklearn` raises ImportError: Keras skips it
+    try:
+        import keras  # noqa: F401
+    finally:
+        if "sklearn" in sys.modules and sys.modules["sklearn"] is None:
+            del sys.modules["sklearn"]
+
+
 if running_a_binary():
     signal.signal(signal.SIGINT, _interrupted_while_starting)
     _quiet = quiet_tensorflow()
+    _import_keras_without_scikit_learn()

@@ -217,8 +217,10 @@ class ClassificationTask(Task):
         if self.regression:
             return regression_loss()
         weights = self.options.class_weights
-        return classification_loss(self.options.label_smoothing,
-                                   None if weights in (None, "balanced") else weights)
+        if weights == "balanced":  # never silently unweighted
+            raise ValueError("class_weights='balanced' is computed from the training labels: "
+                             "call task.adapt(train_examples) before building the model")
+        return classification_loss(self.options.label_smoothing, weights)
 
     def metrics(self, model):
         if self.regression:

@@ -121,7 +121,10 @@ def test_balanced_class_weights_and_the_flag():
     values = flags.FlagValues()
     ClassificationTask.define_flags(values)
     values(["train", "--class_weights=balanced"])
-    task = ClassificationTask(**ClassificationTask.options_from_flags(values)[0]).adapt(examples)
+    unadapted = ClassificationTask(**ClassificationTask.options_from_flags(values)[0])
+    with pytest.raises(ValueError, match="call task.adapt"):  # never silently unweighted
+        unadapted.loss()
+    task = unadapted.adapt(examples)
     assert task.options.class_weights == [0.6667, 2.0]
     assert task.loss().class_weights == [0.6667, 2.0]
     with pytest.raises(ValueError, match="class_weights has 3 weights for the 2 labels"):
