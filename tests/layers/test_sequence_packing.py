@@ -248,6 +248,7 @@ def test_packed_classifier_and_span_ner_predict_like_unpacked():
                                plain.predict(span_x, verbose=0), atol=2e-5)
 
 
+@pytest.mark.slow  # float32 packing is compared exactly in make test
 def test_packing_under_mixed_bfloat16_runs_and_stays_close():
     lengths = [12, 3, 7, 5]
     x, y = _tagging_batch(lengths)

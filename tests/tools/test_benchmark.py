@@ -166,6 +166,7 @@ def _check_encoder_speed_record(record, modes, policy):
             figures["ours"]["median"] / figures["kerashub"]["median"], rel=1e-3)
 
 
+@pytest.mark.slow  # a benchmark run; its FLOPs and ratios are tested in-process in make test
 def test_encoder_speed_predict_record():
     record = _json_line(run_tool(
         "benchmark.py", "--preset=bert_tiny", "--sequence_length=16", "--batch_size=4",

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from tests.helpers.binaries import run_tool
 
 NOISE_MARKERS = ("I0000", "port.cc", "cudart_stub.cc", "cuda_platform.cc", "cuInit",
@@ -31,6 +33,7 @@ def test_predict_prints_no_noise(trained_tagger_dir, tmp_path):
     assert _noise(result.stderr) == [], result.stderr
 
 
+@pytest.mark.slow  # the quiet default of every binary is tested in make test
 def test_errors_still_show_and_verbosity_brings_tensorflow_back(tmp_path):
     missing = os.path.join(str(tmp_path), "no_such_run")
     quiet = run_tool("evaluate.py", "--model_dir", missing, "--data", missing)

@@ -173,6 +173,7 @@ class _Rates(keras.callbacks.Callback):
         self.rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
 
 
+@pytest.mark.slow  # test_total_steps_given_is_kept covers the schedule of a raw-text fit in make test
 def test_fit_without_total_steps_warms_up_and_decays(trec):
     texts, labels = trec
     peak = 1e-3

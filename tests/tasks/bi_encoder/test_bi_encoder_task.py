@@ -187,6 +187,7 @@ def cosine_model():
     return task, model, preprocessor, examples
 
 
+@pytest.mark.slow  # the softmax bi-encoder's agreement test runs in make test
 def test_cosine_evaluate_predictions_and_serving_agree(cosine_model, tmp_path):
     task, model, preprocessor, examples = cosine_model
     dataset = task.make_dataset(examples, preprocessor, [], batch_size=3)

@@ -58,6 +58,7 @@ def _encoder_features(batch=8, length=16, paired=False):
             "padding_mask": np.ones((batch, length), "int32")}
 
 
+@pytest.mark.slow  # the single-text contract runs in make test; pairs differ only in the inputs
 def test_pair_classifier_task_contract():
     """XLA training, .keras round trip, and two steps under mixed_bfloat16 with XLA.
 

@@ -24,7 +24,9 @@ def _word_batch(casing=False):
 
 
 @pytest.mark.parametrize("preset, options", [
-    ("bert_tiny_crf_tagger", {"labels": ["O", "B-PER", "I-PER"], "tag_scheme": "IOB2"}),
+    pytest.param("bert_tiny_crf_tagger", {"labels": ["O", "B-PER", "I-PER"],
+                                          "tag_scheme": "IOB2"},
+                 marks=pytest.mark.slow),  # the softmax tagger shows the same in make test
     ("bert_tiny_tagger", {"num_classes": 3}),
 ])
 def test_tagger_trains_without_a_trainable_pooler_or_warnings(preset, options, tmp_path):
