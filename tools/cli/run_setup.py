@@ -425,8 +425,7 @@ def resolve_schedule(flag_values, defaults, pretrained):
     >>> values = types.SimpleNamespace(epochs=None, learning_rate=None,
     ...                                head_learning_rate=None, warmup_fraction=0.0)
     >>> resolve_schedule(values, defaults, pretrained=True)
-    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0,
-             clip_norm=1.0, gradient_accumulation_steps=1)
+    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0, clip_norm=1.0, gradient_accumulation_steps=1)
     >>> resolve_schedule(values, defaults, pretrained=False).head_learning_rate is None
     True
     """
@@ -460,8 +459,7 @@ def check_gradient_accumulation(flag_values, strategy=None, binary=None):
     ...                             binary="tools/pretrain.py")
     Traceback (most recent call last):
     ...
-    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4: tools/pretrain.py does
-    not accumulate gradients (tools/train.py does); use a smaller --batch_size or 1
+    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4: tools/pretrain.py does not accumulate gradients (tools/train.py does); use a smaller --batch_size or 1
     """
     steps = getattr(flag_values, "gradient_accumulation_steps", 1) or 1
     if steps == 1:
@@ -489,8 +487,7 @@ def updates_per_epoch(batches, accumulation_steps):
     >>> updates_per_epoch(3, 4)
     Traceback (most recent call last):
     ...
-    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4 exceeds the 3 batches
-    of an epoch
+    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4 exceeds the 3 batches of an epoch
     """
     if batches < accumulation_steps:
         raise UserError(f"--gradient_accumulation_steps={accumulation_steps} exceeds the "
@@ -566,8 +563,7 @@ def model_overrides(tokens, schedule, total_steps, hardware, dropout=None, /, **
     Examples:
     >>> schedule = Schedule(1, 1e-3, None, 0.1)
     >>> sorted(model_overrides(["a"] * 100, schedule, 50, Hardware("float32", False, 1)))
-    ['clip_norm', 'gradient_accumulation_steps', 'jit_compile', 'learning_rate', 'pack_length',
-     'total_steps', 'vocabulary_size', 'warmup_steps']
+    ['clip_norm', 'gradient_accumulation_steps', 'jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
     """
     overrides = dict(more, vocabulary_size=len(tokens), learning_rate=schedule.learning_rate,
                      clip_norm=schedule.clip_norm, total_steps=total_steps,
