@@ -2,7 +2,8 @@
 
 Keras 3 keeps some things we rely on private: the key an optimizer files a
 variable under, whether it decays a variable, the learning rate or schedule
-it was given, its table of built variables and its shared weight-decay pass;
+it was given, its table of built variables, its shared weight-decay pass and
+its count of batches (under gradient accumulation `iterations` counts updates);
 a model's running mean of the loss, and the step that builds its loss and
 metrics from a first batch. There is no public way to get them, so each has
 one small named function here, and `tests/layers/test_keras_internals.py`
@@ -85,6 +86,27 @@ def configured_learning_rate(optimizer):
     True
     """
     return optimizer._learning_rate
+
+
+def batches_taken(optimizer):
+    """How many batches `optimizer` has taken, as an int (private `_iterations`; a
+    `LossScaleOptimizer` is looked through).
+
+    With `gradient_accumulation_steps=n` Keras's public `optimizer.iterations`
+    counts updates (one every n batches): this is the count of `apply` calls,
+    the updates times n plus the batches of an update still accumulating.
+    Without accumulation the two are the same.
+
+    Examples:
+    >>> optimizer = keras.optimizers.SGD(gradient_accumulation_steps=2)
+    >>> kernel = keras.Variable([1.0])
+    >>> for _ in range(3):
+    ...     optimizer.apply([keras.ops.ones((1,))], [kernel])
+    >>> batches_taken(optimizer), int(optimizer.iterations.numpy())
+    (3, 1)
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    return int(optimizer._iterations.numpy())
 
 
 class WithoutSharedWeightDecay:

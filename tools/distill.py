@@ -256,6 +256,7 @@ def _announce(setup, teacher, labelled, unlabelled, config, strategy):
 
 def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    run_setup.check_gradient_accumulation(FLAGS, binary="tools/distill.py")
     # Only the chief writes --model_dir; other workers write to a temporary directory.
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     # The teacher stays outside the strategy: each worker computes every soft target

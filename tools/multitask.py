@@ -404,6 +404,7 @@ def _evaluate(entries, setup, encoder):
 
 def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    run_setup.check_gradient_accumulation(FLAGS, binary="tools/multitask.py")
     # Only the chief writes --model_dir; other workers write to a temporary directory.
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     entries = read_entries(FLAGS.tasks)

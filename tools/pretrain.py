@@ -260,6 +260,7 @@ def _save_encoder(setup, model, tokens, metrics):
 
 def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
+    run_setup.check_gradient_accumulation(FLAGS, binary="tools/pretrain.py")
     # Only the chief writes --model_dir; other workers write to a temporary directory.
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     _check_flags()

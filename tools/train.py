@@ -99,7 +99,7 @@ _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length"
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
                 "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal", "columns",
-                "validation_split", "trainable_layers")
+                "validation_split", "trainable_layers", "gradient_accumulation_steps")
 
 
 def _count_batches(dataset):
@@ -124,8 +124,10 @@ def _task():
     return task, head_options
 
 
-def _check_adaptation_flags():
-    """Conflicting adaptation flags fail before anything is read or written."""
+def _check_adaptation_flags(strategy):
+    """Conflicting adaptation flags (and --gradient_accumulation_steps with several
+    replicas) fail before anything is read or written."""
+    run_setup.check_gradient_accumulation(FLAGS, strategy)
     try:
         check_adaptation(dict(freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
                               adapter_size=FLAGS.adapter_size, lora_rank=FLAGS.lora_rank,
@@ -187,10 +189,21 @@ def _datasets(setup, task, train_examples, eval_examples):
         setup.eval_dataset = task.make_dataset(setup.eval_examples, setup.preprocessor, setup.labels,
                                              training=False, batch_size=FLAGS.batch_size,
                                              seed=FLAGS.seed)
-        # The first pass of the training stream (zoo.runs.training_loop): its batches counted.
-        setup.steps_per_epoch = _count_batches(setup.make_pass(0))
+        # The first pass of the training stream (zoo.runs.training_loop): its batches counted;
+        # a step is an update (of --gradient_accumulation_steps batches), an epoch whole ones.
+        setup.steps_per_epoch = run_setup.updates_per_epoch(
+            _count_batches(setup.make_pass(0)), FLAGS.gradient_accumulation_steps)
     except ValueError as error:
         raise UserError(str(error))
+
+
+def _accumulation_note(setup):
+    """What a step is under --gradient_accumulation_steps, for the start-up line ('' without)."""
+    steps = setup.schedule.gradient_accumulation_steps
+    if steps == 1:
+        return ""
+    return (f" (each an update of {steps} batches of {FLAGS.batch_size}: the updates of "
+            f"batch {steps * FLAGS.batch_size})")
 
 
 def _config(setup, task, train_examples, num_eval_examples):
@@ -210,6 +223,7 @@ def _config(setup, task, train_examples, num_eval_examples):
         "labels": setup.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate, "warmup_fraction": schedule.warmup_fraction,
         "clip_norm": schedule.clip_norm,
+        "gradient_accumulation_steps": schedule.gradient_accumulation_steps,
         "early_stopping_patience": FLAGS.early_stopping_patience,
         "head_learning_rate": schedule.head_learning_rate,
         "layer_lr_decay": FLAGS.layer_lr_decay,
@@ -309,7 +323,7 @@ def main(argv):
     FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     run_setup.normalize_init_checkpoint()
     task, head_options = _task()
-    _check_adaptation_flags()
+    _check_adaptation_flags(strategy)
     setup = types.SimpleNamespace(hardware=run_setup.apply_hardware_flags(FLAGS, strategy))
 
     train_examples, eval_examples, setup.eval_name, setup.validation_split = (
@@ -348,7 +362,8 @@ def main(argv):
     trainable, total = _record_parameters(setup, config, model)
     print(f"training {preset or task.name + ' on ' + setup.encoder_preset} "
           f"({setup.hardware.policy}, jit_compile={setup.hardware.jit_compile}) on "
-          f"{len(train_examples)} examples, {setup.steps_per_epoch} steps per epoch; "
+          f"{len(train_examples)} examples, {setup.steps_per_epoch} steps per epoch"
+          f"{_accumulation_note(setup)}; "
           f"{trainable:,} of {total:,} parameters trainable", flush=True)
     print(f"distribution: {distribution.describe(strategy)}, global batch {FLAGS.batch_size}",
           flush=True)

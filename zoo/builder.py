@@ -15,7 +15,7 @@ from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS
 ENCODER_INPUTS = Encoder.INPUTS
 _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_decay",
                     "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule",
-                    "clip_norm")
+                    "clip_norm", "gradient_accumulation_steps")
 # How the pretrained encoder is adapted (tools/train.py flags of the same names).
 _ADAPTATION_FIELDS = ("freeze_encoder", "trainable_layers", "layer_mix", "adapter_size",
                       "lora_rank", "l2sp")
@@ -178,7 +178,10 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             `span_hidden_dim`, `none_weight`, and `num_classes` counts NONE)
             training fields (`learning_rate`, `warmup_steps`, `total_steps`,
             `weight_decay`, `jit_compile`; `clip_norm`, the global gradient norm
-            the optimizer clips to, 1.0 by default and 0 for none; `schedule`, one of
+            the optimizer clips to, 1.0 by default and 0 for none;
+            `gradient_accumulation_steps=n` to apply the mean gradient of n
+            batches once every n batches, as one n-times larger batch would
+            (steps then count updates: `create_optimizer`); `schedule`, one of
             `tasks.training.optimization.SCHEDULES`; `head_learning_rate` and
             `layer_lr_decay` for per-part rates; `learning_rate` defaults to
             the encoder preset's `fine_tuning.learning_rate`, and with a
@@ -298,6 +301,8 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         _check_number("weight_decay", weight_decay, float, low=0.0)
         clip_norm = overrides.get("clip_norm", 1.0)
         _check_number("clip_norm", clip_norm, float, low=0.0)
+        accumulation = overrides.get("gradient_accumulation_steps", 1)
+        _check_number("gradient_accumulation_steps", accumulation, int, low=1)
         defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
         learning_rate = overrides.get("learning_rate", defaults.learning_rate)
         _check_number("learning_rate", learning_rate, float, low=0.0, low_open=True)
@@ -324,7 +329,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
                 learning_rate, total_steps, warmup_steps, weight_decay,
                 head_learning_rate=head_learning_rate, layer_lr_decay=layer_lr_decay,
                 num_layers=transformer_of(encoder).num_layers, schedule=schedule,
-                clip_norm=clip_norm,
+                clip_norm=clip_norm, gradient_accumulation_steps=accumulation,
             ),
             loss=task.loss(),
             metrics=task.metrics(model),

@@ -12,7 +12,8 @@ from keras import ops
 from nlpzoo.layers import Encoder, transformer_of
 from nlpzoo.tasks.modeling.auxiliary_mlm import AuxiliaryMaskedLM  # noqa: F401  (registered for from_config)
 from nlpzoo.tasks.text.raw_inputs import is_raw_input, raw_values
-from nlpzoo.tasks.training.optimization import schedule_for_fit
+from nlpzoo.tasks.training.optimization import per_update, schedule_for_fit
+from nlpzoo.tasks.training.step_clock import accumulation_steps
 from nlpzoo.tasks.text.padding_fraction import PaddingFraction
 from nlpzoo.tasks.text.preprocessor import TextPreprocessor
 
@@ -261,11 +262,12 @@ class EncoderTaskModel(keras.Model):
                            "constant (give steps_per_epoch, or compile with total_steps)")
             return
         options = self.deferred_schedule
+        accumulation = accumulation_steps(optimizer)  # steps are updates of this many batches
         schedule, line = schedule_for_fit(
-            options["schedule"], options["learning_rate"], steps * epochs,
+            options["schedule"], options["learning_rate"], max(steps * epochs // accumulation, 1),
             warmup_fraction=options.get("warmup_fraction", 0.1),
             warmup_steps=options.get("warmup_steps"), start_step=int(optimizer.iterations))
-        optimizer.learning_rate = schedule
+        optimizer.learning_rate = per_update(schedule, accumulation)
         self.train_function = None  # traced with the old rate: trace again
         if fit_options.get("verbose", "auto") != 0:
             print(line, flush=True)  # beside Keras's own progress lines

@@ -144,6 +144,10 @@ class StepLogger(keras.callbacks.Callback):
       (weighted by examples, as Keras's loss is), so with `every_steps=1`
       each step's own loss. Keras's running epoch mean would hide spikes.
 
+    A step is an optimizer update (`tasks.training.step_clock`): with gradient
+    accumulation its loss is the mean over the update's batches, the loss of
+    the n-times larger batch, and the step axis is that run's.
+
     Between writes a batch costs no device read: the step count comes from
     a `StepClock` (one read per epoch), the loss tracker is read only when
     writing, and the schedule is evaluated on the host's CPU (on a GPU, an

@@ -113,7 +113,9 @@ class GradualUnfreezing(keras.callbacks.Callback):
     `unfreezing_groups` lists the groups; `trainable_groups(stage)` the
     ones a stage trains. The stage is read from the optimizer's iteration
     count at every batch, so a resumed run (`BackupAndRestore` restores the
-    count) lands in the right stage. With `steps_per_execution` > 1 a stage
+    count) lands in the right stage. Under gradient accumulation the count is
+    of updates: a stage starts with the first batch of an update, never in
+    the middle of one. With `steps_per_execution` > 1 a stage
     starts at the first execution that begins at or after its step.
 
     How: the flag of each transformer variable (`variable.trainable`, not

@@ -3,7 +3,12 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers.keras_internals import configured_learning_rate, uses_weight_decay
+from nlpzoo.layers.keras_internals import (
+    configured_learning_rate,
+    gradient_clipping,
+    replace_gradient_clipping,
+    uses_weight_decay,
+)
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 
 # The names `learning_rate_schedule` and `create_optimizer` take.
@@ -135,6 +140,57 @@ class StartingAt(keras.optimizers.schedules.LearningRateSchedule):
                 "start_step": self.start_step}
 
 
+@keras.saving.register_keras_serializable(package="nlpzoo")
+class PerUpdate(keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule` counted in updates of an optimizer that accumulates gradients over
+    `accumulation_steps` batches: the rate at batch count `s` is `schedule(s // n)`.
+
+    Keras evaluates an optimizer's schedule at its count of batches (`apply`
+    calls), also under `gradient_accumulation_steps`; update u (0-based) is
+    applied on batch count u·n + n − 1, where this gives `schedule(u)`: the
+    rate a run of n-times larger batches applies at its step u. The wrapped
+    schedule's steps (warm-up, total) are updates. `per_update` wraps only
+    where it is needed.
+
+    Examples:
+    >>> schedule = PerUpdate(WarmupLinearDecay(1e-3, 10, 110), accumulation_steps=4)
+    >>> [round(float(schedule(batches)), 6) for batches in (0, 20, 23, 24, 43)]
+    [0.0, 0.0005, 0.0005, 0.0006, 0.001]
+    """
+
+    def __init__(self, schedule, accumulation_steps):
+        if isinstance(schedule, dict):
+            schedule = keras.saving.deserialize_keras_object(schedule)
+        self.schedule = schedule
+        self.accumulation_steps = int(accumulation_steps)
+        if self.accumulation_steps < 1:
+            raise ValueError(f"accumulation_steps must be >= 1, got {accumulation_steps}")
+
+    def __call__(self, step):
+        return self.schedule(ops.floor_divide(step, self.accumulation_steps))
+
+    def get_config(self):
+        return {"schedule": keras.saving.serialize_keras_object(self.schedule),
+                "accumulation_steps": self.accumulation_steps}
+
+
+def per_update(rate, accumulation_steps):
+    """`rate` as an optimizer accumulating over `accumulation_steps` batches needs it:
+    a schedule counted in updates (`PerUpdate`), a fixed rate as it is.
+
+    Examples:
+    >>> per_update(1e-3, 4), type(per_update(WarmupLinearDecay(1e-3, 1, 9), 4)).__name__
+    (0.001, 'PerUpdate')
+    >>> schedule = WarmupLinearDecay(1e-3, 1, 9)
+    >>> per_update(schedule, 1) is schedule
+    True
+    """
+    schedule = isinstance(rate, keras.optimizers.schedules.LearningRateSchedule)
+    if accumulation_steps > 1 and schedule:
+        return PerUpdate(rate, accumulation_steps)
+    return rate
+
+
 def schedule_for_fit(name, peak_learning_rate, total_steps, warmup_fraction=0.1,
                      warmup_steps=None, start_step=0):
     """`(schedule, one line saying what it is)`: the command line's schedule for one `fit`.
@@ -219,11 +275,22 @@ def learning_rate_schedule(name, peak_learning_rate, total_steps=None, warmup_st
 
 def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_decay=0.01,
                      head_learning_rate=None, layer_lr_decay=1.0, num_layers=None,
-                     schedule="linear", clip_norm=1.0):
+                     schedule="linear", clip_norm=1.0, gradient_accumulation_steps=1):
     """AdamW as BERT uses it: no weight decay on biases and LayerNorm parameters.
 
     The gradients are clipped to a global norm of `clip_norm` (BERT's 1.0; 0 or
     None: not clipped).
+
+    `gradient_accumulation_steps=n` > 1: the gradients of n batches are
+    summed and their mean applied once, every n-th batch (Keras's own
+    accumulation): the update of one n-times larger batch when the loss is
+    a mean over equally many examples per batch (a loss averaged over each
+    batch's real tokens weights the batches equally instead). Clipping and
+    weight decay act on that mean, once per update; `total_steps` and
+    `warmup_steps` count updates (`PerUpdate`), and so does
+    `optimizer.iterations` (`tasks.training.step_clock`).
+
+    Sparse gradients are summed into dense ones (`sum_sparse_gradients`).
 
     With `total_steps` the rate follows `schedule` (one of `SCHEDULES`, see
     `learning_rate_schedule`; "linear" is BERT's `WarmupLinearDecay`) and
@@ -245,13 +312,25 @@ def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_dec
     >>> unclipped = create_optimizer(1e-4, clip_norm=0)
     >>> create_optimizer(1e-4).global_clipnorm, unclipped.global_clipnorm
     (1.0, None)
+    >>> accumulating = create_optimizer(1e-3, total_steps=110, warmup_steps=10,
+    ...                                 gradient_accumulation_steps=4)
+    >>> rate = learning_rate_at(accumulating, 5)  # update 5: batches 20 to 23
+    >>> accumulating.gradient_accumulation_steps, round(float(rate), 6)
+    (4, 0.0005)
     """
     if clip_norm is not None and clip_norm < 0:
         raise ValueError(f"clip_norm must be >= 0 (0: no clipping), got {clip_norm}")
-    schedule = learning_rate_schedule(schedule, learning_rate, total_steps, warmup_steps)
+    if int(gradient_accumulation_steps) != gradient_accumulation_steps or (
+            gradient_accumulation_steps < 1):
+        raise ValueError("gradient_accumulation_steps must be a whole number >= 1 (1: off), "
+                         f"got {gradient_accumulation_steps}")
+    accumulation = int(gradient_accumulation_steps)
+    schedule = per_update(
+        learning_rate_schedule(schedule, learning_rate, total_steps, warmup_steps), accumulation)
     options = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9,
                    beta_2=0.999, epsilon=1e-6,
-                   global_clipnorm=float(clip_norm) if clip_norm else None)
+                   global_clipnorm=float(clip_norm) if clip_norm else None,
+                   gradient_accumulation_steps=accumulation if accumulation > 1 else None)
     head_multiplier = 1.0 if head_learning_rate is None else head_learning_rate / learning_rate
     if head_multiplier == 1 and layer_lr_decay == 1:
         optimizer = keras.optimizers.AdamW(**options)
@@ -259,7 +338,41 @@ def create_optimizer(learning_rate, total_steps=None, warmup_steps=0, weight_dec
         optimizer = LayerwiseAdamW(head_multiplier=head_multiplier, layer_decay=layer_lr_decay,
                                    num_layers=num_layers, **options)
     optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    sum_sparse_gradients(optimizer)
     return optimizer
+
+
+def sum_sparse_gradients(optimizer):
+    """Makes `optimizer` add up each sparse gradient (`tf.IndexedSlices`: an embedding
+    matrix's, one slice per token) into the dense gradient before clipping and updating.
+
+    Keras 3 passes the slices on as they are, and with a token twice in a
+    batch Adam's second moment then takes the sum of the slices' squares, not
+    the square of their sum, and the clipping norm the sum of squared slices:
+    not the gradient's (keras-team/keras#19992 shows Adam's moments are dense
+    updates anyway, so this costs no extra update). The dense sum is what
+    BERT's optimizer and an accumulated gradient use, so that gradient
+    accumulation over n batches equals one n-times larger batch.
+
+    Examples:
+    >>> import tensorflow as tf
+    >>> optimizer = keras.optimizers.Adam(0.1)
+    >>> sum_sparse_gradients(optimizer)
+    >>> embeddings = keras.Variable(tf.zeros((3, 1)))
+    >>> twice = tf.IndexedSlices(tf.constant([[1.0], [1.0]]), tf.constant([0, 0]), [3, 1])
+    >>> optimizer.apply([twice], [embeddings])
+    >>> [round(float(v), 4) for v in optimizer.variables[-1].numpy().ravel()]  # (1 + 1)²
+    [0.004, 0.0, 0.0]
+    """
+    import tensorflow as tf
+
+    clip = gradient_clipping(optimizer)
+
+    def dense_then_clipped(gradients):
+        return clip([tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices)
+                     else gradient for gradient in gradients])
+
+    replace_gradient_clipping(optimizer, dense_then_clipped)
 
 
 def copy_optimizer(optimizer):
@@ -269,7 +382,7 @@ def copy_optimizer(optimizer):
     Keras's config round trip (`keras.optimizers.deserialize(serialize(...))`)
     keeps the first three but not the last: the copy would decay biases and
     LayerNorm parameters too. This one applies `NO_WEIGHT_DECAY` again when
-    the original excludes them. A `LossScaleOptimizer` is copied with its inner
+    the original excludes them, and `sum_sparse_gradients`. A `LossScaleOptimizer` is copied with its inner
     optimizer.
 
     Examples:
@@ -286,13 +399,15 @@ def copy_optimizer(optimizer):
                 if not uses_weight_decay(inner, keras.Variable([0.0], name=name))]
     if excluded:
         copy_inner.exclude_from_weight_decay(var_names=excluded)
+    sum_sparse_gradients(copy_inner)
     return copy
 
 
 def learning_rate_at(optimizer, step):
-    """The (base) learning rate `optimizer` applies at 0-based `step`.
+    """The (base) learning rate `optimizer` applies at 0-based `step`, an update.
 
-    A schedule is evaluated at `step`; a fixed rate (a float, or the variable
+    A schedule is evaluated at `step` (under gradient accumulation, the
+    schedule `PerUpdate` wraps: the rate of update `step`); a fixed rate (a float, or the variable
     that `ReduceLROnPlateau` changes) is returned as it stands now. A
     `LossScaleOptimizer` (mixed_float16) is looked through. Per-part factors
     (`LayerwiseAdamW.multiplier`) are not applied.
@@ -308,6 +423,8 @@ def learning_rate_at(optimizer, step):
     # Not `optimizer.learning_rate`: that is the rate at the *next* step
     # (`optimizer.iterations`), not at an arbitrary one.
     rate = configured_learning_rate(optimizer)
+    if isinstance(rate, PerUpdate):
+        rate = rate.schedule
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
         return rate(step)
     if callable(rate) and not isinstance(rate, keras.Variable):

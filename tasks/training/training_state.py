@@ -18,8 +18,13 @@ run continues at step `s + 1` exactly as the uninterrupted run would have:
   caller and `skip(s)` batches are dropped from it, so with seeded
   shuffling the same batches follow), the rest of a cut epoch is one short
   `fit`, then whole epochs as usual.
+- With gradient accumulation a step is an update of n batches
+  (`tasks.training.step_clock`): the state is saved at update boundaries
+  only (the accumulators are then empty), and the stream position is s · n
+  batches.
 - `Ctrl-C` (SIGINT) inside `stop_on_interrupt()` asks for a stop: the step
-  running finishes, the state is saved, and `TrainingInterrupted` is raised;
+  running (under accumulation: the update) finishes, the state is saved, and
+  `TrainingInterrupted` is raised;
   during an epoch's validation the stop waits for the epoch's end (so the
   epoch counts). A second `Ctrl-C` stops at once.
 
@@ -43,7 +48,8 @@ import keras
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite, write_json_atomically, write_weights_atomically
-from nlpzoo.tasks.training.step_clock import StepClock
+from nlpzoo.layers.keras_internals import batches_taken
+from nlpzoo.tasks.training.step_clock import StepClock, accumulation_steps
 
 STATE_FILE = "training_state.json"
 # What a `keras.callbacks.BackupAndRestore` (this library's earlier format) leaves.
@@ -76,7 +82,7 @@ class TrainingState(keras.callbacks.Callback):
 
     Args:
         backup_dir: the folder of the state (created when first saved).
-        steps_per_epoch: optimizer steps per epoch.
+        steps_per_epoch: optimizer steps (updates) per epoch.
         every_steps: also save every this many steps (None or 0: epoch ends only).
 
     Examples:
@@ -133,13 +139,21 @@ class TrainingState(keras.callbacks.Callback):
         if step != record["step"]:
             raise ValueError(f"{self.backup_dir}: the saved weights are at step {step}, "
                              f"their record says {record['step']}")
+        if batches_taken(optimizer) != step * accumulation_steps(optimizer):
+            raise ValueError(f"{self.backup_dir}: the saved state is in the middle of an "
+                             "accumulated update (saved by another program?)")
         self.last_saved_step = step
         return record
 
     # -- saving ------------------------------------------------------------------------
     def save(self, finished=False):
-        """Saves the state at the optimizer's current step (atomically)."""
-        step = int(self.model.optimizer.iterations.numpy())
+        """Saves the state at the optimizer's current step (atomically); under gradient
+        accumulation only at an update's end (a `ValueError` elsewhere)."""
+        optimizer = self.model.optimizer
+        step = int(optimizer.iterations.numpy())
+        if batches_taken(optimizer) != step * accumulation_steps(optimizer):
+            raise ValueError("TrainingState.save: the optimizer is in the middle of an "
+                             "accumulated update; save at an update's end")
         try:
             os.makedirs(self.backup_dir, exist_ok=True)
         except OSError as error:
@@ -176,6 +190,8 @@ class TrainingState(keras.callbacks.Callback):
         self._clock.start_epoch(self.model)
 
     def on_train_batch_end(self, batch, logs=None):
+        if not self._clock.ends_update(batch):
+            return  # accumulating: a stop or a save waits for the update's end
         step = self._clock.after_batch(batch)
         if step % self.steps_per_epoch == 0:
             return  # the epoch's end saves it, once its validation has run
@@ -236,12 +252,16 @@ def fit_resumable(model, make_stream, steps_per_epoch, epochs, state, callbacks=
                   **fit_options):
     """Trains `model` to `epochs` epochs from the state `state` restores (or from step 0).
 
+    Steps are optimizer updates: with gradient accumulation over n batches
+    (`step_clock.accumulation_steps`) every `fit` takes n batches per step, and
+    a resumed run skips n batches per step done.
+
     Args:
         model: a compiled, built model.
         make_stream: `make_stream(skip)` returns the endless training stream
             with its first `skip` batches dropped; built anew at each call
             (a seeded shuffle then replays the same order).
-        steps_per_epoch: optimizer steps per epoch.
+        steps_per_epoch: optimizer steps (updates) per epoch.
         epochs: epochs in all.
         state: the `TrainingState`, also added last to the callbacks.
         callbacks: the other callbacks.
@@ -272,13 +292,14 @@ def fit_resumable(model, make_stream, steps_per_epoch, epochs, state, callbacks=
     if record and record.get("finished"):
         return start  # stopped early by the callbacks; only the final evaluation is left
     callbacks = list(callbacks) + [state]
+    batches = accumulation_steps(model.optimizer)  # per step
     step = start
     while step < epochs * steps_per_epoch:
         epoch, done = divmod(step, steps_per_epoch)
         # The rest of a cut epoch alone, then every whole epoch in one fit.
-        model.fit(make_stream(step), initial_epoch=epoch,
+        model.fit(make_stream(step * batches), initial_epoch=epoch,
                   epochs=epoch + 1 if done else epochs,
-                  steps_per_epoch=steps_per_epoch - done, callbacks=callbacks,
+                  steps_per_epoch=(steps_per_epoch - done) * batches, callbacks=callbacks,
                   **fit_options)
         if model.stop_training:
             break

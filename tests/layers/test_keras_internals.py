@@ -72,6 +72,37 @@ def test_learning_rate_keeps_the_schedule_or_the_rate_as_given():
     assert isinstance(fixed, keras.Variable) and float(fixed.numpy()) == pytest.approx(2e-5)
 
 
+def test_iterations_counts_batches_and_the_public_count_updates_under_accumulation():
+    optimizer = keras.optimizers.SGD(1.0, gradient_accumulation_steps=3)
+    _require(optimizer, "_iterations", "batches_taken")
+    kernel = keras.Variable([0.0])
+    for _ in range(7):
+        optimizer.apply([keras.ops.ones((1,))], [kernel])
+    assert keras_internals.batches_taken(optimizer) == 7, "_iterations no longer counts batches"
+    assert int(optimizer.iterations.numpy()) == 2, "iterations no longer counts updates"
+    # Two updates of the mean gradient (1), and one batch accumulating.
+    assert float(kernel.numpy()[0]) == pytest.approx(-2.0)
+    # The schedule is evaluated at the batch count of each update's last batch, u·n + n − 1
+    # (what `PerUpdate` turns back into updates).
+    seen = []
+    optimizer = keras.optimizers.SGD(_RecordingSchedule(seen), gradient_accumulation_steps=2)
+    for _ in range(5):
+        optimizer.apply([keras.ops.ones((1,))], [kernel])
+    assert seen == [1, 3], "the schedule is no longer evaluated at the count of batches"
+
+
+class _RecordingSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    def __init__(self, seen):
+        self.seen = seen
+
+    def __call__(self, step):
+        self.seen.append(int(step))
+        return 0.1
+
+    def get_config(self):
+        return {}
+
+
 def test_apply_weight_decay_is_the_shared_pass_that_the_mixin_switches_off():
     _require(keras.optimizers.AdamW(), "_apply_weight_decay", "WithoutSharedWeightDecay")
 

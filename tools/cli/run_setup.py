@@ -121,7 +121,8 @@ def define_vocabulary_flags(flag_values=flags.FLAGS):
 
 def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
                           warmup_fraction=None, max_seq_length=None):
-    """`--epochs`, `--learning_rate`, `--warmup_fraction`, `--clip_norm`, `--max_seq_length`.
+    """`--epochs`, `--learning_rate`, `--warmup_fraction`, `--clip_norm`, `--max_seq_length`,
+    `--gradient_accumulation_steps` (`check_gradient_accumulation`).
 
     Their defaults are None (the preset's fine-tuning defaults, `resolve_schedule`)
     unless given (pretraining has its own).
@@ -133,8 +134,8 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
     >>> _ = values(["pretrain"])
     >>> values.epochs, values.learning_rate, values.warmup_fraction, values.max_seq_length
     (None, 0.0001, 0.1, 128)
-    >>> values.clip_norm
-    1.0
+    >>> values.clip_norm, values.gradient_accumulation_steps
+    (1.0, 1)
     """
     preset_default = "the preset's default when omitted"
     flags.DEFINE_integer("epochs", None, "Training epochs (at most, with early stopping; "
@@ -150,6 +151,11 @@ def define_schedule_flags(flag_values=flags.FLAGS, *, learning_rate=None,
     flags.DEFINE_float("clip_norm", 1.0, "The global norm the gradients are clipped to before "
                        "each update (BERT's 1.0; 0: no clipping).", lower_bound=0.0,
                        flag_values=flag_values)
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Apply the mean gradient of this "
+                         "many batches once, every this many batches: the updates of a "
+                         "--batch_size this many times larger, in less memory; steps (total, "
+                         "warm-up, checkpoints, logging) then count updates (1: off).",
+                         lower_bound=1, flag_values=flag_values)
     default = ("; the task's default (question answering: 384), else the preset's, at most "
                "the encoder's positions, when omitted.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed sequence, in "
@@ -403,6 +409,7 @@ class Schedule:
     head_learning_rate: float  # None: what starts from scratch learns at learning_rate
     warmup_fraction: float
     clip_norm: float = 1.0  # the global gradient norm clipped to; 0: none
+    gradient_accumulation_steps: int = 1  # batches per update; 1: none
 
 
 def resolve_schedule(flag_values, defaults, pretrained):
@@ -418,7 +425,7 @@ def resolve_schedule(flag_values, defaults, pretrained):
     >>> values = types.SimpleNamespace(epochs=None, learning_rate=None,
     ...                                head_learning_rate=None, warmup_fraction=0.0)
     >>> resolve_schedule(values, defaults, pretrained=True)
-    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0, clip_norm=1.0)
+    Schedule(epochs=3, learning_rate=5e-05, head_learning_rate=0.001, warmup_fraction=0.0, clip_norm=1.0, gradient_accumulation_steps=1)
     >>> resolve_schedule(values, defaults, pretrained=False).head_learning_rate is None
     True
     """
@@ -431,7 +438,61 @@ def resolve_schedule(flag_values, defaults, pretrained):
     return Schedule(epochs=flag_values.epochs or defaults.epochs,
                     learning_rate=flag_values.learning_rate or defaults.learning_rate,
                     head_learning_rate=head_learning_rate, warmup_fraction=warmup_fraction,
-                    clip_norm=getattr(flag_values, "clip_norm", 1.0))
+                    clip_norm=getattr(flag_values, "clip_norm", 1.0),
+                    gradient_accumulation_steps=getattr(flag_values,
+                                                        "gradient_accumulation_steps", 1))
+
+
+def check_gradient_accumulation(flag_values, strategy=None, binary=None):
+    """Refuses `--gradient_accumulation_steps` > 1 where it is not supported, in one line:
+    in `binary` (a training binary that does not support it), or with several replicas.
+
+    Under several replicas Keras's accumulators are mirrored variables that each
+    replica adds its own gradients to, and the saved state holds one replica's:
+    not tested, so refused.
+
+    Examples:
+    >>> import types
+    >>> check_gradient_accumulation(types.SimpleNamespace(gradient_accumulation_steps=1),
+    ...                             binary="tools/pretrain.py")
+    >>> check_gradient_accumulation(types.SimpleNamespace(gradient_accumulation_steps=4),
+    ...                             binary="tools/pretrain.py")
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4: tools/pretrain.py does not accumulate gradients (tools/train.py does); use a smaller --batch_size or 1
+    """
+    steps = getattr(flag_values, "gradient_accumulation_steps", 1) or 1
+    if steps == 1:
+        return
+    if binary is not None:
+        raise UserError(f"--gradient_accumulation_steps={steps}: {binary} does not accumulate "
+                        "gradients (tools/train.py does); use a smaller --batch_size or 1")
+    replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+    if replicas > 1:
+        raise UserError(f"--gradient_accumulation_steps={steps} is not supported with "
+                        f"{replicas} replicas (--distribution_strategy): use one device, or a "
+                        "larger global --batch_size instead")
+
+
+def updates_per_epoch(batches, accumulation_steps):
+    """The optimizer steps (updates) of an epoch of `batches` batches: whole updates only.
+
+    A last update short of `accumulation_steps` batches would carry into the
+    next epoch: the batches past the last whole update start the next epoch
+    instead (the training stream is endless, nothing is dropped).
+
+    Examples:
+    >>> updates_per_epoch(10, 1), updates_per_epoch(10, 4)
+    (10, 2)
+    >>> updates_per_epoch(3, 4)
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.UserError: --gradient_accumulation_steps=4 exceeds the 3 batches of an epoch
+    """
+    if batches < accumulation_steps:
+        raise UserError(f"--gradient_accumulation_steps={accumulation_steps} exceeds the "
+                        f"{batches} batches of an epoch")
+    return batches // accumulation_steps
 
 
 
@@ -502,10 +563,11 @@ def model_overrides(tokens, schedule, total_steps, hardware, dropout=None, /, **
     Examples:
     >>> schedule = Schedule(1, 1e-3, None, 0.1)
     >>> sorted(model_overrides(["a"] * 100, schedule, 50, Hardware("float32", False, 1)))
-    ['clip_norm', 'jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
+    ['clip_norm', 'gradient_accumulation_steps', 'jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
     """
     overrides = dict(more, vocabulary_size=len(tokens), learning_rate=schedule.learning_rate,
                      clip_norm=schedule.clip_norm, total_steps=total_steps,
+                     gradient_accumulation_steps=schedule.gradient_accumulation_steps,
                      warmup_steps=int(schedule.warmup_fraction * total_steps),
                      jit_compile=hardware.jit_compile, pack_length=hardware.pack_length)
     if schedule.head_learning_rate is not None:
