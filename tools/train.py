@@ -100,6 +100,8 @@ _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length"
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
                 "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal", "columns",
                 "validation_split", "trainable_layers", "gradient_accumulation_steps")
+# What a resume key was in runs from before it was recorded (their config.json lacks it).
+_RESUME_DEFAULTS = {"gradient_accumulation_steps": 1}
 
 
 def _count_batches(dataset):
@@ -352,7 +354,7 @@ def main(argv):
                                 if FLAGS.gradual_unfreezing else None)
     config = _config(setup, task, train_examples, len(eval_examples))
     if resuming:
-        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
+        md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS, _RESUME_DEFAULTS)
     md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
     md.save_vocabulary(FLAGS.model_dir, setup.tokens)

@@ -6,12 +6,11 @@ import os
 import keras
 import pytest
 import numpy as np
-import tensorflow as tf
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import nlpzoo.zoo  # noqa: F401  (registers the task models that load_model meets)
 from nlpzoo.tasks.training.optimization import learning_rate_schedule
 from tests.helpers.binaries import run_tool, run_tools
+from tests.helpers.tensorboard_logs import logged_step_rates
 from tests.helpers.paths import CONLL, TREC
 
 _COMMON = ("--learning_rate=1e-3", "--max_seq_length=32", "--mixed_precision=float32",
@@ -22,14 +21,6 @@ def _label_counts(labels):
     from nlpzoo.tasks.classification.task import ClassificationTask
     examples = ClassificationTask().read(os.path.join(TREC, "train.label"))
     return [sum(1 for example in examples if example.label == label) for label in labels]
-
-
-def _step_rates(model_dir):
-    accumulator = EventAccumulator(os.path.join(model_dir, "logs", "train"),
-                                   size_guidance={"tensors": 0})
-    accumulator.Reload()
-    return {event.step: float(tf.make_ndarray(event.tensor_proto))
-            for event in accumulator.Tensors("learning_rate/step")}
 
 
 # Slow (two real training runs, about a minute): `make test-slow`. The flags' parts are
@@ -66,7 +57,7 @@ def test_adaptation_flags_end_to_end(tmp_path):
     assert "gradual unfreezing: step 4" in results["unfreezing"].stderr
     total, warmup = config["total_steps"], int(0.1 * config["total_steps"])
     schedule = learning_rate_schedule("cosine", 1e-3, total, warmup)
-    rates = _step_rates(unfreezing)
+    rates = logged_step_rates(unfreezing)
     assert sorted(rates) == list(range(1, total + 1))
     for step, rate in rates.items():
         np.testing.assert_allclose(rate, float(schedule(step - 1)), rtol=1e-5, atol=1e-9)

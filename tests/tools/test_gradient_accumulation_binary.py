@@ -10,26 +10,17 @@ import shutil
 import types
 
 import pytest
-import tensorflow as tf
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from nlpzoo.tasks.io.errors import UserError
 from nlpzoo.tasks.training.optimization import WarmupLinearDecay
 from nlpzoo.tools.cli import run_setup
 from tests.helpers.binaries import run_tool, run_tools
+from tests.helpers.tensorboard_logs import logged_step_rates
 from tests.helpers.paths import TREC
 
 TRAIN, TEST = os.path.join(TREC, "train.label"), os.path.join(TREC, "test.label")
 SMALL = ("--vocab_size=300", "--max_seq_length=32", "--mixed_precision=float32",
          "--jit_compile=false")
-
-
-def _step_rates(model_dir):
-    accumulator = EventAccumulator(os.path.join(model_dir, "logs", "train"),
-                                   size_guidance={"tensors": 0})
-    accumulator.Reload()
-    return {event.step: float(tf.make_ndarray(event.tensor_proto))
-            for event in accumulator.Tensors("learning_rate/step")}
 
 
 @pytest.mark.slow  # one real training run (about 40 s here)
@@ -52,7 +43,7 @@ def test_train_accumulates_and_counts_steps_in_updates(tmp_path):
     # The per-step rate is logged once per update, on the schedule of the updates.
     total = config["total_steps"]
     schedule = WarmupLinearDecay(1e-3, int(0.1 * total), total)
-    rates = _step_rates(model_dir)
+    rates = logged_step_rates(model_dir)
     assert sorted(rates) == list(range(1, total + 1))
     for step, rate in rates.items():
         assert rate == pytest.approx(float(schedule(step - 1)), abs=1e-9)

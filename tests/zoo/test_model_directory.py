@@ -35,6 +35,11 @@ def test_interrupted_run_resumes_and_finished_run_needs_overwrite(tmp_path):
     md.check_resumable(str(tmp_path), {"preset": "a"}, ["preset"])
     with pytest.raises(UserError, match="other settings \\(preset: 'a' → 'b'\\)"):
         md.check_resumable(str(tmp_path), {"preset": "b"}, ["preset"])
+    # A key its config.json lacks (recorded since) is read as its default.
+    md.check_resumable(str(tmp_path), {"preset": "a", "new": 1}, ["preset", "new"], {"new": 1})
+    with pytest.raises(UserError, match="new: 1 → 2"):
+        md.check_resumable(str(tmp_path), {"preset": "a", "new": 2}, ["preset", "new"],
+                           {"new": 1})
     # Killed during the final evaluation: checkpoints gone, no metrics.json yet.
     os.rmdir(tmp_path / "checkpoints")
     (tmp_path / "best_model.keras").write_text("x")

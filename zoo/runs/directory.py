@@ -159,12 +159,15 @@ def prepare(model_dir, overwrite=False, tool=None):
     return state == "resume"
 
 
-def check_resumable(model_dir, config, keys):
-    """Refuses to resume when the settings that shape the model changed."""
+def check_resumable(model_dir, config, keys, defaults=None):
+    """Refuses to resume when the settings that shape the model changed. `defaults`: the
+    value a key had in runs written before it was recorded (their config.json lacks it)."""
     saved = read_json(path(model_dir, CONFIG), dict)
-    changed = [k for k in keys if saved.get(k) != config.get(k)]
+    defaults = defaults or {}
+    changed = [k for k in keys if saved.get(k, defaults.get(k)) != config.get(k)]
     if changed:
-        details = ", ".join(f"{k}: {saved.get(k)!r} → {config.get(k)!r}" for k in changed)
+        details = ", ".join(f"{k}: {saved.get(k, defaults.get(k))!r} → {config.get(k)!r}"
+                            for k in changed)
         raise UserError(
             f"--model_dir={model_dir} holds an interrupted run with other settings "
             f"({details}); pass --overwrite to start again"
