@@ -50,13 +50,8 @@ def model_outputs(model, preprocessor, examples, batch_size):
 
 def class_probabilities(model, preprocessor, examples, batch_size):
     """Class probabilities [N, C] (float64) of `examples`, in order, batched by length
-    (`model_outputs`, then a softmax).
-
-    Args:
-        model: the classifier (or an ensemble): logits [batch, C].
-        preprocessor: its `TextPreprocessor`.
-        examples: `ClassificationExample`s (all with or all without `text_pair`).
-        batch_size: examples per batch.
+    (`model_outputs`, then a softmax; the arguments are `model_outputs`', the model's
+    outputs logits [batch, C]).
 
     Examples:
     >>> import keras
