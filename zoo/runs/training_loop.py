@@ -28,6 +28,7 @@ from nlpzoo.tasks.training.callbacks import (
     StepLogger,
     StopOnNonFiniteLoss,
 )
+from nlpzoo.tasks.training.layer_mix_logger import LayerMixLogger
 from nlpzoo.tasks.training.shared_encoder_training import SharedEncoderModels, StepLog
 from nlpzoo.tasks.training.training_state import TrainingInterrupted, TrainingState, fit_resumable
 from nlpzoo.zoo.runs import directory as md
@@ -111,6 +112,7 @@ def train_resumably(model, *, model_dir, steps_per_epoch, epochs, validation_dat
         *([best_checkpoint] if best_checkpoint else []),
         keras.callbacks.TensorBoard(logs),
         PaddingFractionLogger(logs),
+        LayerMixLogger(logs),
         StepLogger(os.path.join(logs, "train"), log_every_steps),
         *extra_callbacks,
     ]
@@ -212,7 +214,8 @@ def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream,
     Examples:
     >>> import tempfile, types
     >>> import tensorflow as tf
-    >>> from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step
+    >>> from nlpzoo.tasks.training.layer_mix_logger import LayerMixLogger
+from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step
     >>> shared, entries = keras.layers.Dense(2), []
     >>> for name in ("a", "b"):
     ...     inputs = keras.Input((3,))

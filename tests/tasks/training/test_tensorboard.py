@@ -272,3 +272,36 @@ def test_padding_fraction_goes_to_tensorboard_debug_only(tmp_path):
     assert val["debug/padding_fraction"] == {0: 0.0, 1: 0.0}
     assert not [tag for tag in list(train) + list(val)
                 if "padding" in tag and not tag.startswith("debug/")]
+
+
+def test_scalar_mix_weights_go_to_tensorboard_each_epoch_as_the_model_holds_them(tmp_path):
+    from nlpzoo.tasks.training.layer_mix_logger import LayerMixLogger
+
+    shape = dict(num_classes=2, vocabulary_size=50, num_layers=2, hidden_dim=16, num_heads=2,
+                 intermediate_dim=32, learning_rate=1e-2)
+    mixed = build_model("bert_tiny_classifier", layer_mix="scalar_mix", **shape)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(4, 50, (16, 6)).astype("int32")
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    y = (ids[:, 0] > 25).astype("int32")
+    logs = str(tmp_path / "mixed")
+    held = []  # the weights the model holds at each epoch's end, by hand: softmax(w), γ
+    at_epoch_end = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: held.append(
+        (np.exp(np.asarray(mixed.encoder.get_layer("layer_mix").logits))
+         / np.exp(np.asarray(mixed.encoder.get_layer("layer_mix").logits)).sum(),
+         float(np.asarray(mixed.encoder.get_layer("layer_mix").scale)))))
+    mixed.fit(x, y, epochs=2, batch_size=4, verbose=0,
+              callbacks=[at_epoch_end, LayerMixLogger(logs)])
+    events = _events(os.path.join(logs, "train"))
+    assert sorted(events) == ["layer_mix/layer_0", "layer_mix/layer_1", "layer_mix/layer_2",
+                              "layer_mix/scale"]  # the embeddings and both blocks, and γ
+    for epoch, (weights, scale) in enumerate(held):
+        logged = [events[f"layer_mix/layer_{j}"][epoch] for j in range(3)]
+        np.testing.assert_allclose(logged, weights, rtol=1e-5)
+        assert events["layer_mix/scale"][epoch] == pytest.approx(scale, rel=1e-5)
+    assert not np.allclose(held[-1][0], 1 / 3)  # the mix learned: not the starting mean
+
+    plain = build_model("bert_tiny_classifier", **shape)  # no scalar mix: nothing written
+    plain.fit(x, y, epochs=1, batch_size=8, verbose=0,
+              callbacks=[LayerMixLogger(str(tmp_path / "plain"))])
+    assert not os.path.exists(tmp_path / "plain")
