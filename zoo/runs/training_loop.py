@@ -214,8 +214,7 @@ def train_entries_resumably(entries, plan, optimizer, *, model_dir, make_stream,
     Examples:
     >>> import tempfile, types
     >>> import tensorflow as tf
-    >>> from nlpzoo.tasks.training.layer_mix_logger import LayerMixLogger
-from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step
+    >>> from nlpzoo.tasks.training.shared_encoder_training import shared_optimizer, train_step
     >>> shared, entries = keras.layers.Dense(2), []
     >>> for name in ("a", "b"):
     ...     inputs = keras.Input((3,))
