@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from nlpzoo.tasks.training.scalar_summaries import write_scalars
 from nlpzoo.tasks.training.tensorboard_scores import entity_type_scalars
 
 
@@ -55,10 +56,7 @@ class EvaluationCallback(keras.callbacks.Callback):
             for name in names:
                 logs[f"val_{name}"] = float(scores[name])
         if self._writer is not None:
-            with self._writer.as_default():
-                for tag, value in entity_type_scalars(scores, self.logged or ()).items():
-                    tf.summary.scalar(tag, value, step=epoch)
-            self._writer.flush()
+            write_scalars(self._writer, entity_type_scalars(scores, self.logged or ()), epoch)
 
     def on_train_end(self, logs=None):
         if self._writer is not None:

@@ -6,6 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from nlpzoo.tasks.training.scalar_summaries import write_scalars
+
 
 def scalar_mix_of(model):
     """The model's encoder's scalar mix (`layers.LayerMix`, mode "scalar_mix"), or None.
@@ -74,10 +76,7 @@ class LayerMixLogger(keras.callbacks.Callback):
             return
         if self._writer is None:
             self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
-        with self._writer.as_default():
-            for tag, value in scalar_mix_scalars(mix).items():
-                tf.summary.scalar(tag, value, step=epoch)
-        self._writer.flush()
+        write_scalars(self._writer, scalar_mix_scalars(mix), epoch)
 
     def on_train_end(self, logs=None):
         if self._writer is not None:
