@@ -293,7 +293,8 @@ def _train(setup, task, model, strategy):
         steps_per_epoch=setup.steps_per_epoch, epochs=setup.schedule.epochs,
         monitor=setup.monitor, mode=setup.mode, validation_data=setup.eval_dataset,
         task_callbacks=task.callbacks(setup.eval_dataset, setup.eval_examples, setup.labels,
-                                      log_dir=os.path.join(logs, "validation")),
+                                      log_dir=os.path.join(logs, "validation"),
+                                      tune_decoding=FLAGS.tune_decoding),
         extra_callbacks=[GradualUnfreezing(setup.unfreeze_every_steps)]
         if setup.unfreeze_every_steps else [],
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
