@@ -269,6 +269,38 @@ def test_a_multi_label_classifier_learns_predicts_serves_and_round_trips(tmp_pat
     np.testing.assert_allclose(outputs["probabilities"].numpy(), probabilities, atol=1e-5)
 
 
+def test_tensorboard_examples_show_gold_and_predicted_label_sets():
+    texts, label_sets, labels = _noisy_case(count=3)
+    examples = _examples(texts, label_sets)
+    preprocessor = MULTI.make_preprocessor(VOCAB, max_seq_length=16)
+    dataset = MULTI.make_dataset(examples, preprocessor, labels, batch_size=2)
+    shown = MULTI.describe_predictions(WordCountLogits(), dataset, examples, labels, count=2)
+    probabilities = 1 / (1 + np.exp(-_known_logits(texts)))
+    for line, text, gold, row in zip(shown, texts, label_sets, probabilities):
+        predicted = " ".join(n for n, p in zip(labels, row) if p >= 0.5) or "-"
+        gold = " ".join(n for n in labels if n in gold) or "-"
+        assert line.startswith(text) and f"gold **{gold}** / predicted **{predicted}**" in line
+    assert len(shown) == 2
+
+
+# slow (30 s of XLA on CPU): the same Classifier's contract runs in the default suite
+# (test_classification_model.test_pair_classifier_task_contract)
+@pytest.mark.slow
+def test_task_contract_under_xla_and_mixed_precision():
+    """XLA training with the F1 metrics, .keras round trip, float32 logits under
+    mixed_bfloat16."""
+    from tests.helpers.task_checks import run_task_test
+    rng = np.random.default_rng(0)
+    features = {"token_ids": rng.integers(5, 50, (8, 16)).astype("int32"),
+                "segment_ids": np.zeros((8, 16), "int32"),
+                "padding_mask": np.ones((8, 16), "int32")}
+    run_task_test(
+        lambda jit_compile: build_task_model(MULTI, "bert_tiny", vocabulary_size=50,
+                                             num_layers=1, labels=LABELS,
+                                             jit_compile=jit_compile),
+        features, (rng.random((8, 3)) < 0.4).astype("float32"), expected_output_shape=(8, 3))
+
+
 def test_an_ensemble_averages_each_labels_probability():
     members = [_multi_labeller(), _multi_labeller()]
     texts, label_sets = _texts(5, seed=2)
