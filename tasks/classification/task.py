@@ -330,7 +330,7 @@ class ClassificationTask(Task):
         outputs = model.predict(dataset, verbose=0, callbacks=[ProgressCallback("predicting")])
         if self.multi_label:
             metrics = multi_label_evaluation(outputs, multi_hot_targets(examples, labels),
-                                             thresholds_of(self.options.thresholds, len(labels)))
+                                             self._thresholds(labels))
         else:
             metrics = evaluation_metrics(outputs, regression_targets(examples))
         return {**metrics, "examples": len(examples)}
@@ -360,11 +360,36 @@ class ClassificationTask(Task):
         thresholds, _, _ = self.calibrate(model, dataset, examples, labels)
         return {"thresholds": thresholds}
 
+    def _thresholds(self, labels):
+        """Multi-label: each label's threshold [C] (0.5 until tuned); None otherwise."""
+        if not self.multi_label:
+            return None
+        return thresholds_of(self.options.thresholds, len(labels))
+
+    def describe_predictions(self, model, dataset, examples, labels, count=4):
+        """Multi-label: each text with its gold and its predicted label sets (at the current
+        thresholds); otherwise `Task.describe_predictions`."""
+        if not self.multi_label:
+            return super().describe_predictions(model, dataset, examples, labels, count)
+        features, rows = first_batch(dataset, count)
+        if not rows:
+            return []
+        probabilities = sigmoid(np.asarray(model.predict_on_batch(features))[:rows])
+        thresholds = self._thresholds(labels)
+        comparisons = []
+        for example, row in zip(examples, probabilities):
+            gold = [label for label in labels if label in example.label]  # label-id order
+            predicted = multi_label_record(row, labels, thresholds)["labels"]
+            comparisons.append(label_comparison(list(self.texts([example])),
+                                                " ".join(gold) or "-",
+                                                " ".join(predicted) or "-"))
+        return comparisons
+
     def build_ensemble(self, models):
         """The mean of the models' class probabilities (as logits: its logarithm), of
         their scores (regression) or of each label's probability (multi-label: as logits),
-        compiled with this task's loss and metrics, so
-        `evaluate` and predictions read it as one."""
+        compiled with this task's loss and metrics, so `evaluate` and predictions read it
+        as one."""
         if self.multi_label:  # the mean of each label's probability
             combine = mean_sigmoid_logits
         else:
@@ -497,31 +522,6 @@ class ClassificationTask(Task):
             return multi_label_outputs(model, preprocessor, labels, self._thresholds(labels),
                                        text, text_pair)
         return classification_outputs(model, preprocessor, labels, text, text_pair)
-
-    def _thresholds(self, labels):
-        """Multi-label: each label's threshold [C] (0.5 until tuned); None otherwise."""
-        if not self.multi_label:
-            return None
-        return thresholds_of(self.options.thresholds, len(labels))
-
-    def describe_predictions(self, model, dataset, examples, labels, count=4):
-        """Multi-label: each text with its gold and its predicted label sets (at the current
-        thresholds); otherwise `Task.describe_predictions`."""
-        if not self.multi_label:
-            return super().describe_predictions(model, dataset, examples, labels, count)
-        features, rows = first_batch(dataset, count)
-        if not rows:
-            return []
-        probabilities = sigmoid(np.asarray(model.predict_on_batch(features))[:rows])
-        thresholds = self._thresholds(labels)
-        comparisons = []
-        for example, row in zip(examples, probabilities):
-            gold = [label for label in labels if label in example.label]  # label-id order
-            predicted = multi_label_record(row, labels, thresholds)["labels"]
-            comparisons.append(label_comparison(list(self.texts([example])),
-                                                " ".join(gold) or "-",
-                                                " ".join(predicted) or "-"))
-        return comparisons
 
 
 def _raw_label_set(target, labels, index):
