@@ -147,7 +147,8 @@ class ClassificationTask(Task):
                              lower_bound=1, flag_values=flag_values)
         flags.DEFINE_float("label_smoothing", 0.0, "Classification: train against "
                            "label-smoothed targets, 1 - e + e/K for the true class and e/K "
-                           "for the others (0: plain cross-entropy).", lower_bound=0.0,
+                           "for the others (--multi_label: 1 - e/2 and e/2 for each label; "
+                           "0: plain cross-entropy).", lower_bound=0.0,
                            upper_bound=0.99, flag_values=flag_values)
         flags.DEFINE_string("class_weights", None, "Classification: each class's weight in "
                             "the loss: 'balanced' (n / (K * n_k) from the training labels, "
