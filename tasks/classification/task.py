@@ -227,8 +227,11 @@ class ClassificationTask(Task):
 
     def adapt(self, examples):
         """Reads pairs or single texts as the examples hold them; resolves "balanced" class
-        weights from their labels and checks given ones against the number of labels."""
+        weights from their labels and checks given ones against the number of labels.
+        Multi-label: training data without a single label fails here, in one line."""
         changes = {"paired_input": examples[0].text_pair is not None}
+        if self.multi_label:
+            multi_label_names(examples)
         weights = self.options.class_weights
         if weights is not None:
             names = self.label_names(examples)

@@ -121,8 +121,10 @@ def test_an_unknown_label_at_evaluation_names_its_file_and_line(tmp_path):
 
 
 def test_training_data_without_any_label_is_refused():
-    with pytest.raises(ValueError, match="no example has a label"):
-        MULTI.label_names(_examples(["a", "b"], [[], []]))
+    examples = _examples(["a", "b"], [[], []])
+    for refuse in (MULTI.label_names, MULTI.adapt):  # adapt: tools/train.py's one line
+        with pytest.raises(ValueError, match="no example has a label"):
+            refuse(examples)
 
 
 # --- the maths of evaluation and threshold tuning, with a model whose logits are known -----
