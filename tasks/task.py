@@ -63,8 +63,10 @@ class Task:
         calibration_option: the task option that the task's
             `calibrate(model, dataset, examples, labels)` picks on validation
             data, returning `(value, score, table)` (`tools/calibrate.py` stores
-            the value with the model): span NER's `threshold`; None for a task
-            with nothing to calibrate.
+            the value with the model): span NER's `threshold`; a multi-label
+            classifier's `thresholds`, a list with one per label (a property
+            there: a single-label classifier has none); None for a task with
+            nothing to calibrate.
         metrics_in_percent: `evaluate` gives its scores in percent (SQuAD's
             exact match and F1, as the official script prints them), not as
             fractions: a difference of 1 is one point.
