@@ -142,8 +142,9 @@ class BiEncoderTask(Task):
         return readers.read_pairs(path, data_format, self.options.objective, columns=columns)
 
     def label_names(self, examples):
-        """Softmax: the classes, sorted (numerically when all are integers); cosine: none."""
-        if self.options.objective == "cosine":
+        """Softmax: the classes, sorted (numerically when all are integers); cosine and
+        multiple_negatives: none."""
+        if self.options.objective != "softmax":
             return []
         return sorted_label_names(example.label for example in examples)
 
