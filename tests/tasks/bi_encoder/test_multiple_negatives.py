@@ -40,6 +40,10 @@ def test_reads_pairs_with_labels_ignored_and_hard_negatives(tmp_path):
     assert task.adapt(examples).options.hard_negatives
     assert not task.adapt(examples[1:]).options.hard_negatives
     assert task.monitor(0) == ("val_mrr_at_10", "max")
+    table = tmp_path / "pairs.csv"  # no label column: none is needed
+    table.write_text("text,text_pair\nwho wrote it,a play by him\n", encoding="utf-8")
+    assert [(e.text, e.text_pair, e.hard_negative) for e in task.read(str(table))] == [
+        ("who wrote it", "a play by him", None)]
 
 
 @pytest.mark.parametrize("records, message", [
