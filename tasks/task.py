@@ -307,6 +307,13 @@ class Task:
                 task = self.with_options(**changes)
         return task.evaluate(model, dataset, examples, labels)
 
+    def evaluate_corpus(self, model, preprocessor, queries_path, corpus_path, batch_size=64):
+        """Retrieval metrics (MRR@10, Recall@1/10, NDCG@10) of the queries of `queries_path`
+        searching the corpus of `corpus_path` (`tasks.retrieval.corpus`); tasks whose
+        models embed texts (the bi-encoder) implement it."""
+        raise ValueError(f"a {self.name} model does not embed texts for retrieval; "
+                         "evaluate it on --data alone")
+
     def tune_decoding(self, model, dataset, examples, labels):
         """Task option changes picked on validation data after training; none by default.
 
