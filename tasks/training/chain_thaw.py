@@ -16,7 +16,6 @@ gradual unfreezing's top-down one (the NAACL 2019 tutorial's reading: the
 layers nearest the task first).
 """
 
-from nlpzoo.layers import distinct_block_count
 from nlpzoo.tasks.training.gradual_unfreezing import (
     encoder_transformer,
     unfreezing_groups,
@@ -25,26 +24,26 @@ from nlpzoo.tasks.training.gradual_unfreezing import (
 from nlpzoo.tasks.training.trainable_stages import TrainableStages
 
 
-def chain_thaw_stages(num_layers, share_layers=False):
-    """How many stages chain-thaw has for an encoder: the head, each of its L distinct blocks,
-    the embeddings, everything (L + 3).
+def chain_thaw_stages(num_blocks):
+    """How many stages chain-thaw has for an encoder of `num_blocks` distinct blocks
+    (`layers.distinct_block_count`): the head, each block, the embeddings, everything.
 
     Examples:
-    >>> chain_thaw_stages(6), chain_thaw_stages(12, share_layers=True)
+    >>> chain_thaw_stages(6), chain_thaw_stages(1)  # MiniLM-L6; ALBERT's one shared block
     (9, 4)
     """
-    return distinct_block_count(num_layers, share_layers) + 3
+    return int(num_blocks) + 3
 
 
-def default_chain_thaw_steps(total_steps, num_layers, share_layers=False):
+def default_chain_thaw_steps(total_steps, num_blocks):
     """The stage length that gives the single-part stages the first half of the run
     (the whole model trains for the second half); at least 1.
 
     Examples:
-    >>> default_chain_thaw_steps(465, num_layers=6)  # 8 single-part stages of 29 steps
+    >>> default_chain_thaw_steps(465, num_blocks=6)  # 8 single-part stages of 29 steps
     29
     """
-    single_part_stages = chain_thaw_stages(num_layers, share_layers) - 1
+    single_part_stages = chain_thaw_stages(num_blocks) - 1
     return max(1, int(total_steps) // (2 * single_part_stages))
 
 
