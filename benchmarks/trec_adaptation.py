@@ -61,6 +61,13 @@ ROWS = [
     ("discriminative", "discriminative learning rates, ξ = 0.8", 1e-4,
      ["--layer_lr_decay=0.8"]),
     ("l2sp", "full fine-tuning + L2-SP, α = 0.01", 1e-4, ["--l2sp=0.01"]),
+    # The Fisher is normalised to mean 1: λ on L2-SP's scale, the same 0.01.
+    ("ewc", "full fine-tuning + EWC, λ = 0.01 (task Fisher, 100 batches)", 1e-4,
+     ["--ewc=0.01"]),
+    # Default stages: head, each of the 6 blocks, the embeddings share the first half
+    # of the run; everything trains for the second half.
+    ("chain_thaw", "chain-thaw (a part at a time for half the run, then all)", 1e-4,
+     ["--chain_thaw"]),
 ]
 
 
