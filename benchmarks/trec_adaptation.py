@@ -61,6 +61,14 @@ ROWS = [
     ("discriminative", "discriminative learning rates, ξ = 0.8", 1e-4,
      ["--layer_lr_decay=0.8"]),
     ("l2sp", "full fine-tuning + L2-SP, α = 0.01", 1e-4, ["--l2sp=0.01"]),
+    ("top2", "the top 2 blocks, the pooler and the head (`--trainable_layers=2`)", 1e-4,
+     ["--trainable_layers=2"]),
+    ("noclip", "full fine-tuning without gradient clipping (`--clip_norm=0`)", 1e-4,
+     ["--clip_norm=0"]),
+    # The same updates as batch 32 (the flag given last wins), from batches of 8.
+    ("accumulate4", "full fine-tuning, batches of 8 accumulated 4 at a time "
+     "(`--gradient_accumulation_steps=4`)", 1e-4,
+     ["--batch_size=8", "--gradient_accumulation_steps=4"]),
     # The Fisher is normalised to mean 1: λ on L2-SP's scale, the same 0.01.
     ("ewc", "full fine-tuning + EWC, λ = 0.01 (task Fisher, 100 batches)", 1e-4,
      ["--ewc=0.01"]),

@@ -21,6 +21,20 @@ line), written atomically: a failed run leaves no file. With --query (or
 --query_file, one query per line or JSONL) the --top_k texts of --input most
 similar to each query by cosine similarity are printed with their scores;
 --output is then optional. Progress goes to standard error.
+
+Words in context (--words): every word of --input gets its own vector, the
+--pooling (mean, max, first or last) of its subwords' vectors at --layer, so
+the same word has a different vector in each text. With --query and --word,
+each occurrence of --word in the query is looked up among the occurrences of
+the same word in --input (its senses; --noany_word) or among every word of
+--input (--any_word), and the --top_k nearest are printed in their context:
+
+    python tools/embed.py --init_checkpoint=/path/to/all-MiniLM-L6-v2 --words \
+        --input=samples/words_in_context.txt --query="I paid the cheque into the bank" \
+        --word=bank --top_k=3
+
+--projector_dir writes the vectors (of texts, or of words with --words) and
+their texts for TensorBoard's projector: `tensorboard --logdir <dir>`.
 """
 
 import os
@@ -29,6 +43,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import nlpzoo.tools  # noqa: E402,F401  (quiets TensorFlow's C++ logging before it loads)
 
+import numpy as np  # noqa: E402
 from absl import flags  # noqa: E402
 
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
@@ -51,17 +66,49 @@ flags.DEFINE_integer("top_k", 5, "How many similar texts --query prints.", lower
 flags.DEFINE_integer("batch_size", 64, "Texts per batch.", lower_bound=1)
 flags.DEFINE_integer("progress_every", 20, "Print progress to standard error every this many "
                      "batches (0: never).", lower_bound=0)
+flags.DEFINE_boolean("words", False, "Embed every word of --input in its context (the "
+                     "--pooling of its subwords at --layer: mean, max, first or last) instead "
+                     "of whole texts.")
+flags.DEFINE_string("word", None, "With --words and --query: the query's word whose "
+                    "contextual vector is looked up (each of its occurrences in the query).")
+flags.DEFINE_boolean("any_word", False, "With --words: search every word of --input, not "
+                     "only the occurrences of --word.")
+flags.DEFINE_string("projector_dir", None, "Also write the vectors and their texts to this "
+                    "directory for TensorBoard's embedding projector.")
+flags.DEFINE_boolean("overwrite", False, "Replace a --projector_dir written by an earlier run.")
 flags.mark_flags_as_required(["input"])
 flags.mark_flags_as_mutual_exclusive(["query", "query_file"])
 
 
+def _check_word_flags():
+    """Refuses --word, --any_word and --words without what they need, before any work."""
+    querying = FLAGS.query is not None or FLAGS.query_file is not None
+    if not FLAGS.words:
+        for name in ("word", "any_word"):
+            if FLAGS[name].present:
+                raise UserError(f"--{name} applies to word vectors: add --words")
+    elif querying and not (FLAGS.word or "").strip():
+        raise UserError("--words with --query needs --word: the word of the query whose "
+                        "contextual vector is looked up")
+    elif FLAGS.word is not None and not querying:
+        raise UserError("--word names a word of --query or --query_file: give one")
+    if FLAGS.projector_dir is not None:
+        from nlpzoo.tasks.io.ownership import check_replaceable
+
+        try:
+            check_replaceable(FLAGS.projector_dir, "--projector_dir", overwrite=FLAGS.overwrite)
+        except ValueError as error:
+            raise UserError(str(error))
+
+
 def _check_output():
     """Refuses a bad --output before any work (nothing is written on failure)."""
+    _check_word_flags()
     output = FLAGS.output
     if output is None:
-        if FLAGS.query is None and FLAGS.query_file is None:
-            raise UserError("--output is required (a .npy or .jsonl file) unless --query or "
-                            "--query_file is given")
+        if FLAGS.query is None and FLAGS.query_file is None and FLAGS.projector_dir is None:
+            raise UserError("--output is required (a .npy or .jsonl file) unless --query, "
+                            "--query_file or --projector_dir is given")
         return
     if output == "-" and (FLAGS.query is not None or FLAGS.query_file is not None):
         raise UserError("--output=- would mix embeddings with the --query results on standard "
@@ -98,6 +145,73 @@ def _print_matches(queries, texts, indices, scores):
             print(f"{rank:>3}  {score:.4f}  {text.text}  ({text.source}:{text.line})")
 
 
+def _write_vectors(task, examples, vectors, describe, points, name):
+    """--output (JSON lines: `describe(example)` and the vector) and --projector_dir (the
+    projector's labels: `points`, {column: one value per example}), for texts or words."""
+    if FLAGS.output is not None:
+        task.write_embeddings(examples, vectors, FLAGS.output, describe=describe)
+        if FLAGS.output != "-":
+            print(f"wrote {vectors.shape[0]} {name} of dimension {vectors.shape[1]} "
+                  f"to {FLAGS.output}", file=sys.stderr)
+    if FLAGS.projector_dir is not None:
+        from nlpzoo.tasks.sentence_embedding.projector import write_projector
+
+        write_projector(FLAGS.projector_dir, vectors, list(zip(*points.values())),
+                        tuple(points), name=name, overwrite=FLAGS.overwrite,
+                        flag="--projector_dir")
+        print(f"wrote the projector's files to {FLAGS.projector_dir} (tensorboard --logdir "
+              f"{FLAGS.projector_dir}, Projector tab)", file=sys.stderr)
+
+
+def _where(text):
+    """`file:line` of a text read from --input."""
+    return f"{text.source}:{text.line}"
+
+
+def _embed_words(task, source, texts, queries):
+    """--words: every word's vector, written, and the nearest occurrences to --word's."""
+    from nlpzoo.tasks.sentence_embedding import word_vectors
+    from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+
+    try:
+        model = word_vectors.ContextualWordEmbedder(source.encoder, layer=FLAGS.layer,
+                                                    aggregation=FLAGS.pooling)
+    except ValueError as error:
+        raise UserError(f"--words: {error}" if "mode" not in str(error) else
+                        f"--pooling={FLAGS.pooling}: a word's subwords are pooled by mean, "
+                        "max, first or last")
+    preprocessor = WordPreprocessor(source.vocabulary, lowercase=source.lowercase,
+                                    max_seq_length=source.max_seq_length, word_ends=True)
+    print(f"embedding the words of {len(texts)} texts with {source.what} (pooling="
+          f"{model.aggregation}, layer={model.layer})", file=sys.stderr, flush=True)
+    occurrences, vectors = word_vectors.embed_words(model, preprocessor, texts, FLAGS.batch_size)
+    if FLAGS.normalize:
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    _write_vectors(task, occurrences, vectors, lambda occurrence: {
+        "text": occurrence.sentence.text, "word": occurrence.word, "index": occurrence.index},
+        {"word": [o.word for o in occurrences], "context": [o.in_context() for o in occurrences],
+         "source": [_where(o.sentence) for o in occurrences]}, "word vectors")
+    if queries is None:
+        return
+    found, query_vectors = word_vectors.embed_words(model, preprocessor, queries, 1)
+    chosen = word_vectors.occurrences_of(found, FLAGS.word)
+    if not chosen:
+        raise UserError(f"--word={FLAGS.word} is not a word of the query (its words: "
+                        f"{', '.join(sorted({o.word for o in found})[:12])})")
+    candidates = None if FLAGS.any_word else word_vectors.occurrences_of(occurrences, FLAGS.word)
+    indices, scores = word_vectors.nearest_occurrences(query_vectors[chosen], vectors,
+                                                       FLAGS.top_k, candidates)
+    for query, rows, row_scores in zip([found[i] for i in chosen], indices, scores):
+        print(f"query: {query.in_context()}")
+        if not len(rows):
+            print(f"  no occurrence of {FLAGS.word!r} in {FLAGS.input} (--any_word searches "
+                  "every word)")
+        for rank, (index, score) in enumerate(zip(rows, row_scores), 1):
+            print(f"{rank:>3}  {score:.4f}  {occurrences[index].in_context()}  "
+                  f"({_where(occurrences[index].sentence)})")
+
+
 def main(argv):
     _check_output()
     from nlpzoo.tasks.sentence_embedding import Sentence, top_k
@@ -115,6 +229,8 @@ def main(argv):
         queries = task.read(FLAGS.query_file)
     source = md.load_encoder_source(FLAGS.init_checkpoint, FLAGS.model_dir, FLAGS.model,
                                     FLAGS.max_seq_length)
+    if FLAGS.words:
+        return _embed_words(task, source, texts, queries)
     try:
         model = task.build_model(source.encoder, pooling=FLAGS.pooling,
                                  normalize=FLAGS.normalize, layer=FLAGS.layer)
@@ -126,11 +242,9 @@ def main(argv):
           f"normalize={model.normalize}, layer={model.layer}, "
           f"max_seq_length={source.max_seq_length})", file=sys.stderr, flush=True)
     embeddings = task.embed(model, preprocessor, texts, FLAGS.batch_size, _progress("texts"))
-    if FLAGS.output is not None:
-        task.write_embeddings(texts, embeddings, FLAGS.output)
-        if FLAGS.output != "-":
-            print(f"wrote {embeddings.shape[0]} embeddings of dimension {embeddings.shape[1]} "
-                  f"to {FLAGS.output}", file=sys.stderr)
+    _write_vectors(task, texts, embeddings, None, {
+        "text": [text.text for text in texts], "source": [_where(text) for text in texts]},
+        "embeddings")
     if queries is not None:
         query_embeddings = task.embed(model, preprocessor, queries, FLAGS.batch_size)
         indices, scores = top_k(query_embeddings, embeddings, FLAGS.top_k)

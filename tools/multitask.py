@@ -468,8 +468,8 @@ def _end_epoch(entry, epoch, drawn, writers):
                  entry.model.get_metrics_result().items()}
         train["epoch_loss"] = entry.loss_mean.result()
     _write_scalars(writers[entry.name, "train"], {**train, "epoch_batches": drawn}, epoch)
-    metrics = entry.task.evaluate(entry.model, entry.eval_dataset, entry.eval_examples,
-                                  entry.labels)
+    metrics = entry.task.validation_scores(entry.model, entry.eval_dataset, entry.eval_examples,
+                                           entry.labels, tune_decoding=FLAGS.tune_decoding)
     logged = {f"val_{name}": value for name, value in metrics.items()
               if isinstance(value, (int, float)) and name != "examples"}
     _write_scalars(writers[entry.name, "validation"],

@@ -62,6 +62,30 @@ def parse_layer(layer, num_layers):
     return layer
 
 
+def token_vectors(encoder_outputs, layer):
+    """The [B, T, H] token vectors an embedding reads from an encoder's outputs.
+
+    Args:
+        encoder_outputs: what an `Encoder` returns (`sequence_output`, `hidden_states`).
+        layer: a value `parse_layer` returned: None (`sequence_output`), a
+            hidden-state index, "last" or "mean_last_4".
+
+    Examples:
+    >>> import numpy as np
+    >>> states = [np.full((1, 2, 3), float(i), "float32") for i in range(5)]
+    >>> outputs = {"sequence_output": states[-1], "hidden_states": states}
+    >>> float(token_vectors(outputs, "mean_last_4")[0, 0, 0]), float(token_vectors(outputs, 0)[0, 0, 0])
+    (2.5, 0.0)
+    """
+    if layer is None:
+        return encoder_outputs["sequence_output"]
+    if layer == "mean_last_4":
+        return LayerMix("mean_last_4", name="layer_mix")(encoder_outputs["hidden_states"])
+    if layer == "last":
+        return encoder_outputs["hidden_states"][-1]
+    return encoder_outputs["hidden_states"][layer]
+
+
 @keras.saving.register_keras_serializable(package="nlpzoo")
 class SentenceEmbedder(EncoderTaskModel):
     """Encoder inputs → one float32 vector per text ([batch, hidden_dim]).
@@ -108,15 +132,7 @@ class SentenceEmbedder(EncoderTaskModel):
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in Encoder.INPUTS}
-        outputs = encoder(inputs)
-        if layer is None:
-            tokens = outputs["sequence_output"]
-        elif layer == "mean_last_4":
-            tokens = LayerMix("mean_last_4", name="layer_mix")(outputs["hidden_states"])
-        elif layer == "last":
-            tokens = outputs["hidden_states"][-1]
-        else:
-            tokens = outputs["hidden_states"][layer]
+        tokens = token_vectors(encoder(inputs), layer)
         embedding = SequencePooling(pooling, normalize=normalize, dtype="float32",
                                     name="pooling")(tokens, padding_mask=inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=embedding, **kwargs)

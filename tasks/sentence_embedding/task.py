@@ -120,20 +120,24 @@ class SentenceEmbeddingTask(Task):
         raise ValueError(f"{output}: embeddings are written to a .npy file (a float32 array, "
                          "one row per text) or a .jsonl file (text and embedding per line)")
 
-    def write_embeddings(self, examples, embeddings, output, output_format="auto"):
+    def write_embeddings(self, examples, embeddings, output, output_format="auto",
+                         describe=None):
         """Writes `embeddings` (one row per example) to `output` atomically.
 
         `.npy`: the float32 array [texts, hidden_dim]; JSON lines: one
         `{"text": ..., "embedding": [...]}` per text (each number the shortest
         decimal that reads back as the same float32), in input order.
+        `describe(example)` gives the fields before `embedding` (default
+        `{"text": example.text}`; word vectors add the word and its index).
         """
+        describe = describe or (lambda example: {"text": example.text})
         kind = self.output_kind(output, output_format)
         embeddings = np.asarray(embeddings, np.float32)
         if kind == "npy":
             write_binary_atomically(output, lambda f: np.save(f, embeddings))
             return
         write_output(output, (
-            json.dumps({"text": example.text,
+            json.dumps({**describe(example),
                         "embedding": [float(value) for value in row.astype(str)]},
                        ensure_ascii=False) + "\n"
             for example, row in zip(examples, embeddings)))

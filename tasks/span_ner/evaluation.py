@@ -73,9 +73,20 @@ def decode_all(predictions, labels, threshold=0.5, decoding="flat", method="gree
 
 
 def evaluate_span_model(model, dataset, sentences, labels, max_span_width,
-                        threshold=0.5, decoding="flat", method="greedy"):
-    """Span precision, recall and F1 (exact start, end and label), overall and per type."""
+                        threshold=0.5, decoding="flat", method="greedy", tune_threshold=False):
+    """Span precision, recall and F1 (exact start, end and label), overall and per type.
+
+    With `tune_threshold`, the scores are those at the F1-best threshold on
+    these very sentences (`calibrate_threshold`, from one pass of the model),
+    and `threshold` is ignored: how a run scores each epoch's model when the
+    threshold will be tuned after training, so that the best epoch is not
+    chosen at a threshold that training then replaces. The threshold used is
+    reported as `threshold` either way.
+    """
     predictions = span_probabilities(model, dataset, sentences, max_span_width)
+    if tune_threshold:
+        threshold = calibrate_threshold([s.spans for s in parents(sentences)], predictions,
+                                        labels, mode=decoding, method=method).threshold
     decoded = decode_all(predictions, labels, threshold, decoding, method)
     sentences = parents(sentences)
     scores = span_scores([s.spans for s in sentences], decoded)

@@ -114,7 +114,7 @@ class SpanNERTask(CasingFeaturesOption, Task):
                     "span_pooling", "width_embedding_dim", "span_hidden_dim", "none_weight",
                     "casing_dim")
     preprocessor_class = WordPreprocessor
-    logged_metrics = ("span_precision", "span_recall", "span_f1")
+    logged_metrics = ("span_precision", "span_recall", "span_f1", "threshold")
     ensemble_free_options = ("decoding", "flat_method", "threshold", "stride")
     calibration_option = "threshold"
 
@@ -211,6 +211,12 @@ class SpanNERTask(CasingFeaturesOption, Task):
 
     def evaluate(self, model, dataset, sentences, labels):
         return evaluate_span_model(model, dataset, sentences, labels,
+                                   **self._decoding_options())
+
+    def validation_scores(self, model, dataset, sentences, labels, tune_decoding=False):
+        """Span scores; with `tune_decoding`, at this model's F1-best threshold on
+        `sentences`, found from the same pass of the model (one pass, not two)."""
+        return evaluate_span_model(model, dataset, sentences, labels, tune_threshold=tune_decoding,
                                    **self._decoding_options())
 
     def describe_predictions(self, model, dataset, sentences, labels, count=4):

@@ -20,6 +20,8 @@ from tests.helpers.embedding_checks import save_tiny_checkpoint, save_tiny_class
 TEXTS = trec_texts(40)
 QUERY_ROW = 17  # --query is this text, verbatim
 QUERY_FILE_ROWS = (3, 25)
+QUERY_WORD = "book"  # --words: its uses in TEXTS are looked up from this query's
+WORD_QUERY = "Which book did you book for the trip ?"
 
 
 def _lines(text):
@@ -49,8 +51,12 @@ def files(tmp_path_factory):
         f.write("".join(json.dumps({"text": TEXTS[row]}) + "\n" for row in QUERY_FILE_ROWS))
     with open(paths["bad"], "w", encoding="utf-8") as f:
         f.write('{"text": "fine"}\n{"text": "unclosed\n')
+    (base / "mine").mkdir()  # a user's folder: never written into
+    (base / "mine" / "notes.txt").write_text("mine")
+    paths["projector"] = str(base / "projector")
     paths["out"] = {name: str(base / name) for name in (
-        "checkpoint.npy", "model.jsonl", "bad_input.npy", "bad_layer.npy", "bad.txt")}
+        "checkpoint.npy", "model.jsonl", "bad_input.npy", "bad_layer.npy", "bad.txt",
+        "words.jsonl")}
     return paths
 
 
@@ -80,6 +86,16 @@ def runs(files):
                               f"--input={texts}", f"--output={files['missing_dir']}"),
         "query to stdout": ("embed.py", f"--init_checkpoint={checkpoint}", f"--input={texts}",
                             "--output=-", "--query=x"),
+        "words": ("embed.py", f"--init_checkpoint={checkpoint}", f"--input={texts}", "--words",
+                  f"--output={out['words.jsonl']}", f"--projector_dir={files['projector']}",
+                  f"--query={WORD_QUERY}", f"--word={QUERY_WORD}", "--top_k=2",
+                  "--layer=1", "--pooling=max", "--batch_size=7"),
+        "word without words": ("embed.py", f"--init_checkpoint={checkpoint}",
+                               f"--input={texts}", "--query=x", "--word=x"),
+        "words without word": ("embed.py", f"--init_checkpoint={checkpoint}",
+                               f"--input={texts}", "--words", "--query=what is it"),
+        "foreign projector": ("embed.py", f"--init_checkpoint={checkpoint}", f"--input={texts}",
+                              f"--projector_dir={files['base'] / 'mine'}"),
     })
 
 
@@ -172,7 +188,51 @@ def _check_user_error(runs, name, message):
             assert not os.path.exists(path) and not os.path.exists(path + ".partial")
 
 
+def test_words_in_context_write_search_and_project(runs):
+    from nlpzoo.tasks.sentence_embedding.readers import Sentence, read_sentences
+    from nlpzoo.tasks.sentence_embedding.word_vectors import (
+        ContextualWordEmbedder, embed_words, nearest_occurrences, occurrences_of)
+    from nlpzoo.tasks.words.preprocessor import WordPreprocessor
+
+    result = _ok(runs, "words")
+    model = ContextualWordEmbedder(runs["encoder"], layer=1, aggregation="max")
+    preprocessor = WordPreprocessor(runs["vocabulary"], max_seq_length=64, word_ends=True)
+    occurrences, vectors = embed_words(model, preprocessor, read_sentences(runs["texts"]))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # --normalize, the default
+    with open(runs["out"]["words.jsonl"], encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    assert [(r["text"], r["word"], r["index"]) for r in records] == [
+        (o.sentence.text, o.word, o.index) for o in occurrences]
+    np.testing.assert_allclose([r["embedding"] for r in records], vectors, atol=1e-5)
+    # The query's two uses of the word, each with its two nearest uses in the texts.
+    found, query_vectors = embed_words(model, preprocessor, [Sentence(WORD_QUERY)])
+    chosen = occurrences_of(found, QUERY_WORD)
+    indices, scores = nearest_occurrences(query_vectors[chosen], vectors, 2,
+                                          occurrences_of(occurrences, QUERY_WORD))
+    expected = []
+    for query, rows, row_scores in zip(chosen, indices, scores):
+        expected.append(f"query: {found[query].in_context()}")
+        expected += [f"{rank:>3}  {score:.4f}  {occurrences[i].in_context()}  "
+                     f"({runs['texts']}:{occurrences[i].sentence.line})"
+                     for rank, (i, score) in enumerate(zip(rows, row_scores), 1)]
+    assert len(chosen) == 2 and _lines(result.stdout) == expected
+    # The projector: one row of vectors and one of labels (after the header) per word.
+    projector = runs["projector"]
+    with open(os.path.join(projector, "metadata.tsv"), encoding="utf-8") as f:
+        metadata = f.read().splitlines()
+    assert metadata[0] == "word\tcontext\tsource"
+    assert [line.split("\t")[0] for line in metadata[1:]] == [o.word for o in occurrences]
+    np.testing.assert_allclose(np.loadtxt(os.path.join(projector, "vectors.tsv"),
+                                          delimiter="\t"), vectors, atol=1e-5)
+    with open(os.path.join(projector, "projector_config.pbtxt"), encoding="utf-8") as f:
+        assert 'tensor_path: "vectors.tsv"' in f.read()
+
+
 @pytest.mark.parametrize("name, message", [
+    ("word without words", "--word applies to word vectors: add --words"),
+    ("words without word", "--words with --query needs --word"),
+    ("foreign projector", "--projector_dir={base}/mine is not empty and was not written by "
+                          "nlpzoo"),
     ("bad output", "--output={base}/bad.txt: embeddings are written to a .npy file"),
     ("no output", "--output is required (a .npy or .jsonl file) unless --query"),
     ("missing directory", "--output={missing}: no such directory {base}/no/such/dir"),

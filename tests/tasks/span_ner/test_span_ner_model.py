@@ -6,7 +6,13 @@ import pytest
 
 from nlpzoo.layers import SpanGrid
 from nlpzoo.tasks.span_ner import SpanSentence, read_span_jsonl, span_label_names
-from nlpzoo.tasks.span_ner.evaluation import decode_all, evaluate_span_model, span_probabilities
+from nlpzoo.tasks.registry import get_task
+from nlpzoo.tasks.span_ner.evaluation import (
+    calibrate,
+    decode_all,
+    evaluate_span_model,
+    span_probabilities,
+)
 from nlpzoo.tasks.span_ner.pipeline import make_dataset, span_label_grid
 from nlpzoo.tasks.text.tokenizer import RESERVED_TOKENS, WordPieceTokenizer
 from tests.helpers.layer_checks import run_layer_test
@@ -111,3 +117,32 @@ def test_jsonl_nested_example_reads(tmp_path):
         {"start": s, "end": e, "label": l} for s, e, l in NESTED[0].spans]}) + "\n")
     [sentence] = read_span_jsonl(str(path))
     assert sentence.spans == NESTED[0].spans
+
+
+def test_each_epoch_is_scored_at_its_own_tuned_threshold():
+    """Span NER picks its best epoch at the threshold it will be given after training
+    (`tools/train.py --tune_decoding`), not blind at 0.5."""
+    labels = span_label_names(NESTED)
+    tokenizer = WordPieceTokenizer(VOCAB)
+    keras.utils.set_random_seed(3)
+    model = build_model("bert_tiny_span_ner", num_classes=len(labels), vocabulary_size=len(VOCAB),
+                        num_layers=1, max_span_width=3)  # untrained: no span reaches 0.5
+    dataset = make_dataset(NESTED, tokenizer, labels, max_span_width=3, batch_size=2)
+    at_half = evaluate_span_model(model, dataset, NESTED, labels, 3, decoding="nested")
+    threshold, f1, _ = calibrate(model, dataset, NESTED, labels, 3, decoding="nested")
+    tuned = evaluate_span_model(model, dataset, NESTED, labels, 3, tune_threshold=True,
+                                decoding="nested")
+    assert at_half["span_f1"] == 0.0 and at_half["threshold"] == 0.5
+    assert 0.0 < f1 and threshold < 0.5
+    assert tuned["threshold"] == threshold and tuned["span_f1"] == pytest.approx(f1)
+    assert tuned == evaluate_span_model(model, dataset, NESTED, labels, 3, threshold=threshold,
+                                         decoding="nested")
+
+    task = get_task("span_ner", max_span_width=3, decoding="nested")
+    for tune, expected in [(False, at_half), (True, tuned)]:
+        [callback] = task.callbacks(dataset, NESTED, labels, tune_decoding=tune)
+        callback.set_model(model)
+        logs = {}
+        callback.on_epoch_end(0, logs)
+        assert logs == {f"val_{name}": expected[name]
+                        for name in ("span_precision", "span_recall", "span_f1", "threshold")}

@@ -69,8 +69,10 @@ def test_task_callbacks_log_their_three_scores(monkeypatch):
     logs = {}
     callback.on_epoch_end(0, logs)
     assert received[-1] == (("data", ["s"], ["NONE"]), dict(
-        max_span_width=4, threshold=0.4, decoding="nested", method="greedy"))
-    assert logs == {"val_span_precision": 0.5, "val_span_recall": 0.25, "val_span_f1": 0.75}
+        max_span_width=4, threshold=0.4, decoding="nested", method="greedy",
+        tune_threshold=False))
+    assert logs == {"val_span_precision": 0.5, "val_span_recall": 0.25, "val_span_f1": 0.75,
+                    "val_threshold": 0.4}
 
 
 def test_classification_needs_no_callback():
