@@ -22,7 +22,8 @@ interval each loss, each objective's accuracy, the learning rate; in
 logs/train also the total loss and the learning rate every --log_every_steps
 steps), and at the end the encoder
 checkpoint `encoder/` that `tools/train.py --init_checkpoint=<model_dir>/encoder`
-fine-tunes for any task, plus `metrics.json` (validation losses) and the
+fine-tunes for any task (with the trained MLM head beside it, which the fill_mask
+task reads: `tools/predict.py --task=fill_mask --init_checkpoint=<model_dir>`), plus `metrics.json` (validation losses) and the
 model card README.md.
 Training state is saved every --steps_per_checkpoint steps (`zoo.runs.training_loop`,
 as tools/train.py does); an interrupted
@@ -252,7 +253,7 @@ def _announce(setup, model, loaded_heads, num_train, steps_per_pass, strategy):
 def _save_encoder(setup, model, tokens, metrics):
     transformer_of(model.encoder).pooler.trainable = True  # fine-tuning trains it
     save_encoder_checkpoint(model.encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
-                            setup.lowercase, overwrite=True)
+                            setup.lowercase, overwrite=True, heads_from=model)
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)

@@ -39,7 +39,11 @@ from nlpzoo.zoo.checkpoints.keras_hub import (
     read_keras_hub_config,
 )
 from nlpzoo.zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
-from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
+from nlpzoo.zoo.checkpoints.pretraining_heads import (
+    load_hf_pretraining_heads,
+    load_pretrainer,
+    load_pretraining_heads,
+)
 
 __all__ = [
     "checkpoint_format",
@@ -56,6 +60,7 @@ __all__ = [
     "load_native_encoder",
     "load_pretrained",
     "load_pretrainer",
+    "load_pretraining_heads",
     "load_tokenizer",
     "read_hf_config",
     "read_hf_lowercase",

@@ -5,6 +5,9 @@ A native checkpoint directory holds
     encoder.keras          the functional encoder (`zoo.build_encoder`), saved by Keras
     vocab.txt              its WordPiece vocabulary, one token per line (id = line)
     tokenizer_config.json  {"do_lower_case": true|false}, as in Hugging Face checkpoints
+    pretraining_heads.npz  optional (tools/pretrain.py writes it): the MLM (and NSP)
+                           head, under Hugging Face's tensor names and layouts
+                           (`zoo.checkpoints.pretraining_heads`)
 
 `save_encoder_checkpoint` writes the three files into a temporary sibling
 directory and renames it into place, so a reader never sees half a checkpoint.
@@ -102,7 +105,8 @@ def check_vocabulary(vocabulary, transformer):
     return tokens
 
 
-def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False):
+def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False,
+                            heads_from=None):
     """Writes `encoder` with its tokenizer settings as a native checkpoint directory.
 
     Args:
@@ -113,6 +117,9 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
             the encoder's `vocabulary_size`.
         lowercase: whether the tokenizer lower-cases and strips accents.
         overwrite: replace an existing non-empty `directory`.
+        heads_from: a model on `encoder` whose pretraining heads ("mlm_head",
+            "nsp_head": a `Pretrainer`) are kept too, in
+            `pretraining_heads.npz` (what a fill-mask model reads).
 
     Raises:
         ValueError: `directory` exists and is not empty (without `overwrite`),
@@ -133,6 +140,10 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
                               (f"{token}\n" for token in tokens))
         write_json_atomically({"do_lower_case": bool(lowercase)},
                               os.path.join(temporary, TOKENIZER_CONFIG_FILE))
+        if heads_from is not None:
+            from nlpzoo.zoo.checkpoints.pretraining_heads import save_native_heads
+
+            save_native_heads(heads_from, temporary)
 
     write_directory_atomically(directory, write, overwrite=overwrite)
 

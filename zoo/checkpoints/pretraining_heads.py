@@ -32,6 +32,7 @@ Examples (a tiny Hugging Face directory without heads):
 """
 
 import logging
+import os
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from nlpzoo.zoo.checkpoints.common import (
     assign_weights,
     checkpoint_directory,
 )
-from nlpzoo.zoo.checkpoints.formats import HUGGINGFACE, checkpoint_format, load_encoder
+from nlpzoo.zoo.checkpoints.formats import HUGGINGFACE, NATIVE, checkpoint_format, load_encoder
 from nlpzoo.zoo.checkpoints.huggingface import read_hf_weights
 
 logger = logging.getLogger(__name__)
@@ -107,17 +108,124 @@ def _check_tied(tensors, embedding, directory):
                        "matrix is not used", directory, HF_MLM_PREFIX)
 
 
+# The heads a checkpoint may carry: their layer name → (tensor prefix, plan, what they are).
+_HEADS = {
+    "mlm_head": (HF_MLM_PREFIX, _mlm_head_plan, "masked-LM head"),
+    "nsp_head": (HF_NSP_PREFIX, _nsp_head_plan, "next-sentence head"),
+}
+# A native checkpoint keeps its heads beside encoder.keras, as Hugging Face names and
+# lays them out, so that one plan reads both formats.
+NATIVE_HEADS_FILE = "pretraining_heads.npz"
+
+
+def describe_head(name):
+    """What a head layer is, for messages: "masked-LM head (cls.predictions.*)".
+
+    >>> describe_head("mlm_head")
+    'masked-LM head (cls.predictions.*)'
+    """
+    prefix, _, what = _HEADS[name]
+    return f"{what} ({prefix}*)"
+
+
+def head_tensors(model):
+    """The tensors of `model`'s pretraining heads ("mlm_head", "nsp_head": those it has),
+    named and laid out as in a Hugging Face checkpoint (numpy arrays)."""
+    tensors = {}
+    for name, (prefix, plan, _) in _HEADS.items():
+        if name not in {layer.name for layer in model.layers}:
+            continue
+        for planned in plan(model.get_layer(name)):
+            value = np.asarray(planned.variable)
+            if planned.to_variable is _linear:
+                value = np.transpose(value)
+            elif planned.to_variable is _swapped_linear:
+                value = np.transpose(value)[::-1]
+            elif planned.to_variable is _swapped:
+                value = value[::-1]
+            tensors[planned.source_names[0]] = np.ascontiguousarray(value, np.float32)
+    return tensors
+
+
+def save_native_heads(model, directory):
+    """Writes `model`'s pretraining heads into a native checkpoint `directory`
+    (`NATIVE_HEADS_FILE`); nothing when it has none."""
+    tensors = head_tensors(model)
+    if tensors:
+        with open(os.path.join(directory, NATIVE_HEADS_FILE), "wb") as f:
+            np.savez(f, **tensors)
+
+
+def read_head_tensors(path):
+    """The pretraining-head tensors a checkpoint directory holds ({} when none).
+
+    A Hugging Face checkpoint's `cls.*` tensors, a native checkpoint's
+    `NATIVE_HEADS_FILE`; KerasHub presets hold none.
+    """
+    path = checkpoint_directory(path)
+    form = checkpoint_format(path)
+    if form == HUGGINGFACE:
+        return {name: value for name, value in read_hf_weights(path).items()
+                if name.startswith(("cls.",))}
+    if form == NATIVE and os.path.isfile(os.path.join(path, NATIVE_HEADS_FILE)):
+        with np.load(os.path.join(path, NATIVE_HEADS_FILE)) as stored:
+            return {name: stored[name] for name in stored.files}
+    return {}
+
+
+def load_pretraining_heads(model, path, tensors=None, required=()):
+    """Sets the pretraining heads of `model` (layers "mlm_head", "nsp_head") from a checkpoint.
+
+    A head whose tensors are all absent is left as it is (unless
+    `required`); one whose tensors are partly there, or of the wrong shape,
+    fails without changing anything of that head.
+
+    Args:
+        model: a model with layers of those names (a `Pretrainer`, a fill-mask model).
+        path: a checkpoint directory of any format (`read_head_tensors`).
+        tensors: its head tensors if already read.
+        required: names of heads the checkpoint must hold.
+
+    Returns:
+        The names of the heads set, in `_HEADS` order.
+
+    Raises:
+        ValueError: a required head is missing (one line: what is missing and
+            how to make a checkpoint with it), or a head's tensors are
+            incomplete or of the wrong shape (named).
+    """
+    path = checkpoint_directory(path)
+    if tensors is None:
+        tensors = read_head_tensors(path)
+    names = {layer.name for layer in model.layers}
+    loaded = []
+    for name, (prefix, plan, _) in _HEADS.items():
+        if name not in names:
+            continue
+        found = {key: value for key, value in tensors.items() if key.startswith(prefix)}
+        if not found:
+            if name in required:
+                raise ValueError(
+                    f"{path} has no {describe_head(name)}, which this model needs; make a "
+                    f"checkpoint with one by continued MLM pretraining: tools/pretrain.py "
+                    f"--init_checkpoint={path} --objective=mlm --corpus=<text> "
+                    "--model_dir=<run>, then use that run")
+            continue
+        head = model.get_layer(name)
+        unused = assign_weights(plan(head), found, WeightSource(path, "checkpoint", "tensor"))
+        if name == "mlm_head":
+            _check_tied(found, head.decoder.get_embedding_layer(), path)
+        if unused and unused != [HF_MLM_PREFIX + "decoder.weight"]:
+            logger.info("%s: not used by %s: %s", path, name, ", ".join(unused))
+        loaded.append(name)
+    return tuple(loaded)
+
+
 def load_hf_pretraining_heads(model, path, tensors=None):
     """Sets a `Pretrainer`'s MLM (and NSP) head from a Hugging Face checkpoint's `cls.*` tensors.
 
-    A head whose tensors are all absent is left as it is; one whose tensors
-    are partly there, or of the wrong shape, fails without changing anything
-    of that head.
-
-    Args:
-        model: a `tasks.pretraining.model.Pretrainer` on the checkpoint's encoder.
-        path: the Hugging Face checkpoint directory.
-        tensors: its tensors if already read (`read_hf_weights`).
+    `load_pretraining_heads` for a Hugging Face directory (`tensors`: all of
+    its tensors, if already read).
 
     Returns:
         The names of the heads set ("mlm_head", "nsp_head"), in that order.
@@ -128,21 +236,7 @@ def load_hf_pretraining_heads(model, path, tensors=None):
     path = checkpoint_directory(path)
     if tensors is None:
         tensors = read_hf_weights(path)
-    heads = [(model.get_layer("mlm_head"), HF_MLM_PREFIX, _mlm_head_plan)]
-    if model.objective == "mlm_nsp":
-        heads.append((model.get_layer("nsp_head"), HF_NSP_PREFIX, _nsp_head_plan))
-    loaded = []
-    for head, prefix, plan in heads:
-        found = {name: value for name, value in tensors.items() if name.startswith(prefix)}
-        if not found:
-            continue
-        unused = assign_weights(plan(head), found, WeightSource(path, "checkpoint", "tensor"))
-        if head.name == "mlm_head":
-            _check_tied(found, head.decoder.get_embedding_layer(), path)
-        if unused and unused != [HF_MLM_PREFIX + "decoder.weight"]:
-            logger.info("%s: not used by %s: %s", path, head.name, ", ".join(unused))
-        loaded.append(head.name)
-    return tuple(loaded)
+    return load_pretraining_heads(model, path, tensors)
 
 
 def load_pretrainer(path, objective="mlm", **overrides):
@@ -168,9 +262,7 @@ def load_pretrainer(path, objective="mlm", **overrides):
     path = checkpoint_directory(path)
     encoder = load_encoder(path, **overrides)
     model = Pretrainer(encoder, objective=objective, name="pretrainer")
-    loaded = ()
-    if checkpoint_format(path) == HUGGINGFACE:
-        loaded = load_hf_pretraining_heads(model, path)
+    loaded = load_pretraining_heads(model, path)
     fresh = [layer.name for layer in model.layers
              if layer.name.endswith("_head") and layer.name not in loaded]
     if fresh:
