@@ -7,6 +7,7 @@ from nlpzoo.tasks.fill_mask.preprocessor import model_inputs
 from nlpzoo.tasks.fill_mask.vocabulary_filter import (
     allowed_tokens,
     continuation_token_flags,
+    proposable_k,
     special_token_flags,
     top_k_tokens,
 )
@@ -51,7 +52,7 @@ def predict_top_k(model, preprocessor, examples, k, allow_continuations=False, b
     require_masks(examples)
     vocabulary = preprocessor.vocabulary
     special, continuation = special_token_flags(vocabulary), continuation_token_flags(vocabulary)
-    k = min(int(k), len(vocabulary))
+    k = proposable_k(k, special, continuation, allow_continuations)
     results = []
     for start in range(0, len(examples), batch_size):
         batch = examples[start:start + batch_size]

@@ -17,6 +17,7 @@ from nlpzoo.tasks.fill_mask.preprocessor import model_inputs
 from nlpzoo.tasks.fill_mask.vocabulary_filter import (
     allowed_tokens,
     continuation_token_flags,
+    proposable_k,
     special_token_flags,
     top_k_tokens,
 )
@@ -27,9 +28,11 @@ def fill_mask_outputs(model, preprocessor, text, top_k, allow_continuations=Fals
     vocabulary = preprocessor.vocabulary
     features = preprocessor(text)
     logits = model(model_inputs(features), training=False)
-    allowed = allowed_tokens(special_token_flags(vocabulary), continuation_token_flags(vocabulary),
-                             features["mask_starts_word"], allow_continuations)
-    probabilities, ids = top_k_tokens(logits, allowed, min(int(top_k), len(vocabulary)))
+    special, continuation = special_token_flags(vocabulary), continuation_token_flags(vocabulary)
+    allowed = allowed_tokens(special, continuation, features["mask_starts_word"],
+                             allow_continuations)
+    k = proposable_k(top_k, special, continuation, allow_continuations)
+    probabilities, ids = top_k_tokens(logits, allowed, k)
     return {"token": tf.gather(tf.constant(list(vocabulary)), ids), "token_id": ids,
             "probability": tf.cast(probabilities, tf.float32),
             "num_masks": features["num_masks_kept"]}

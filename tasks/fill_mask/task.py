@@ -19,7 +19,8 @@ class FillMaskOptions:
     """The options of `FillMaskTask`.
 
     Attributes:
-        top_k: tokens proposed per mask, best first.
+        top_k: tokens proposed per mask, best first (at most the tokens a
+            mask may take: `vocabulary_filter.proposable_k`).
         allow_continuations: also propose `##` pieces for a mask that starts
             a word (by default only a mask glued to the letters before it
             may take one; see `vocabulary_filter`).

@@ -68,13 +68,27 @@ def allowed_tokens(special, continuation, starts_word, allow_continuations=False
     return ops.logical_and(allowed, ops.logical_not(refused))
 
 
+def proposable_k(k, special, continuation, allow_continuations=False):
+    """`k`, at most the number of tokens a word-starting mask may take (so that every
+    mask has `k` allowed tokens to propose).
+
+    Examples:
+    >>> special, continuation = np.array([True, False, False]), np.array([False, False, True])
+    >>> proposable_k(5, special, continuation), proposable_k(5, special, continuation, True)
+    (1, 2)
+    """
+    refused = special if allow_continuations else special | continuation
+    return max(1, min(int(k), int(np.sum(~refused))))
+
+
 def top_k_tokens(logits, allowed, k):
     """The `k` most probable allowed tokens of each mask, best first.
 
     Args:
         logits: float [B, M, V], the model's logits at the masks.
         allowed: bool [B, M, V] (`allowed_tokens`).
-        k: how many tokens per mask (at most V).
+        k: how many tokens per mask: at most the allowed tokens of every mask
+            (`proposable_k`), else refused ones fill the end of the list.
 
     Returns:
         `(probabilities, ids)`: float32 [B, M, k], the softmax over the whole
