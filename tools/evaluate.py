@@ -4,6 +4,12 @@
     python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
     python tools/evaluate.py --model_dir=runs/seed42,runs/seed43,runs/seed44 --data=TREC_10.label
+    python tools/evaluate.py --task=fill_mask --init_checkpoint=bert-base-uncased --data=wiki.txt
+
+With --task=fill_mask, the model of a checkpoint with a masked-LM head (--init_checkpoint,
+or a tools/pretrain.py --model_dir) is scored on plain text (one text per line): 15% of the
+word pieces of each line replaced by [MASK] (a fixed, seeded masking), and the top-1 and
+top-5 accuracy, cross-entropy and perplexity over them (docs/tasks.md#fill-mask).
 
 --update_card records the result in the test section of the directory's model card.
 Several models, comma-separated, are evaluated as one ensemble: the mean of
@@ -25,7 +31,7 @@ from nlpzoo.tools.cli import data_flags, trained_model_flags  # noqa: E402
 from nlpzoo.zoo.runs.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
-trained_model_flags.define()
+trained_model_flags.define(untrained=True)
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
@@ -37,12 +43,14 @@ flags.mark_flags_as_required(["data"])
 
 def main(argv):
     trained_model_flags.enable_progress()
+    if FLAGS.update_card and FLAGS.task:
+        raise UserError("--update_card: a model built with --task has no model card to update")
     if FLAGS.update_card and len(md.model_list(FLAGS.model_dir or FLAGS.model)) > 1:
         raise UserError("--update_card: an ensemble has no model card of its own; "
                         "evaluate one model to record its result")
     trained = trained_model_flags.load_models()
     task = trained.task
-    if not task.trainable:
+    if not (task.trainable or task.evaluates_without_labels):
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")
     examples = task.prediction_examples(
