@@ -21,7 +21,7 @@ def _where(example):
 def require_masks(examples):
     """Raises `ValueError` naming the first text without a mask token.
 
-    >>> from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    >>> from nlpzoo.tasks.text.sentences import Sentence
     >>> require_masks([Sentence("A [MASK] day", "in.txt", 1), Sentence("No mask", "in.txt", 2)])
     Traceback (most recent call last):
     ...
@@ -93,7 +93,7 @@ def prediction_record(example, ids, probabilities, tokens):
     `ids`, `probabilities` and `tokens` are one element of `predict_top_k`.
 
     Examples:
-    >>> from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    >>> from nlpzoo.tasks.text.sentences import Sentence
     >>> record = prediction_record(Sentence("It is [MASK] ."), [[7, 9]], [[0.5, 0.25]],
     ...                            [["red", "blue"]])
     >>> record["sequence"], record["masks"][0][1]

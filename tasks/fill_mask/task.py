@@ -9,7 +9,7 @@ from nlpzoo.tasks.fill_mask.predictions import predict_top_k, prediction_record
 from nlpzoo.tasks.fill_mask.preprocessor import FillMaskPreprocessor
 from nlpzoo.tasks.fill_mask.serving import fill_mask_outputs
 from nlpzoo.tasks.registry import register_task
-from nlpzoo.tasks.sentence_embedding.readers import FORMATS, Sentence, read_sentences
+from nlpzoo.tasks.text.sentences import FORMATS, Sentence, read_sentences
 from nlpzoo.tasks.task import Task
 from nlpzoo.tasks.text.prediction_io import write_output
 

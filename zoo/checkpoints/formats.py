@@ -44,6 +44,7 @@ import os
 from nlpzoo.layers import transformer_of
 from nlpzoo.zoo.checkpoints import huggingface, keras_hub, native
 from nlpzoo.zoo.checkpoints.common import checkpoint_directory
+from nlpzoo.zoo.checkpoints.heads import load_pretraining_heads
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,5 @@ def load_pretrained(path, task, **options):
     model = build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
                              **overrides)
     if task.pretrained_heads:  # heads the task takes over from the checkpoint (fill-mask's MLM)
-        from nlpzoo.zoo.checkpoints.pretraining_heads import load_pretraining_heads
-
         load_pretraining_heads(model, path, required=task.pretrained_heads)
     return model

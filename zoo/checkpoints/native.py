@@ -32,6 +32,8 @@ Examples:
 import logging
 import os
 
+import numpy as np
+
 from nlpzoo.tasks.io.atomic_files import (
     write_directory_atomically,
     write_json_atomically,
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 ENCODER_FILE = "encoder.keras"
 VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# Pretraining heads, under Hugging Face's tensor names and layouts (`zoo.checkpoints.heads`).
+HEADS_FILE = "pretraining_heads.npz"
 TRANSFORMER_LAYER = "transformer"
 # TransformerEncoder config keys that are not `build_encoder` fields.
 # (Adapters and LoRA are fine-tuning additions, not part of a pretrained encoder:
@@ -106,7 +110,7 @@ def check_vocabulary(vocabulary, transformer):
 
 
 def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False,
-                            heads_from=None):
+                            heads=None):
     """Writes `encoder` with its tokenizer settings as a native checkpoint directory.
 
     Args:
@@ -117,9 +121,9 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
             the encoder's `vocabulary_size`.
         lowercase: whether the tokenizer lower-cases and strips accents.
         overwrite: replace an existing non-empty `directory`.
-        heads_from: a model on `encoder` whose pretraining heads ("mlm_head",
-            "nsp_head": a `Pretrainer`) are kept too, in
-            `pretraining_heads.npz` (what a fill-mask model reads).
+        heads: the tensors of pretraining heads trained with the encoder, to
+            keep beside it in `HEADS_FILE` (`zoo.checkpoints.heads.head_tensors`
+            of a `Pretrainer`: what a fill-mask model reads); None for none.
 
     Raises:
         ValueError: `directory` exists and is not empty (without `overwrite`),
@@ -140,12 +144,20 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
                               (f"{token}\n" for token in tokens))
         write_json_atomically({"do_lower_case": bool(lowercase)},
                               os.path.join(temporary, TOKENIZER_CONFIG_FILE))
-        if heads_from is not None:
-            from nlpzoo.zoo.checkpoints.pretraining_heads import save_native_heads
-
-            save_native_heads(heads_from, temporary)
+        if heads:
+            with open(os.path.join(temporary, HEADS_FILE), "wb") as f:
+                np.savez(f, **heads)
 
     write_directory_atomically(directory, write, overwrite=overwrite)
+
+
+def read_native_heads(path):
+    """The pretraining-head tensors a native checkpoint keeps (`HEADS_FILE`), {} when none."""
+    file = os.path.join(os.fspath(path), HEADS_FILE)
+    if not os.path.isfile(file):
+        return {}
+    with np.load(file, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}
 
 
 def encoder_fields(transformer):

@@ -18,6 +18,7 @@ from nlpzoo.tasks.registry import get_task
 from nlpzoo.zoo import build_encoder
 from nlpzoo.zoo.checkpoints import (
     export_hf_checkpoint,
+    head_tensors,
     load_pretrained,
     load_pretrainer,
     read_tokenizer_settings,
@@ -140,7 +141,7 @@ def test_a_native_checkpoint_keeps_the_mlm_head(model, tmp_path):
     vocabulary, lowercase = read_tokenizer_settings(CHECKPOINT)
     directory = str(tmp_path / "native")
     save_encoder_checkpoint(pretrainer.encoder, directory, vocabulary, lowercase,
-                            heads_from=pretrainer)
+                            heads=head_tensors(pretrainer))
     assert "pretraining_heads.npz" in os.listdir(directory)
     native = load_pretrained(directory, "fill_mask")
     _, expected = _logits(model, TEXTS)
