@@ -53,7 +53,7 @@ def masked_evaluation_dataset(texts, preprocessor, batch_size=32, seed=0, mask_r
     >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d"]
     >>> preprocessor = FillMaskPreprocessor(vocabulary, max_seq_length=16)
     >>> features, targets = next(iter(masked_evaluation_dataset(["a b c d a b c d"], preprocessor)))
-    >>> int((targets.numpy() >= 0).sum()), tuple(targets.shape)  # round(0.15 × 8) of ceil(0.15 × 16)
+    >>> int((targets.numpy() >= 0).sum()), tuple(targets.shape)  # round(.15 × 8), ceil(.15 × 16)
     (1, (1, 3))
     >>> ids = features["token_ids"].numpy()[0]
     >>> int(ids[features["mask_positions"].numpy()[0, 0]]), int(targets[0, 0]) in (5, 6, 7, 8)

@@ -11,7 +11,6 @@ the exported SavedModel.
 import keras
 import tensorflow as tf
 
-from nlpzoo.tasks.text.batching import bucket_length
 from nlpzoo.tasks.text.preprocessor import TextPreprocessor
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, row_prefix
 from nlpzoo.tasks.text.tokenizer import MASK
@@ -106,7 +105,8 @@ class FillMaskPreprocessor(TextPreprocessor):
         masks = tf.maximum(tf.reduce_max(tf.concat(
             [tf.cast(features["mask_positions"].row_lengths(), tf.int32), [1]], 0)), 1)
         for name in ("mask_positions", "mask_starts_word"):
-            padded[name] = features[name].to_tensor(shape=[None, masks])
+            dense = features[name].to_tensor()  # as wide as the most masks (maybe 0)
+            padded[name] = tf.pad(dense, [[0, 0], [0, masks - tf.shape(dense)[1]]])
         for name in ("num_masks", "num_masks_kept"):
             padded[name] = features[name]
         return padded

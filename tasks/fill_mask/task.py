@@ -1,4 +1,4 @@
-"""Fill-mask as a `Task`: text with [MASK] tokens in, the likeliest tokens for each out; no training."""
+"""Fill-mask as a `Task`: text with [MASK] tokens in, the likeliest tokens for each out."""
 
 import dataclasses
 import json
