@@ -60,11 +60,11 @@ def allowed_tokens(special, continuation, starts_word, allow_continuations=False
     >>> allowed_tokens(special, continuation, np.array([[True, False]])).numpy().tolist()
     [[[False, True, False], [False, True, True]]]
     """
+    starts_word = ops.cast(ops.convert_to_tensor(starts_word), "bool")[..., None]
     allowed = ops.logical_not(ops.convert_to_tensor(special))[None, None, :]
-    if allow_continuations:
-        return ops.broadcast_to(allowed, ops.shape(starts_word) + (ops.shape(allowed)[-1],))
-    refused = ops.logical_and(ops.convert_to_tensor(starts_word)[..., None],
-                              ops.convert_to_tensor(continuation)[None, None, :])
+    if allow_continuations:  # [B, M, V]: every mask the same
+        return ops.logical_and(allowed, ops.logical_or(starts_word, ops.logical_not(starts_word)))
+    refused = ops.logical_and(starts_word, ops.convert_to_tensor(continuation)[None, None, :])
     return ops.logical_and(allowed, ops.logical_not(refused))
 
 
