@@ -55,7 +55,7 @@ TEST_WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS)
+	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) --durations=25 --durations-min=20
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m slow tests

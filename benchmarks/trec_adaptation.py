@@ -69,6 +69,13 @@ ROWS = [
     ("accumulate4", "full fine-tuning, batches of 8 accumulated 4 at a time "
      "(`--gradient_accumulation_steps=4`)", 1e-4,
      ["--batch_size=8", "--gradient_accumulation_steps=4"]),
+    # The Fisher is normalised to mean 1: λ on L2-SP's scale, the same 0.01.
+    ("ewc", "full fine-tuning + EWC, λ = 0.01 (task Fisher, 100 batches)", 1e-4,
+     ["--ewc=0.01"]),
+    # Default stages: head, each of the 6 blocks, the embeddings share the first half
+    # of the run; everything trains for the second half.
+    ("chain_thaw", "chain-thaw (a part at a time for half the run, then all)", 1e-4,
+     ["--chain_thaw"]),
 ]
 
 

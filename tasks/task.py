@@ -63,8 +63,10 @@ class Task:
         calibration_option: the task option that the task's
             `calibrate(model, dataset, examples, labels)` picks on validation
             data, returning `(value, score, table)` (`tools/calibrate.py` stores
-            the value with the model): span NER's `threshold`; None for a task
-            with nothing to calibrate.
+            the value with the model): span NER's `threshold`; a multi-label
+            classifier's `thresholds`, a list with one per label (a property
+            there: a single-label classifier has none); None for a task with
+            nothing to calibrate.
         evaluates_without_labels: `evaluate` scores plain text by itself, with no
             labels (fill-mask masks it), so tools/evaluate.py evaluates the
             task even though it needs no training.
@@ -313,6 +315,13 @@ class Task:
             if changes:
                 task = self.with_options(**changes)
         return task.evaluate(model, dataset, examples, labels)
+
+    def evaluate_corpus(self, model, preprocessor, queries_path, corpus_path, batch_size=64):
+        """Retrieval metrics (MRR@10, Recall@1/10, NDCG@10) of the queries of `queries_path`
+        searching the corpus of `corpus_path` (`tasks.retrieval.corpus`); tasks whose
+        models embed texts (the bi-encoder) implement it."""
+        raise ValueError(f"a {self.name} model does not embed texts for retrieval; "
+                         "evaluate it on --data alone")
 
     def tune_decoding(self, model, dataset, examples, labels):
         """Task option changes picked on validation data after training; none by default.

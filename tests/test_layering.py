@@ -50,6 +50,7 @@ TASKS_RANKS = [
     (("words",), False),                 # word-level: CoNLL files, tags, windows, word pipeline
     (("training",), False),              # optimizers, callbacks, distribution, training state
     (("modeling",), False),              # encoder task model, losses, label outputs, serving
+    (("retrieval",), False),             # corpus files, block top-k search, ranking metrics
     (("task", "registry"), True),        # the Task interface and the name → task map
     (FAMILIES, False),                   # task families: none imports another
     (("distillation",), False),          # adapts families (classification, tagging)

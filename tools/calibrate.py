@@ -1,13 +1,15 @@
 """Picks the decoding threshold that maximises F1 on validation data (span NER; question
-answering trained with unanswerable questions).
+answering trained with unanswerable questions; each label's threshold of a multi-label
+classifier).
 
     python tools/calibrate.py --model_dir=runs/span --data=eng.testa
     python tools/calibrate.py --model_dir=runs/squad2 --data=dev-v2.0.json
 
 Span NER's threshold applies to each span's best non-NONE probability; question
-answering's to how far a question's no-answer score beats its best answer's. The chosen one
-is stored in the model directory's config.json and in the task options that
-best_model.keras carries (the file is saved again), where evaluate.py,
+answering's to how far a question's no-answer score beats its best answer's; a multi-label
+classifier's `thresholds`, one per label (each the label's F1-best), to each label's
+probability. The chosen one is stored in the model directory's config.json and in the task
+options that best_model.keras carries (the file is saved again), where evaluate.py,
 predict.py and export.py read it. With --model=file.keras instead of
 --model_dir, only that file is updated. Prints the chosen threshold and the F1
 table as JSON.
@@ -34,8 +36,8 @@ from nlpzoo.tools.cli.flags import (  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
-define_model_flags(what="a span NER or question-answering model; a --model file is saved "
-                   "again with the chosen threshold")
+define_model_flags(what="a span NER, question-answering or multi-label classification "
+                   "model; a --model file is saved again with the chosen threshold")
 flags.DEFINE_string("data", None, "Validation data (not the test set).")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_integer("batch_size", 32, "Sentences per batch.", lower_bound=1)
@@ -64,13 +66,20 @@ def main(argv):
                                                  trained.labels)
     except ValueError as error:
         raise UserError(f"{model_source()}: {error}")
-    option = task.calibration_option
+    option, value = task.calibration_option, _plain(threshold)
     if not FLAGS.dry_run:
-        md.update_task_options({option: float(threshold)}, FLAGS.data, trained.model,
+        md.update_task_options({option: value}, FLAGS.data, trained.model,
                                FLAGS.model_dir, FLAGS.model)
     headline = task.monitor(len(trained.labels))[0].removeprefix("val_")  # span_f1, f1
-    print(json.dumps({option: float(threshold), headline: score,
+    print(json.dumps({option: value, headline: score,
                       "table": [[round(float(v), 6) for v in row] for row in table]}))
+
+
+def _plain(threshold):
+    """A threshold (or a multi-label classifier's list of them) as JSON numbers."""
+    if isinstance(threshold, (list, tuple)):
+        return [float(value) for value in threshold]
+    return float(threshold)
 
 
 def entry_point():

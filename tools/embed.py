@@ -5,6 +5,8 @@ r"""Sentence embeddings of a text file, and similarity search over them.
     python tools/embed.py --model_dir=runs/trec --input=questions.jsonl --output=vectors.jsonl
     python tools/embed.py --init_checkpoint=/path/to/all-MiniLM-L6-v2 \
         --input=sentences.txt --query="How far away is the Moon?" --top_k=3
+    python tools/embed.py --model_dir=runs/retriever --corpus=corpus.jsonl \
+        --query_file=questions.txt --top_k=10
 
 The encoder comes from --init_checkpoint (any checkpoint format
 `zoo.load_encoder` reads: Hugging Face BERT, a sentence-transformers model
@@ -35,6 +37,13 @@ the same word in --input (its senses; --noany_word) or among every word of
 
 --projector_dir writes the vectors (of texts, or of words with --words) and
 their texts for TensorBoard's projector: `tensorboard --logdir <dir>`.
+
+--corpus (in place of --input) is a retrieval corpus, JSON lines
+`{"id": ..., "text": ...}` (docs/retrieval.md): the search prints each
+document's id. The search never holds the whole [queries, corpus] similarity
+matrix: the corpus is scored --block_size documents at a time, keeping a
+running top k per query (`tasks.retrieval.search.block_top_k`; one block, a
+brute-force search, for a corpus up to that size; the same ranking either way).
 """
 
 import os
@@ -56,6 +65,10 @@ define_encoder_source_flags()
 define_pooling_flags()
 flags.DEFINE_string("input", None, "Texts to embed: one per line, or JSON lines with a "
                     "\"text\" field.")
+flags.DEFINE_string("corpus", None, "In place of --input: a retrieval corpus, JSON lines "
+                    "{\"id\", \"text\"}; --query searches it by document id.")
+flags.DEFINE_integer("block_size", 8192, "Corpus texts scored at once by --query: a running "
+                     "top k over blocks, never the whole similarity matrix.", lower_bound=1)
 flags.DEFINE_string("output", None, "Where to write the embeddings: a .npy or .jsonl file "
                     "(- for JSON lines on standard output); optional with --query.")
 flags.DEFINE_string("query", None, "Print the --top_k texts of --input most similar to this "
@@ -76,13 +89,16 @@ flags.DEFINE_boolean("any_word", False, "With --words: search every word of --in
 flags.DEFINE_string("projector_dir", None, "Also write the vectors and their texts to this "
                     "directory for TensorBoard's embedding projector.")
 flags.DEFINE_boolean("overwrite", False, "Replace a --projector_dir written by an earlier run.")
-flags.mark_flags_as_required(["input"])
+flags.mark_flags_as_mutual_exclusive(["input", "corpus"], required=True)
 flags.mark_flags_as_mutual_exclusive(["query", "query_file"])
 
 
 def _check_word_flags():
     """Refuses --word, --any_word and --words without what they need, before any work."""
     querying = FLAGS.query is not None or FLAGS.query_file is not None
+    if FLAGS.words and FLAGS.corpus is not None:
+        raise UserError("--words embeds the words of --input's texts; --corpus is a retrieval "
+                        "corpus of whole documents: give --input")
     if not FLAGS.words:
         for name in ("word", "any_word"):
             if FLAGS[name].present:
@@ -142,7 +158,29 @@ def _print_matches(queries, texts, indices, scores):
         print(f"query: {query.text}")
         for rank, (index, score) in enumerate(zip(rows, row_scores), 1):
             text = texts[index]
-            print(f"{rank:>3}  {score:.4f}  {text.text}  ({text.source}:{text.line})")
+            where = f"id {text.id}" if hasattr(text, "id") else f"{text.source}:{text.line}"
+            print(f"{rank:>3}  {score:.4f}  {text.text}  ({where})")
+
+
+def _texts(task):
+    """The texts to embed: --input's, or the documents of --corpus."""
+    if FLAGS.corpus is not None:
+        from nlpzoo.tasks.retrieval import read_corpus
+
+        return read_corpus(FLAGS.corpus)
+    return task.read(FLAGS.input)
+
+
+def _search(query_embeddings, embeddings):
+    """(indices, scores) of the --top_k texts of each query: the block search for a
+    --corpus, NumPy's exact brute force for --input."""
+    if FLAGS.corpus is not None:
+        from nlpzoo.tasks.retrieval import block_top_k
+
+        return block_top_k(query_embeddings, embeddings, FLAGS.top_k, FLAGS.block_size)
+    from nlpzoo.tasks.sentence_embedding import top_k
+
+    return top_k(query_embeddings, embeddings, FLAGS.top_k)
 
 
 def _write_vectors(task, examples, vectors, describe, points, name):
@@ -214,12 +252,12 @@ def _embed_words(task, source, texts, queries):
 
 def main(argv):
     _check_output()
-    from nlpzoo.tasks.sentence_embedding import Sentence, top_k
+    from nlpzoo.tasks.sentence_embedding import Sentence
     from nlpzoo.tasks.sentence_embedding.task import SentenceEmbeddingTask
     from nlpzoo.zoo.runs import directory as md
 
     task = SentenceEmbeddingTask()
-    texts = task.read(FLAGS.input)
+    texts = _texts(task)
     queries = None
     if FLAGS.query is not None:
         if not FLAGS.query.strip():
@@ -247,7 +285,7 @@ def main(argv):
         "embeddings")
     if queries is not None:
         query_embeddings = task.embed(model, preprocessor, queries, FLAGS.batch_size)
-        indices, scores = top_k(query_embeddings, embeddings, FLAGS.top_k)
+        indices, scores = _search(query_embeddings, embeddings)
         _print_matches(queries, texts, indices, scores)
 
 

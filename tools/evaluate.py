@@ -4,12 +4,18 @@
     python tools/evaluate.py --model=runs/trec/best_model.keras --data=TREC_10.label
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
     python tools/evaluate.py --model_dir=runs/seed42,runs/seed43,runs/seed44 --data=TREC_10.label
+    python tools/evaluate.py --model_dir=runs/retriever --data=queries.jsonl --corpus=corpus.jsonl
     python tools/evaluate.py --task=fill_mask --init_checkpoint=bert-base-uncased --data=wiki.txt
 
 With --task=fill_mask, the model of a checkpoint with a masked-LM head (--init_checkpoint,
 or a tools/pretrain.py --model_dir) is scored on plain text (one text per line): 15% of the
 word pieces of each line replaced by [MASK] (a fixed, seeded masking), and the top-1 and
 top-5 accuracy, cross-entropy and perplexity over them (docs/tasks.md#fill-mask).
+
+With --corpus (a model that embeds texts: the bi-encoder), --data holds queries
+and the ids of their relevant documents, and the result is retrieval:
+MRR@10, Recall@1, Recall@10 and NDCG@10 of a cosine search of each query over
+the corpus (formats: docs/retrieval.md).
 
 --update_card records the result in the test section of the directory's model card.
 Several models, comma-separated, are evaluated as one ensemble: the mean of
@@ -34,11 +40,38 @@ FLAGS = flags.FLAGS
 trained_model_flags.define(untrained=True)
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
+flags.DEFINE_string("corpus", None, "Retrieval: a JSONL corpus ({\"id\", \"text\"} per line); "
+                    "--data is then JSONL queries ({\"query\", \"relevant\": [ids]}) and the "
+                    "result MRR@10, Recall@1/10 and NDCG@10.")
 flags.DEFINE_integer("batch_size", 64, "Examples per batch.", lower_bound=1)
 flags.DEFINE_boolean("update_card", False, "Record these metrics, with the data file's "
                      "line count and SHA-256, the date and this command, in the test section "
                      "of the model directory's card (README.md); the rest of the card is kept.")
 flags.mark_flags_as_required(["data"])
+
+
+def _evaluation(trained):
+    """The task's metrics on the labelled --data."""
+    task = trained.task
+    examples = task.prediction_examples(
+        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"),
+                  **data_flags.trained_columns(trained.config)),
+        trained.preprocessor)
+    try:
+        dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
+                                    training=False, batch_size=FLAGS.batch_size)
+    except ValueError as error:
+        raise UserError(str(error))
+    return trained.task.evaluate(trained.model, dataset, examples, trained.labels)
+
+
+def _retrieval(trained):
+    """Retrieval metrics of the --data queries over the --corpus."""
+    try:
+        return trained.task.evaluate_corpus(trained.model, trained.preprocessor, FLAGS.data,
+                                            FLAGS.corpus, FLAGS.batch_size)
+    except ValueError as error:  # DataFormatError included: it names the file and line
+        raise UserError(str(error))
 
 
 def main(argv):
@@ -53,16 +86,10 @@ def main(argv):
     if not (task.trainable or task.evaluates_without_labels):
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")
-    examples = task.prediction_examples(
-        task.read(FLAGS.data, FLAGS.data_format or trained.config.get("data_format"),
-                  **data_flags.trained_columns(trained.config)),
-        trained.preprocessor)
-    try:
-        dataset = task.make_dataset(examples, trained.preprocessor, trained.labels,
-                                    training=False, batch_size=FLAGS.batch_size)
-    except ValueError as error:
-        raise UserError(str(error))
-    metrics = task.evaluate(trained.model, dataset, examples, trained.labels)
+    if FLAGS.corpus is not None:
+        metrics = _retrieval(trained)
+    else:
+        metrics = _evaluation(trained)
     if FLAGS.update_card:
         model_dir = FLAGS.model_dir or os.path.dirname(os.path.abspath(FLAGS.model))
         if not os.path.exists(md.path(model_dir, md.CONFIG)):

@@ -23,7 +23,8 @@ NER model trained with `--context_sentences`: `text`, `left_context` and
 for none); tokenization,
 packing, truncation to max_seq_length and decoding (CRF Viterbi, span NER
 decoding at the model's threshold) all run inside the graph. Outputs:
-classification `label`, `label_id`, `probabilities` (regression: `score`); tagging and span NER
+classification `label`, `label_id`, `probabilities` (regression: `score`; multi-label:
+`probabilities`, `labels` over their thresholds, `num_labels`); tagging and span NER
 `words`, `num_words`, `entity_label`, `entity_start`, `entity_end` (word
 offsets, end inclusive, -1 as padding), `num_entities`, plus `tags` (tagging)
 or `entity_score` (span NER); bi-encoder (inputs `text` and `text_pair`)

@@ -15,10 +15,11 @@ output, one JSON object per sentence with its words, tags and entities (word off
 inclusive; span NER adds each entity's score, and nested decoding needs JSONL). Span NER
 also reads its JSONL span format as input. Classification: the input is one text per line or
 a data file of the model's format; the output is JSONL with the label and the class
-probabilities (a regression classifier's: its `score`). Bi-encoder: the input is
-`text<TAB>text_pair` lines or an MRPC/JSONL file; the output is JSONL with the cosine of the
-two texts' vectors (and, for the softmax objective, the label, its probability and every
-class's).
+probabilities (a regression classifier's: its `score`; a multi-label classifier's: its
+`labels`, those at or over their thresholds, and every label's probability). Bi-encoder:
+the input is `text<TAB>text_pair` lines or an MRPC/JSONL file; the output is JSONL with the
+cosine of the two texts' vectors (and, for the softmax objective, the label, its probability
+and every class's).
 
 Fill-mask (`--task=fill_mask`, built on --init_checkpoint, a checkpoint with a masked-LM
 head, or on a tools/pretrain.py --model_dir): the input is one text per line (or JSONL with
@@ -28,8 +29,8 @@ with their probability (docs/tasks.md#fill-mask). A text without [MASK] is an er
 nothing is written.
 
 Several models, comma-separated, predict as one ensemble (classification, tagging, span
-NER): their probabilities (regression: scores) averaged, decoded once (`Task.ensemble`;
-docs/ensembles.md).
+NER): their probabilities (regression: scores; multi-label: each label's) averaged, decoded
+once (`Task.ensemble`; docs/ensembles.md).
 """
 
 import os

@@ -33,6 +33,8 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.layers import LAYER_MIXES, distinct_block_count, transformer_of  # noqa: E402
 from nlpzoo.tasks.modeling.auxiliary_mlm import auxiliary_mlm_for  # noqa: E402
+from nlpzoo.tasks.training.chain_thaw import ChainThaw, default_chain_thaw_steps  # noqa: E402
+from nlpzoo.tasks.training.ewc import FISHER_SOURCES  # noqa: E402
 from nlpzoo.tasks.training.gradual_unfreezing import GradualUnfreezing  # noqa: E402
 from nlpzoo.tasks.training.optimization import SCHEDULES  # noqa: E402
 from nlpzoo.tasks.registry import get_task_class, task_names  # noqa: E402
@@ -42,6 +44,7 @@ from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
 from nlpzoo.tools.cli import data_flags, run_setup  # noqa: E402
+from nlpzoo.zoo.runs.ewc_anchor import anchor_with_ewc  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_task_model, check_adaptation  # noqa: E402
@@ -80,6 +83,23 @@ flags.DEFINE_integer("unfreeze_every_steps", None, "Steps between unfreezing ste
 flags.DEFINE_float("l2sp", 0.0, "L2-SP: add alpha * ||theta - theta_0||^2 over the encoder's "
                    "weights to the loss, theta_0 the weights training starts from (0: off).",
                    lower_bound=0.0)
+flags.DEFINE_float("ewc", 0.0, "EWC (elastic weight consolidation): add lambda * sum_i F_i * "
+                   "(theta_i - theta_0_i)^2 over the encoder's weights to the loss, F the "
+                   "diagonal Fisher (--ewc_fisher), normalised to mean 1 so that lambda is on "
+                   "--l2sp's scale; saved as ewc_fisher.npz in --model_dir (0: off).",
+                   lower_bound=0.0)
+flags.DEFINE_enum("ewc_fisher", "task", FISHER_SOURCES, "Where --ewc's Fisher comes from: "
+                  "the mean squared gradient of the task's loss over the first "
+                  "--ewc_fisher_batches training batches, at the starting weights with the "
+                  "head as initialised and no dropout, before training.")
+flags.DEFINE_integer("ewc_fisher_batches", 100, "At most this many training batches (of "
+                     "the first epoch) estimate --ewc's Fisher.", lower_bound=1)
+flags.DEFINE_boolean("chain_thaw", False, "Chain-thaw (DeepMoji): the head trains alone, "
+                     "then each encoder block alone from the top (with the pooler) down to "
+                     "the embeddings, --chain_thaw_steps each, then everything.")
+flags.DEFINE_integer("chain_thaw_steps", None, "Steps of each single-part stage of "
+                     "--chain_thaw; by default those stages share the first half of the run "
+                     "and everything trains for the second.", lower_bound=1)
 flags.DEFINE_float("auxiliary_mlm_weight", 0.0, "Multi-task fine-tuning with the language "
                    "model: add this weight times a masked-LM loss on the task's own inputs "
                    "(masked afresh every step, decoded tied to the token embeddings) to the "
@@ -99,9 +119,13 @@ _RESUME_KEYS = ("task", "task_options", "preset", "train_data", "max_seq_length"
                 "vocabulary_size", "batch_size", "epochs", "learning_rate", "layer_mix",
                 "adapter_size", "lora_rank", "gradual_unfreezing", "unfreeze_every_steps",
                 "schedule", "auxiliary_mlm_weight", "auxiliary_mlm_anneal", "columns",
-                "validation_split", "trainable_layers", "gradient_accumulation_steps")
+                "validation_split", "trainable_layers", "gradient_accumulation_steps",
+                "l2sp", "ewc", "ewc_fisher", "ewc_fisher_batches", "chain_thaw",
+                "chain_thaw_steps")
 # What a resume key was in runs from before it was recorded (their config.json lacks it).
-_RESUME_DEFAULTS = {"gradient_accumulation_steps": 1}
+_RESUME_DEFAULTS = {"gradient_accumulation_steps": 1, "l2sp": 0.0, "ewc": 0.0,
+                    "ewc_fisher": None, "ewc_fisher_batches": None, "chain_thaw": False,
+                    "chain_thaw_steps": None}
 
 
 def _count_batches(dataset):
@@ -147,6 +171,20 @@ def _check_adaptation_flags(strategy):
         raise UserError("--gradual_unfreezing unfreezes the whole encoder in turn; it "
                         "cannot be combined with --freeze_encoder, --trainable_layers, "
                         "--adapter_size or --lora_rank")
+    if FLAGS.chain_thaw and (FLAGS.gradual_unfreezing or FLAGS.freeze_encoder
+                             or FLAGS.adapter_size or FLAGS.lora_rank or FLAGS.trainable_layers):
+        raise UserError("--chain_thaw trains each part of the model in turn, then all of "
+                        "it; it cannot be combined with --gradual_unfreezing, "
+                        "--freeze_encoder, --trainable_layers, --adapter_size or --lora_rank")
+    if FLAGS.ewc and (FLAGS.l2sp or FLAGS.freeze_encoder or FLAGS.adapter_size
+                      or FLAGS.lora_rank):
+        raise UserError("--ewc pulls the encoder's weights towards their start (with F = 1 "
+                        "it is --l2sp); it cannot be combined with --l2sp, --freeze_encoder, "
+                        "--adapter_size or --lora_rank")
+    for flag, needs in (("ewc_fisher_batches", "ewc"), ("ewc_fisher", "ewc"),
+                        ("chain_thaw_steps", "chain_thaw")):
+        if FLAGS[flag].present and not FLAGS[needs].value:
+            raise UserError(f"--{flag} is a setting of --{needs}, which is off")
 
 
 def _adapted_task(task, train_examples):
@@ -166,19 +204,37 @@ def _starting_encoder(setup, task, head_options, strategy):
     setup.encoder_preset, preset, head_options = run_setup.resolve_preset(
         FLAGS.preset, encoder, task, head_options)
     setup.preset = preset or setup.encoder_preset
-    _check_trainable_layers(encoder, setup.encoder_preset)
+    shape = (transformer_of(encoder) if encoder is not None
+             else ENCODER_PRESETS[setup.encoder_preset])
+    setup.num_blocks = distinct_block_count(shape.num_layers, shape.share_layers)
+    _check_trainable_layers(setup.num_blocks, setup.encoder_preset)
     return encoder, preset, head_options
 
 
-def _check_trainable_layers(encoder, encoder_preset):
+def _check_trainable_layers(blocks, encoder_preset):
     """--trainable_layers against the encoder's distinct blocks, before anything is written."""
-    if FLAGS.trainable_layers is None:
-        return
-    shape = transformer_of(encoder) if encoder is not None else ENCODER_PRESETS[encoder_preset]
-    blocks = distinct_block_count(shape.num_layers, shape.share_layers)
-    if FLAGS.trainable_layers > blocks:
+    if FLAGS.trainable_layers is not None and FLAGS.trainable_layers > blocks:
         raise UserError(f"--trainable_layers={FLAGS.trainable_layers}: the encoder "
                         f"({encoder_preset}) has {blocks} distinct blocks")
+
+
+def _stage_lengths(setup):
+    """Sets setup.unfreeze_every_steps and setup.chain_thaw_steps (None when off)."""
+    setup.unfreeze_every_steps = ((FLAGS.unfreeze_every_steps or setup.steps_per_epoch)
+                                  if FLAGS.gradual_unfreezing else None)
+    setup.chain_thaw_steps = ((FLAGS.chain_thaw_steps
+                               or default_chain_thaw_steps(setup.total_steps, setup.num_blocks))
+                              if FLAGS.chain_thaw else None)
+
+
+def _stage_callbacks(setup):
+    """The callback that changes what trains during the run (gradual unfreezing or
+    chain-thaw), or none."""
+    if setup.unfreeze_every_steps:
+        return [GradualUnfreezing(setup.unfreeze_every_steps)]
+    if setup.chain_thaw_steps:
+        return [ChainThaw(setup.chain_thaw_steps)]
+    return []
 
 
 def _datasets(setup, task, train_examples, eval_examples):
@@ -234,6 +290,10 @@ def _config(setup, task, train_examples, num_eval_examples):
         "lora_rank": FLAGS.lora_rank,
         "gradual_unfreezing": FLAGS.gradual_unfreezing,
         "unfreeze_every_steps": setup.unfreeze_every_steps, "l2sp": FLAGS.l2sp,
+        "ewc": FLAGS.ewc, "ewc_fisher": FLAGS.ewc_fisher if FLAGS.ewc else None,
+        "ewc_fisher_batches": FLAGS.ewc_fisher_batches if FLAGS.ewc else None,
+        "ewc_fisher_file": md.EWC_FISHER if FLAGS.ewc else None,
+        "chain_thaw": FLAGS.chain_thaw, "chain_thaw_steps": setup.chain_thaw_steps,
         "auxiliary_mlm_weight": FLAGS.auxiliary_mlm_weight,
         "auxiliary_mlm_anneal": FLAGS.auxiliary_mlm_anneal,
         "schedule": FLAGS.schedule, "dropout": FLAGS.dropout,
@@ -259,6 +319,8 @@ def _build_model(setup, task, encoder, head_options, strategy):
     try:
         with strategy.scope():  # mirrored variables, optimizer and metrics
             model = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
+            if FLAGS.ewc:  # before the auxiliary MLM: the Fisher is the task loss's
+                _anchor_with_ewc(setup, model)
             if FLAGS.auxiliary_mlm_weight:
                 model.attach_auxiliary_mlm(auxiliary_mlm_for(
                     setup.preprocessor.tokenizer(), FLAGS.auxiliary_mlm_weight,
@@ -273,6 +335,16 @@ def _build_model(setup, task, encoder, head_options, strategy):
                           task_options=task.options_dict(), preset=setup.preset,
                           data_format=FLAGS.data_format, task_module=type(task).__module__)
     return model
+
+
+def _anchor_with_ewc(setup, model):
+    """--ewc: the Fisher estimated at the starting weights (or read back when resuming)."""
+    _, stored = anchor_with_ewc(model, FLAGS.ewc, FLAGS.model_dir, setup.make_pass(0),
+                                FLAGS.ewc_fisher_batches)
+    where = md.path(FLAGS.model_dir, md.EWC_FISHER)
+    print(f"EWC: the Fisher of {where}" if stored else
+          f"EWC: Fisher estimated on at most {FLAGS.ewc_fisher_batches} training batches, "
+          f"saved to {where}", flush=True)
 
 
 def _record_parameters(setup, config, model):
@@ -295,8 +367,7 @@ def _train(setup, task, model, strategy):
         task_callbacks=task.callbacks(setup.eval_dataset, setup.eval_examples, setup.labels,
                                       log_dir=os.path.join(logs, "validation"),
                                       tune_decoding=FLAGS.tune_decoding),
-        extra_callbacks=[GradualUnfreezing(setup.unfreeze_every_steps)]
-        if setup.unfreeze_every_steps else [],
+        extra_callbacks=_stage_callbacks(setup),
         checkpoint_every_steps=FLAGS.checkpoint_every_steps,
         log_every_steps=FLAGS.log_every_steps,
         early_stopping_patience=FLAGS.early_stopping_patience,
@@ -351,8 +422,7 @@ def main(argv):
     _datasets(setup, task, train_examples, eval_examples)
     setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
     setup.monitor, setup.mode = task.monitor(len(setup.labels))
-    setup.unfreeze_every_steps = ((FLAGS.unfreeze_every_steps or setup.steps_per_epoch)
-                                if FLAGS.gradual_unfreezing else None)
+    _stage_lengths(setup)
     config = _config(setup, task, train_examples, len(eval_examples))
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS, _RESUME_DEFAULTS)

@@ -7,11 +7,25 @@ from nlpzoo.layers import ClassificationHead, CosineSimilarity, Encoder, PairFea
 from nlpzoo.layers import POOLINGS, cosine_similarity
 from nlpzoo.tasks.modeling.class_metrics import classification_loss, classification_metrics
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
+from nlpzoo.tasks.bi_encoder.ranking_loss import MultipleNegativesRankingLoss, cosine_matrix
 
-OBJECTIVES = ("softmax", "cosine")
+OBJECTIVES = ("softmax", "cosine", "multiple_negatives")
 # The second tower's inputs are the encoder's, with this prefix.
 PAIR_PREFIX = "pair_"
 BI_ENCODER_INPUTS = Encoder.INPUTS + tuple(PAIR_PREFIX + name for name in Encoder.INPUTS)
+# The hard negatives' inputs (multiple_negatives with hard negatives), with this prefix.
+NEGATIVE_PREFIX = "negative_"
+NEGATIVE_INPUTS = tuple(NEGATIVE_PREFIX + name for name in Encoder.INPUTS)
+
+
+def negative_inputs(features):
+    """The encoder inputs of the hard negatives, named as the third tower wants them.
+
+    Examples:
+    >>> negative_inputs({"token_ids": 1})
+    {'negative_token_ids': 1}
+    """
+    return {NEGATIVE_PREFIX + name: value for name, value in features.items()}
 
 
 def pair_inputs(features):
@@ -45,7 +59,12 @@ class BiEncoder(EncoderTaskModel):
       cross-entropy (SBERT's classification objective, for NLI or MRPC);
     - `"cosine"`: cos(u, v) [B] (float32), trained with the mean squared
       error against a graded score in [-1, 1] (SBERT's regression
-      objective, for STS).
+      objective, for STS);
+    - `"multiple_negatives"`: cos(u_i, v_j) of every anchor with every
+      positive of the batch, [B, B] float32, and with `hard_negatives` a
+      third tower (inputs prefixed `negative_`) whose vectors w are more
+      candidates: [B, 2B] = [cos(u_i, v_j) | cos(u_i, w_j)]; trained with
+      `ranking_loss.MultipleNegativesRankingLoss` (in-batch negatives).
 
     Inputs are the encoder's three (`token_ids`, `segment_ids`,
     `padding_mask`) for text a and the same with the prefix `pair_` for text
@@ -56,13 +75,15 @@ class BiEncoder(EncoderTaskModel):
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
             `Encoder.INPUTS` and a `sequence_output` output).
-        objective: "softmax" or "cosine".
+        objective: "softmax", "cosine" or "multiple_negatives".
         num_classes: classes of the softmax objective (2 or more; the cosine
             objective has none and ignores it).
         pooling: "mean" (the default), "cls" or "max".
         dropout: dropout on the pair features before the dense layer
             (SBERT has none there; the encoder keeps its own).
         combination: the `PairFeatures` terms of the softmax objective.
+        hard_negatives: multiple_negatives: a third tower reads a hard
+            negative per pair.
 
     Examples:
     >>> encoder = Encoder(vocabulary_size=100, num_layers=1, num_heads=2,
@@ -71,6 +92,8 @@ class BiEncoder(EncoderTaskModel):
     (None, 3)
     >>> BiEncoder(encoder, objective="cosine").output_shape
     (None,)
+    >>> BiEncoder(encoder, objective="multiple_negatives", hard_negatives=True).output_shape
+    (None, None)
 
     References:
         Reimers & Gurevych 2019, Sentence-BERT: Sentence Embeddings using
@@ -78,7 +101,7 @@ class BiEncoder(EncoderTaskModel):
     """
 
     def __init__(self, encoder, objective="softmax", num_classes=2, pooling="mean",
-                 dropout=0.1, combination="u,v,|u-v|", **kwargs):
+                 dropout=0.1, combination="u,v,|u-v|", hard_negatives=False, **kwargs):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
                              f"got {objective!r}")
@@ -86,6 +109,9 @@ class BiEncoder(EncoderTaskModel):
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         if objective == "softmax" and num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if hard_negatives and objective != "multiple_negatives":
+            raise ValueError("hard negatives are candidates of the multiple_negatives "
+                             f"objective, not of {objective!r}")
         kwargs.setdefault("name", "bi_encoder")
 
         # === Layers ===
@@ -93,18 +119,26 @@ class BiEncoder(EncoderTaskModel):
         if objective == "softmax":
             features = PairFeatures(combination, name="pair_features")
             head = ClassificationHead(num_classes, dropout=dropout, name="classification_head")
-        else:
+        elif objective == "cosine":
             cosine = CosineSimilarity(name="cosine")
 
         # === Functional Model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in BI_ENCODER_INPUTS}
+        names = BI_ENCODER_INPUTS + (NEGATIVE_INPUTS if hard_negatives else ())
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        towers = split_towers(inputs)
+        if hard_negatives:
+            towers += ({name: inputs[NEGATIVE_PREFIX + name] for name in Encoder.INPUTS},)
         vectors = []
-        for tower in split_towers(inputs):
+        for tower in towers:
             sequence = encoder(tower)["sequence_output"]
             vectors.append(pooling_layer(sequence, padding_mask=tower["padding_mask"]))
-        u, v = vectors
-        output = head(features(u, v)) if objective == "softmax" else cosine(u, v)
+        u, v = vectors[:2]
+        if objective == "softmax":
+            output = head(features(u, v))
+        elif objective == "cosine":
+            output = cosine(u, v)
+        else:  # every anchor against every candidate of the batch
+            output = cosine_matrix(u, keras.ops.concatenate(vectors[1:], axis=0))
         super().__init__(inputs=inputs, outputs=output, **kwargs)
 
         # === Config ===
@@ -114,6 +148,7 @@ class BiEncoder(EncoderTaskModel):
         self.pooling = pooling
         self.dropout = float(dropout)
         self.combination = combination
+        self.hard_negatives = bool(hard_negatives)
 
     def embed(self, features, training=False):
         """The sentence vector [B, H] of one text from its encoder inputs (`Encoder.INPUTS`)."""
@@ -139,6 +174,7 @@ class BiEncoder(EncoderTaskModel):
             "pooling": self.pooling,
             "dropout": self.dropout,
             "combination": self.combination,
+            "hard_negatives": self.hard_negatives,
         }
 
 
@@ -156,15 +192,22 @@ def cosine_squared_error(scores, cosines):
     return ops.square(scores - cosines)
 
 
-def bi_encoder_loss(objective):
-    """Cross-entropy on the logits (softmax), or the mean squared error of the cosine."""
+def bi_encoder_loss(objective, ranking_scale=20.0, symmetric=False):
+    """Cross-entropy on the logits (softmax), the mean squared error of the cosine, or the
+    multiple-negatives ranking loss (`ranking_scale`, `symmetric`: see `ranking_loss`)."""
     if objective == "softmax":
         return classification_loss()
+    if objective == "multiple_negatives":
+        return MultipleNegativesRankingLoss(scale=ranking_scale, symmetric=symmetric)
     return cosine_squared_error
 
 
 def bi_encoder_metrics(objective, num_classes=None):
-    """Accuracy (and F1 of class 1 for two classes), or the cosine's mean squared error."""
+    """Accuracy (and F1 of class 1 for two classes), or the cosine's mean squared error;
+    multiple_negatives: none (its validation ranks the validation pairs: the task's
+    `evaluate`)."""
     if objective == "softmax":
         return classification_metrics(num_classes)
+    if objective == "multiple_negatives":
+        return []
     return [keras.metrics.MeanMetricWrapper(cosine_squared_error, name="mse")]

@@ -6,14 +6,20 @@ kept as text. The softmax objective reads a class: MRPC's Quality, or a JSONL
 record's "label". The cosine objective reads a graded similarity, a number
 in [-1, 1] (the range of a cosine): MRPC's Quality (0 or 1), or a JSONL
 record's "score" (a CSV/TSV file's `score` column, or --label_column); STS-B's 0–5
-scores are divided by 5 first, as Sentence-BERT does.
+scores are divided by 5 first, as Sentence-BERT does. The multiple_negatives
+objective reads (anchor, positive) pairs and no target (a label is ignored),
+each a `RankingPair`; a JSONL record may add a "hard_negative" text.
 
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "label": "1"}
     {"text": "A man is playing a flute.", "text_pair": "A man plays the flute.", "score": 0.95}
+    {"text": "Who wrote Hamlet?", "text_pair": "Hamlet is a tragedy by Shakespeare.",
+     "hard_negative": "Macbeth is a tragedy by Shakespeare."}
 
 Errors name the file and the 1-based line.
 """
 
+import dataclasses
+import json
 import math
 
 from nlpzoo.tasks.text.text_readers import (
@@ -28,8 +34,24 @@ from nlpzoo.tasks.text.line_reader import cleaned
 from nlpzoo.tasks.text.prediction_io import read_text_lines
 
 FORMATS = ("mrpc", "csv", "tsv", "jsonl")
-# The JSONL field of each objective's target.
-LABEL_KEYS = {"softmax": "label", "cosine": "score"}
+# The JSONL field of each objective's target (multiple_negatives has none: a label is ignored).
+LABEL_KEYS = {"softmax": "label", "cosine": "score", "multiple_negatives": "label"}
+# The JSONL field of a pair's hard negative (multiple_negatives).
+HARD_NEGATIVE_KEY = "hard_negative"
+
+
+@dataclasses.dataclass(frozen=True)
+class RankingPair(ClassificationExample):
+    """An (anchor, positive) pair for the multiple_negatives objective, with an optional
+    hard negative: a text close to the anchor that is not its positive.
+
+    Examples:
+    >>> RankingPair("Who wrote Hamlet?", "", "Hamlet is a play by Shakespeare.",
+    ...             hard_negative="Macbeth is a play by Shakespeare.").hard_negative
+    'Macbeth is a play by Shakespeare.'
+    """
+
+    hard_negative: str = None
 
 
 def read_pairs(path, data_format=None, objective="softmax", labeled=True, columns=None):
@@ -38,7 +60,9 @@ def read_pairs(path, data_format=None, objective="softmax", labeled=True, column
     Args:
         path: the data file.
         data_format: "mrpc", "csv", "tsv" or "jsonl"; guessed from the file when None.
-        objective: "softmax" (a class label) or "cosine" (a score in [-1, 1]).
+        objective: "softmax" (a class label), "cosine" (a score in [-1, 1]) or
+            "multiple_negatives" (no target: `RankingPair`s, with the
+            JSONL field "hard_negative" when present).
         labeled: whether every pair must carry its target (False: prediction
             input, whose JSONL may leave it out; the label is then "").
         columns: a CSV/TSV/JSONL file's columns (`tasks.text.columns.Columns`).
@@ -51,6 +75,8 @@ def read_pairs(path, data_format=None, objective="softmax", labeled=True, column
     [('a b', 'a c', 0.5)]
     """
     label_key = LABEL_KEYS[objective]
+    if objective == "multiple_negatives":
+        labeled = False  # the pairing is the target; a label column is read and ignored
     data_format = data_format or infer_format(path, columns, FORMATS, "bi-encoder", label_key)
     if data_format == "mrpc":
         examples = read_mrpc(path)
@@ -67,7 +93,27 @@ def read_pairs(path, data_format=None, objective="softmax", labeled=True, column
                                   "pairs: this example has no 'text_pair'")
         if objective == "cosine" and labeled:
             score_of(example)
+    if objective == "multiple_negatives":
+        return ranking_pairs(examples, path if data_format == "jsonl" else None)
     return examples
+
+
+def ranking_pairs(examples, jsonl_path=None):
+    """`examples` as `RankingPair`s; with `jsonl_path`, each takes the "hard_negative" field
+    of its line (a non-empty string, or absent; only JSON lines carry hard negatives)."""
+    negatives = {}
+    if jsonl_path is not None:
+        for number, line in read_text_lines(jsonl_path):
+            record = json.loads(line, strict=False)  # read once already: valid
+            value = record.get(HARD_NEGATIVE_KEY)
+            if value is not None and (not isinstance(value, str) or not cleaned(value).strip()):
+                raise DataFormatError(f"{jsonl_path}:{number}: {HARD_NEGATIVE_KEY!r} must be a "
+                                      f"non-empty string, found {value!r}"[:200])
+            negatives[number] = value
+    return [RankingPair(**{field.name: getattr(example, field.name)
+                           for field in dataclasses.fields(example)},
+                        hard_negative=negatives.get(example.line))
+            for example in examples]
 
 
 def score_of(example):

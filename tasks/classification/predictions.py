@@ -1,8 +1,9 @@
 """What a classifier's predictions say about each example: its label and the probabilities,
-or a regression classifier's score."""
+a regression classifier's score, or a multi-label classifier's label probabilities."""
 
 import numpy as np
 
+from nlpzoo.tasks.classification.multi_label import sigmoid
 from nlpzoo.tasks.modeling.class_outputs import softmax_probabilities
 from nlpzoo.tasks.text.text_pipeline import text_columns
 from nlpzoo.tasks.words.length_sorting import (
@@ -69,6 +70,26 @@ def class_probabilities(model, preprocessor, examples, batch_size):
     """
     logits = model_outputs(model, preprocessor, examples, batch_size)
     return softmax_probabilities(logits) if len(logits) else logits
+
+
+def label_probabilities(model, preprocessor, examples, batch_size):
+    """A multi-label classifier's per-label probabilities [N, C] (float64) of `examples`,
+    in order, batched by length (`model_outputs`, then each logit's sigmoid).
+
+    Examples:
+    >>> import keras
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
+    >>> from nlpzoo.tasks.text.preprocessor import TextPreprocessor
+    >>> preprocessor = TextPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    >>> class Length(keras.Model):  # logits [real tokens - 3, 0]
+    ...     def call(self, features):
+    ...         tokens = keras.ops.sum(keras.ops.cast(features["padding_mask"], "float32"), 1)
+    ...         return keras.ops.stack([tokens - 3, keras.ops.zeros_like(tokens)], axis=1)
+    >>> examples = [ClassificationExample(text, ()) for text in ("a", "a a a a")]
+    >>> label_probabilities(Length(), preprocessor, examples, batch_size=1).round(4).tolist()
+    [[0.5, 0.5], [0.9526, 0.5]]
+    """
+    return sigmoid(model_outputs(model, preprocessor, examples, batch_size))
 
 
 def predicted_scores(model, preprocessor, examples, batch_size):

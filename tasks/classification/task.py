@@ -3,11 +3,28 @@
 import dataclasses
 import json
 
+import numpy as np
 from absl import flags
 
 from nlpzoo.tasks.classification.model import Classifier
+from nlpzoo.tasks.classification.multi_label import (
+    MULTI_LABEL_MONITOR,
+    check_multi_label_options,
+    multi_hot_targets,
+    multi_label_fields,
+    multi_label_loss,
+    multi_label_metrics,
+    multi_label_names,
+    multi_label_record,
+    sigmoid,
+    thresholds_of,
+)
+from nlpzoo.tasks.classification.multi_label import (
+    evaluation_metrics as multi_label_evaluation,
+)
 from nlpzoo.tasks.classification.predictions import (
     class_probabilities,
+    label_probabilities,
     predicted_scores,
     prediction_record,
     score_record,
@@ -33,15 +50,27 @@ from nlpzoo.tasks.modeling.objective_flag import define_objective_flag
 from nlpzoo.tasks.modeling.pooling_flag import define_pooling_flag
 from nlpzoo.tasks.text import text_readers as readers
 from nlpzoo.tasks.text.text_pipeline import make_dataset
-from nlpzoo.tasks.classification.serving import classification_outputs, score_outputs
+from nlpzoo.tasks.classification.serving import (
+    classification_outputs,
+    multi_label_outputs,
+    score_outputs,
+)
 from nlpzoo.tasks.io.progress import ProgressCallback
-from nlpzoo.tasks.modeling.ensemble import Ensemble, mean_log_probabilities, mean_outputs
+from nlpzoo.tasks.modeling.ensemble import (
+    Ensemble,
+    mean_log_probabilities,
+    mean_outputs,
+    mean_sigmoid_logits,
+)
+from nlpzoo.tasks.modeling.label_thresholds import tune_thresholds
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.label_lists import DEFAULT_SEPARATOR
 from nlpzoo.tasks.text.labels import sorted_label_names
 from nlpzoo.tasks.text.raw_inputs import check_targets, label_name
 from nlpzoo.tasks.text.prediction_io import looks_like_jsonl, read_text_lines, write_output
 from nlpzoo.tasks.registry import register_task
 from nlpzoo.tasks.task import Task
+from nlpzoo.tasks.training.tensorboard_examples import first_batch, label_comparison
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,15 +80,24 @@ class ClassificationOptions:
     class_weights: each class's weight in the loss, in the order of the sorted labels, or
     "balanced" until `adapt` computes them from the training labels (None: all 1);
     objective: "classification" (a label) or "regression" (one score per example, learned
-    with the mean squared error against numeric labels; no smoothing, no class weights)."""
+    with the mean squared error against numeric labels; no smoothing, no class weights);
+    multi_label: any number of labels per example, one sigmoid each
+    (`tasks.classification.multi_label`; no class weights); label_separator: what joins a
+    multi-label CSV/TSV cell's labels; thresholds: each label's decision threshold, in the
+    order of the sorted labels (None: 0.5 each; tuned on validation data after training)."""
 
     paired_input: bool = False
     label_smoothing: float = 0.0
     class_weights: object = None
     objective: str = "classification"
+    multi_label: bool = False
+    label_separator: str = DEFAULT_SEPARATOR
+    thresholds: object = None
 
     def __post_init__(self):
         check_regression_options(self.objective, self.label_smoothing, self.class_weights)
+        check_multi_label_options(self.multi_label, self.objective, self.class_weights,
+                                  self.thresholds, self.label_separator)
 
 
 @register_task
@@ -74,6 +112,11 @@ class ClassificationTask(Task):
     one linear unit trained with the mean squared error against numeric
     labels (`tasks.classification.regression`); the best model has the
     highest validation Spearman correlation, and predictions carry a `score`.
+    With `multi_label=True` each example has any number of labels: one
+    sigmoid logit per label, binary cross-entropy, the best model by
+    validation micro F1, and per-label thresholds tuned on the validation
+    data after training (`tasks.classification.multi_label`); predictions
+    carry the label list and every label's probability.
 
     Examples:
     >>> ClassificationTask().monitor(num_classes=2)
@@ -82,6 +125,8 @@ class ClassificationTask(Task):
     ('text', 'text_pair')
     >>> ClassificationTask(objective="regression").monitor(num_classes=0)
     ('val_spearman', 'max')
+    >>> ClassificationTask(multi_label=True).monitor(num_classes=5)
+    ('val_micro_f1', 'max')
     """
 
     name = "classification"
@@ -89,7 +134,9 @@ class ClassificationTask(Task):
     formats = readers.FORMATS
     Options = ClassificationOptions
     head_options = ("num_classes", "labels", "head_hidden_dim", "pooling")
-    ensemble_free_options = ("label_smoothing", "class_weights")  # how it trained
+    # How it trained, how its data is read, and decoding (the first model's thresholds).
+    ensemble_free_options = ("label_smoothing", "class_weights", "label_separator",
+                             "thresholds")
 
     @classmethod
     def define_flags(cls, flag_values):
@@ -100,12 +147,23 @@ class ClassificationTask(Task):
                              lower_bound=1, flag_values=flag_values)
         flags.DEFINE_float("label_smoothing", 0.0, "Classification: train against "
                            "label-smoothed targets, 1 - e + e/K for the true class and e/K "
-                           "for the others (0: plain cross-entropy).", lower_bound=0.0,
+                           "for the others (--multi_label: 1 - e/2 and e/2 for each label; "
+                           "0: plain cross-entropy).", lower_bound=0.0,
                            upper_bound=0.99, flag_values=flag_values)
         flags.DEFINE_string("class_weights", None, "Classification: each class's weight in "
                             "the loss: 'balanced' (n / (K * n_k) from the training labels, "
                             "scikit-learn's) or comma-separated weights in the order of the "
                             "sorted labels (config.json's labels). All 1 when omitted.",
+                            flag_values=flag_values)
+        flags.DEFINE_boolean("multi_label", False, "Classification: any number of labels per "
+                             "text (a JSONL list, or a CSV/TSV cell joined by "
+                             "--label_separator; column 'labels' unless --label_column), one "
+                             "sigmoid each, binary cross-entropy; best epoch by validation "
+                             "micro F1, then each label's F1-best threshold on the validation "
+                             "data.", flag_values=flag_values)
+        flags.DEFINE_string("label_separator", DEFAULT_SEPARATOR, "Classification "
+                            "--multi_label: what joins the labels of a CSV/TSV cell "
+                            "(sports|politics); an empty cell is no label.",
                             flag_values=flag_values)
 
     @classmethod
@@ -119,6 +177,11 @@ class ClassificationTask(Task):
             options["class_weights"] = _parse_class_weights(flag_values.class_weights)
         if flag_values.objective:
             options["objective"] = flag_values.objective
+        if flag_values.multi_label:
+            options.update(multi_label=True, label_separator=flag_values.label_separator)
+        elif flag_values["label_separator"].present:
+            raise ValueError("--label_separator splits the label cells of --multi_label data; "
+                             "add --multi_label")
         return options, head
 
     @classmethod
@@ -135,6 +198,16 @@ class ClassificationTask(Task):
         return self.options.objective == "regression"
 
     @property
+    def multi_label(self):
+        """Whether each example has a set of labels (the multi-label objective)."""
+        return self.options.multi_label
+
+    @property
+    def calibration_option(self):
+        """Multi-label: the per-label `thresholds` (`calibrate`); none otherwise."""
+        return "thresholds" if self.multi_label else None
+
+    @property
     def logged_metrics(self):
         """Regression: the correlations over the whole validation set, after every epoch."""
         return CORRELATIONS if self.regression else ()
@@ -144,16 +217,21 @@ class ClassificationTask(Task):
     def read(self, path, data_format=None, columns=None):
         """The examples of a TREC, MRPC, CSV/TSV or JSONL file; `columns` (a
         `tasks.text.columns.Columns`) names a CSV/TSV/JSONL file's columns. Regression:
-        a label that is not a number is an error naming its file and line."""
-        examples = readers.read_examples(path, data_format, columns)
+        a label that is not a number is an error naming its file and line. Multi-label:
+        each label is a tuple of names (`tasks.text.text_readers.read_examples`)."""
+        examples = readers.read_examples(path, data_format, columns, self.multi_label,
+                                         self.options.label_separator)
         if self.regression:
             regression_targets(examples)
         return examples
 
     def adapt(self, examples):
         """Reads pairs or single texts as the examples hold them; resolves "balanced" class
-        weights from their labels and checks given ones against the number of labels."""
+        weights from their labels and checks given ones against the number of labels.
+        Multi-label: training data without a single label fails here, in one line."""
         changes = {"paired_input": examples[0].text_pair is not None}
+        if self.multi_label:
+            multi_label_names(examples)
         weights = self.options.class_weights
         if weights is not None:
             names = self.label_names(examples)
@@ -170,6 +248,8 @@ class ClassificationTask(Task):
         regression (its labels are scores)."""
         if self.regression:
             return []
+        if self.multi_label:
+            return multi_label_names(examples)
         return sorted_label_names(example.label for example in examples)
 
     def default_labels(self, num_classes):
@@ -188,8 +268,13 @@ class ClassificationTask(Task):
 
     def make_dataset(self, examples, preprocessor, labels, batch_size=32, training=False,
                      seed=None):
-        """Batched `(features, label id)`, or `(features, float32 score)` for regression."""
-        targets = regression_targets(examples) if self.regression else None
+        """Batched `(features, label id)`, `(features, float32 score)` for regression, or
+        `(features, float32 [C] 0/1 per label)` for multi-label."""
+        targets = None
+        if self.regression:
+            targets = regression_targets(examples)
+        elif self.multi_label:
+            targets = multi_hot_targets(examples, labels)
         return make_dataset(examples, preprocessor, labels, batch_size=batch_size,
                             training=training, seed=seed, targets=targets)
 
@@ -216,6 +301,8 @@ class ClassificationTask(Task):
     def loss(self):
         if self.regression:
             return regression_loss()
+        if self.multi_label:
+            return multi_label_loss(self.options.label_smoothing)
         weights = self.options.class_weights
         if weights == "balanced":  # never silently unweighted
             raise ValueError("class_weights='balanced' is computed from the training labels: "
@@ -225,27 +312,93 @@ class ClassificationTask(Task):
     def metrics(self, model):
         if self.regression:
             return regression_metrics()
+        if self.multi_label:
+            return multi_label_metrics(model.output_shape[-1])
         return classification_metrics(model.output_shape[-1])
 
     def monitor(self, num_classes):
-        """The validation metric that picks the best model (regression: Spearman)."""
+        """The validation metric that picks the best model (regression: Spearman;
+        multi-label: micro F1)."""
+        if self.multi_label:
+            return MULTI_LABEL_MONITOR
         return REGRESSION_MONITOR if self.regression else classification_monitor(num_classes)
 
     def evaluate(self, model, dataset, examples, labels):
         """Classification: Keras's loss and metrics. Regression: `mse`, `pearson` and
         `spearman` of the scores over all of `examples` at once (one pass of `dataset`,
-        which keeps their order)."""
-        if not self.regression:
+        which keeps their order). Multi-label: `loss`, micro and macro F1, micro precision
+        and recall and `exact_match` at the task's thresholds
+        (`tasks.classification.multi_label.evaluation_metrics`), the same single pass."""
+        if not (self.regression or self.multi_label):
             return super().evaluate(model, dataset, examples, labels)
-        scores = model.predict(dataset, verbose=0, callbacks=[ProgressCallback("predicting")])
-        return {**evaluation_metrics(scores, regression_targets(examples)),
-                "examples": len(examples)}
+        outputs = model.predict(dataset, verbose=0, callbacks=[ProgressCallback("predicting")])
+        if self.multi_label:
+            metrics = multi_label_evaluation(outputs, multi_hot_targets(examples, labels),
+                                             self._thresholds(labels))
+        else:
+            metrics = evaluation_metrics(outputs, regression_targets(examples))
+        return {**metrics, "examples": len(examples)}
+
+    def calibrate(self, model, dataset, examples, labels):
+        """Multi-label: `(thresholds, micro F1, table)`: each label's F1-best threshold on
+        `examples` (`tasks.modeling.label_thresholds.tune_thresholds`), the micro F1 they
+        give, and a `[threshold, F1]` row per label.
+
+        Raises:
+            ValueError: a single-label classifier (arg-max) has no threshold.
+        """
+        if not self.multi_label:
+            raise ValueError("a single-label classifier predicts the most probable label; it "
+                             "has no threshold to calibrate (multi-label classifiers have)")
+        logits = model.predict(dataset, verbose=0, callbacks=[ProgressCallback("predicting")])
+        targets = multi_hot_targets(examples, labels)
+        thresholds, f1 = tune_thresholds(sigmoid(logits), targets)
+        micro_f1 = multi_label_evaluation(logits, targets, thresholds)["micro_f1"]
+        return [float(t) for t in thresholds], micro_f1, [[t, f] for t, f in zip(thresholds, f1)]
+
+    def tune_decoding(self, model, dataset, examples, labels):
+        """Multi-label: each label's F1-best threshold on the validation data (`calibrate`);
+        nothing to tune otherwise."""
+        if not self.multi_label:
+            return {}
+        thresholds, _, _ = self.calibrate(model, dataset, examples, labels)
+        return {"thresholds": thresholds}
+
+    def _thresholds(self, labels):
+        """Multi-label: each label's threshold [C] (0.5 until tuned); None otherwise."""
+        if not self.multi_label:
+            return None
+        return thresholds_of(self.options.thresholds, len(labels))
+
+    def describe_predictions(self, model, dataset, examples, labels, count=4):
+        """Multi-label: each text with its gold and its predicted label sets (at the current
+        thresholds); otherwise `Task.describe_predictions`."""
+        if not self.multi_label:
+            return super().describe_predictions(model, dataset, examples, labels, count)
+        features, rows = first_batch(dataset, count)
+        if not rows:
+            return []
+        probabilities = sigmoid(np.asarray(model.predict_on_batch(features))[:rows])
+        thresholds = self._thresholds(labels)
+        comparisons = []
+        for example, row in zip(examples, probabilities):
+            gold = [label for label in labels if label in example.label]  # label-id order
+            predicted = multi_label_record(row, labels, thresholds)["labels"]
+            comparisons.append(label_comparison(list(self.texts([example])),
+                                                " ".join(gold) or "-",
+                                                " ".join(predicted) or "-"))
+        return comparisons
 
     def build_ensemble(self, models):
-        """The mean of the models' class probabilities (as logits: its logarithm), or of
-        their scores (regression), compiled with this task's loss and metrics, so
-        `evaluate` and predictions read it as one."""
-        ensemble = Ensemble(models, mean_outputs if self.regression else mean_log_probabilities)
+        """The mean of the models' class probabilities (as logits: its logarithm), of
+        their scores (regression) or of each label's probability (multi-label: as logits),
+        compiled with this task's loss and metrics, so `evaluate` and predictions read it
+        as one."""
+        if self.multi_label:  # the mean of each label's probability
+            combine = mean_sigmoid_logits
+        else:
+            combine = mean_outputs if self.regression else mean_log_probabilities
+        ensemble = Ensemble(models, combine)
         ensemble.compile(loss=self.loss(), metrics=self.metrics(models[0]),
                          jit_compile=ensemble.jit_compile)
         return ensemble
@@ -285,16 +438,22 @@ class ClassificationTask(Task):
     def write_predictions(self, model, preprocessor, examples, labels, output,
                           output_format="auto", batch_size=64):
         """JSONL: the text (and text pair), the label and every class's probability (or,
-        regression, the `score`). Examples are batched by length
+        regression, the `score`; multi-label, the `labels` over their thresholds and every
+        label's probability). Examples are batched by length
         (`tasks.words.length_sorting`) and written in input order."""
         preprocessor = self.preprocessor_of(preprocessor)
         # Batched by length (tasks.words.length_sorting): the same rows, less padding. The
         # input's labels (if any) are not read.
         outputs = self.predict_outputs(model, preprocessor, examples, labels, batch_size)
         lines = []
+        thresholds = self._thresholds(labels)
         for example, row in zip(examples, outputs):
-            fields = ({"score": round(float(row), 6)} if self.regression
-                      else label_fields(row, labels))
+            if self.regression:
+                fields = {"score": round(float(row), 6)}
+            elif self.multi_label:
+                fields = multi_label_fields(row, labels, thresholds)
+            else:
+                fields = label_fields(row, labels)
             record = {"text": example.text, **fields}
             if example.text_pair is not None:
                 record["text_pair"] = example.text_pair
@@ -306,13 +465,16 @@ class ClassificationTask(Task):
 
     def raw_examples(self, inputs, targets=None, labels=None):
         """`ClassificationExample`s of texts, or of `(text, text_pair)` pairs for a pair
-        classifier; `targets` are label names or ids (None: the first label, unused), or
-        numbers (regression).
+        classifier; `targets` are label names or ids (None: the first label, unused),
+        numbers (regression), or lists of label names or ids (multi-label).
 
         >>> ClassificationTask().raw_examples(["Who is he ?"], [1], ["DESC", "HUM"])[0].label
         'HUM'
         >>> ClassificationTask(objective="regression").raw_examples(["a b"], [4.5])[0].label
         '4.5'
+        >>> multi_label = ClassificationTask(multi_label=True)
+        >>> multi_label.raw_examples(["a"], [("y", 0)], ["x", "y"])[0].label
+        ('y', 'x')
         """
         check_targets(inputs, targets)
         examples = []
@@ -324,6 +486,8 @@ class ClassificationTask(Task):
             text, pair = item if paired else (item, None)
             if self.regression:
                 label = "0" if targets is None else str(targets[index])
+            elif self.multi_label:
+                label = () if targets is None else _raw_label_set(targets[index], labels, index)
             else:
                 label = (labels[0] if targets is None
                          else label_name(targets[index], labels, f"y[{index}]"))
@@ -332,16 +496,22 @@ class ClassificationTask(Task):
         return examples
 
     def predict_outputs(self, model, preprocessor, examples, labels, batch_size=32):
-        """Class probabilities [N, C] (regression: scores [N]), batched by length (as
-        tools/predict.py does)."""
+        """Class probabilities [N, C] (regression: scores [N]; multi-label: each label's
+        probability [N, C]), batched by length (as tools/predict.py does)."""
         outputs_of = predicted_scores if self.regression else class_probabilities
+        if self.multi_label:
+            outputs_of = label_probabilities
         return outputs_of(model, self.preprocessor_of(preprocessor), examples, batch_size)
 
     def decode_predictions(self, examples, outputs, labels):
         """`{"label", "score", "scores"}` per example (`prediction_record`); regression:
-        `{"score"}` (`score_record`)."""
+        `{"score"}` (`score_record`); multi-label: `{"labels", "scores"}`, the labels at or
+        over their thresholds (`multi_label_record`)."""
         if self.regression:
             return [score_record(score) for score in outputs]
+        if self.multi_label:
+            thresholds = self._thresholds(labels)
+            return [multi_label_record(row, labels, thresholds) for row in outputs]
         return [prediction_record(row, labels) for row in outputs]
 
     # === Serving ===
@@ -352,7 +522,18 @@ class ClassificationTask(Task):
     def serving_outputs(self, model, preprocessor, labels, text, text_pair=None):
         if self.regression:
             return score_outputs(model, preprocessor, text, text_pair)
+        if self.multi_label:
+            return multi_label_outputs(model, preprocessor, labels, self._thresholds(labels),
+                                       text, text_pair)
         return classification_outputs(model, preprocessor, labels, text, text_pair)
+
+
+def _raw_label_set(target, labels, index):
+    """A raw multi-label target (a list or tuple of names or ids) as a tuple of names."""
+    if isinstance(target, (str, int)):
+        raise ValueError(f"y[{index}]: a multi-label target is a list of label names or ids, "
+                         f"got {target!r}")
+    return tuple(label_name(value, labels, f"y[{index}]") for value in target)
 
 
 def _parse_class_weights(value):

@@ -117,6 +117,10 @@ def family_of(task):
         if task.regression:  # soft targets are class probabilities; a score has none
             raise ValueError("distillation supports classifiers with labels, not the "
                              "regression objective (a score has no class probabilities)")
+        if task.multi_label:  # soft targets are one softmax over the classes
+            raise ValueError("distillation supports classifiers with one label per example, "
+                             "not multi-label ones (their labels are independent sigmoids, "
+                             "not one distribution)")
         return ClassificationFamily()
     if isinstance(task, TaggingTask):
         return TaggingFamily()

@@ -9,6 +9,8 @@ What "average" means is the task's choice:
   of the members' probabilities, output as its logarithm (`mean_log_probabilities`),
   which softmax, arg-max and a from-logits cross-entropy read as the mean
   probabilities themselves;
+- per-label probabilities (multi-label classification): the mean of the
+  members' sigmoids, output as its logit (`mean_sigmoid_logits`);
 - CRF tagging: see `tasks.tagging.ensemble`.
 
 Examples:
@@ -38,6 +40,29 @@ def mean_log_probabilities(logits):
     log_probabilities = ops.stack(
         [ops.log_softmax(ops.cast(x, "float32"), axis=-1) for x in logits], axis=0)
     return ops.logsumexp(log_probabilities, axis=0) - math.log(len(logits))
+
+
+def mean_sigmoid_logits(logits):
+    """logit(mean over members of sigmoid(logits)), float32, computed stably: the log of
+    the mean probability minus the log of the mean of its complement.
+
+    Args:
+        logits: the members' per-label logits, a list of tensors of one shape [..., labels].
+
+    Returns:
+        A tensor of that shape whose sigmoid is the mean of the members' probabilities.
+
+    Examples:
+    >>> import numpy as np
+    >>> logits = [np.log([[0.2 / 0.8]]), np.log([[0.6 / 0.4]])]
+    >>> mean = keras.ops.sigmoid(mean_sigmoid_logits(logits))
+    >>> keras.ops.convert_to_numpy(mean).astype(np.float64).round(6).tolist()
+    [[0.4]]
+    """
+    logits = ops.stack([ops.cast(x, "float32") for x in logits], axis=0)
+    # log σ(x) = -softplus(-x); log(1 - σ(x)) = -softplus(x); the log(n) of both means cancels.
+    return (ops.logsumexp(-ops.softplus(-logits), axis=0)
+            - ops.logsumexp(-ops.softplus(logits), axis=0))
 
 
 def mean_outputs(outputs):

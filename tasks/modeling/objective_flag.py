@@ -6,7 +6,7 @@ from absl import flags
 # Each task's own objectives, its default first; the flag takes any of them.
 TASK_OBJECTIVES = {
     "classification": ("classification", "regression"),
-    "bi_encoder": ("softmax", "cosine"),
+    "bi_encoder": ("softmax", "cosine", "multiple_negatives"),
 }
 OBJECTIVE_FLAG = "objective"
 
@@ -34,5 +34,8 @@ def define_objective_flag(flag_values):
                       "score per text or pair, mean squared error against a numeric label; "
                       "best epoch by validation Spearman). Bi-encoder: softmax "
                       "(cross-entropy over concat(u, v, |u-v|), a class per pair) or cosine "
-                      "(mean squared error of cos(u, v) against a score in [-1, 1]). When "
+                      "(mean squared error of cos(u, v) against a score in [-1, 1]) or "
+                      "multiple_negatives (in-batch negatives: each anchor picks its "
+                      "positive among the batch's positives, --ranking_scale x cosine, "
+                      "cross-entropy; best epoch by validation MRR@10). When "
                       "omitted: classification, softmax.", flag_values=flag_values)

@@ -182,7 +182,7 @@ def _padding_value_structure(spec, padding_values):
 
 
 def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_values, training,
-                            seed=None, length_features=LENGTH_FEATURES):
+                            seed=None, length_features=LENGTH_FEATURES, group_by_length=None):
     """The common tail of every input pipeline: cache the encoded examples, then batch.
 
     Training: shuffle every epoch, group examples of similar length into
@@ -192,7 +192,9 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     The cache is filled here, in one pass that checks there are `count`
     examples (and, for training, reads each example's length: see
     `training_batch_count`). `length_features` name the features whose
-    longest decides the bucket.
+    longest decides the bucket. `group_by_length=False` keeps the shuffled
+    order in training too (a loss that reads the other examples of a batch,
+    such as in-batch negatives, wants random batch-mates); None: `training`.
 
     `seed`: an int (or None) reshuffles at every iteration; `(seed, pass)`
     fixes this pass's order, the same at every iteration. TensorFlow draws
@@ -221,9 +223,10 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
         dataset = dataset.shuffle(count, seed=pass_seed, reshuffle_each_iteration=False)
     elif training:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    group_sizes = length_group_sizes(lengths, max_length) if training else None
+    group_by_length = training if group_by_length is None else group_by_length and training
+    group_sizes = length_group_sizes(lengths, max_length) if group_by_length else None
     dataset = batch_to_buckets(dataset, batch_size, max_length, padding_values,
-                               group_by_length=training, length_features=length_features,
+                               group_by_length=group_by_length, length_features=length_features,
                                group_sizes=group_sizes)
     if training:
         batches = training_batch_count(lengths, batch_size, max_length)

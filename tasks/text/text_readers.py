@@ -21,10 +21,15 @@ import os
 from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
 from nlpzoo.tasks.text.columns import Columns
 from nlpzoo.tasks.text.delimited_rows import DELIMITERS, first_row, read_records
+from nlpzoo.tasks.text.label_lists import DEFAULT_SEPARATOR, labels_from_cell, labels_from_json
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 from nlpzoo.tasks.text.prediction_io import looks_like_columns
 
 FORMATS = ("trec", "trec_fine", "mrpc", "csv", "tsv", "jsonl")
+# The formats that hold several labels per example (a JSONL list, a CSV/TSV cell split on a
+# separator), and the column or key they are in by default.
+MULTI_LABEL_FORMATS = ("csv", "tsv", "jsonl")
+MULTI_LABEL_KEY = "labels"
 # How each format looks, for the error of a file that none of them reads.
 _LOOKS = {"trec": 'trec ("LABEL:fine text")',
           "mrpc": "mrpc (tab-separated, header Quality...)",
@@ -38,7 +43,8 @@ _BYTE_ORDER_MARKS = ("\ufeff", "\u00ef\u00bb\u00bf")
 
 @dataclasses.dataclass(frozen=True)
 class ClassificationExample:
-    """One example: a text, an optional second text (pair tasks) and a label.
+    """One example: a text, an optional second text (pair tasks) and a label (multi-label
+    examples: a tuple of label names, possibly empty; `tasks.text.label_lists`).
 
     Examples:
     >>> ClassificationExample("Who was Galileo ?", label="HUM").text_pair is None
@@ -150,7 +156,7 @@ def read_mrpc(path):
     return _non_empty(examples, path)
 
 
-def read_jsonl(path, label_key="label", require_label=True, columns=None):
+def read_jsonl(path, label_key="label", require_label=True, columns=None, multi_label=False):
     """Reads JSON lines with `text`, an optional `text_pair` and a label.
 
     Args:
@@ -161,6 +167,8 @@ def read_jsonl(path, label_key="label", require_label=True, columns=None):
             (prediction input) its label is "".
         columns: other keys (`tasks.text.columns.Columns`, names only): e.g.
             `Columns(text="sentence")` reads `{"sentence": ..., "label": ...}`.
+        multi_label: the label is a list of names, read as a tuple
+            (`tasks.text.label_lists.labels_from_json`); anything else is an error.
 
     Examples:
     >>> import tempfile
@@ -198,7 +206,10 @@ def read_jsonl(path, label_key="label", require_label=True, columns=None):
         _check_text(text, path, number, f"a {text_key!r}")
         if pair is not None:
             _check_text(pair, path, number, f"a {pair_key!r}")
-        label = str(record[label_key]) if label_key in record else ""
+        if multi_label and label_key in record:
+            label = labels_from_json(record[label_key], f"{path}:{number}", label_key)
+        else:
+            label = str(record[label_key]) if label_key in record else ""
         examples.append(
             ClassificationExample(
                 text=text, text_pair=pair, label=label, source=path, line=number,
@@ -214,7 +225,7 @@ def _non_empty(examples, path):
 
 
 def read_delimited(path, data_format="csv", columns=None, label_key="label",
-                   require_label=True):
+                   require_label=True, label_separator=None):
     """Reads a CSV or TSV file's examples from its columns (`tasks.text.columns`).
 
     Args:
@@ -225,6 +236,9 @@ def read_delimited(path, data_format="csv", columns=None, label_key="label",
         label_key: the label column's name when `columns` gives none.
         require_label: when False (prediction input) a file without the label
             column is read, every label "".
+        label_separator: multi-label: each label cell is split on it into a tuple
+            of names (`tasks.text.label_lists.labels_from_cell`; an empty cell is
+            no label); None: the cell is one label, which must not be empty.
 
     Examples:
     >>> import tempfile
@@ -241,7 +255,9 @@ def read_delimited(path, data_format="csv", columns=None, label_key="label",
             if role in record:
                 _check_text(record[role], path, number, f"a {role}")
         label = record.get("label", "").strip()
-        if require_label and not label:
+        if label_separator is not None and "label" in record:
+            label = labels_from_cell(label, label_separator)
+        elif require_label and not label:
             raise DataFormatError(f"{path}:{number}: expected a label, found none")
         examples.append(ClassificationExample(
             text=record["text"], text_pair=record.get("text_pair"), label=label,
@@ -321,9 +337,33 @@ def _not_readable(path, first, tried, what, named, label_key):
             f"{first[:80]!r}{hint}")
 
 
-def read_examples(path, data_format=None, columns=None):
+def read_examples(path, data_format=None, columns=None, multi_label=False,
+                  label_separator=DEFAULT_SEPARATOR):
     """Reads `path` in `data_format` (inferred when None), with `columns` for CSV, TSV and
-    JSONL (`tasks.text.columns.Columns`)."""
+    JSONL (`tasks.text.columns.Columns`).
+
+    With `multi_label`, each example's label is a tuple of names: a JSONL list, or a
+    CSV/TSV cell split on `label_separator`; their column (key) is `labels` unless
+    `columns` names another, and TREC and MRPC files (one label each) are refused.
+
+    Examples:
+    >>> import tempfile
+    >>> path = tempfile.mktemp(suffix=".csv")
+    >>> _ = open(path, "w").write("text,labels\\nRain and goals,weather|sports\\nHi,\\n")
+    >>> [e.label for e in read_examples(path, multi_label=True)]
+    [('weather', 'sports'), ()]
+    """
+    if multi_label:
+        data_format = data_format or infer_format(path, columns, tried=MULTI_LABEL_FORMATS,
+                                                  what="multi-label", label_key=MULTI_LABEL_KEY)
+        if data_format not in MULTI_LABEL_FORMATS:
+            raise DataFormatError(f"{path}: multi-label examples are read from "
+                                  f"{', '.join(MULTI_LABEL_FORMATS)} files, not {data_format} "
+                                  "(one label per example)")
+        if data_format == "jsonl":
+            return read_jsonl(path, MULTI_LABEL_KEY, columns=columns, multi_label=True)
+        return read_delimited(path, data_format, columns, MULTI_LABEL_KEY,
+                              label_separator=label_separator)
     data_format = data_format or infer_format(path, columns)
     if data_format == "trec":
         return read_trec(path)

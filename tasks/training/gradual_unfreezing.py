@@ -6,13 +6,10 @@ down to the embeddings, so the randomly initialised head settles before its
 gradients reach the pretrained layers that need the least change.
 """
 
-import logging
 from typing import NamedTuple
 
-import keras
-
 from nlpzoo.layers import distinct_block_count, transformer_of
-from nlpzoo.layers.keras_internals import is_built_for
+from nlpzoo.tasks.training.trainable_stages import TrainableStages
 
 
 class UnfreezingGroup(NamedTuple):
@@ -99,7 +96,45 @@ def freeze_below_top_layers(encoder, trainable_layers):
             layer.trainable = False
 
 
-class GradualUnfreezing(keras.callbacks.Callback):
+def encoder_transformer(callback):
+    """The transformer a staged-training callback works on: its own `transformer`, else
+    that of `callback.model.encoder`.
+
+    Examples:
+    >>> from nlpzoo.layers import Encoder
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
+    ...                   hidden_dim=8, intermediate_dim=16)
+    >>> encoder_transformer(GradualUnfreezing(1, transformer=encoder)) is encoder.transformer
+    True
+    """
+    if callback.transformer is not None:
+        return transformer_of(callback.transformer)
+    if callback.model is None or not hasattr(callback.model, "encoder"):
+        raise ValueError(f"{type(callback).__name__} needs `transformer`, or a model with "
+                         "`.encoder`")
+    return transformer_of(callback.model.encoder)
+
+
+def used_encoder_variables(model, groups):
+    """The variables of `groups` that `model` trains: without the weights its loss never
+    reaches (a tagger's pooler: `EncoderTaskModel.unused_encoder_weights`).
+
+    Examples:
+    >>> import types
+    >>> from nlpzoo.layers import Encoder
+    >>> encoder = Encoder(vocabulary_size=50, num_layers=1, num_heads=2,
+    ...                   hidden_dim=8, intermediate_dim=16)
+    >>> groups = unfreezing_groups(encoder)
+    >>> tagger = types.SimpleNamespace(
+    ...     unused_encoder_weights=lambda: list(encoder.transformer.pooler.weights))
+    >>> len(used_encoder_variables(tagger, groups)) == len(encoder.transformer.weights) - 2
+    True
+    """
+    unused = {id(v) for v in getattr(model, "unused_encoder_weights", list)()}
+    return [v for group in groups for v in group.variables if id(v) not in unused]
+
+
+class GradualUnfreezing(TrainableStages):
     """Keras callback: unfreezes the encoder group by group, top first, every `every_steps`.
 
     At global step s (`model.optimizer.iterations`) the stage is
@@ -111,33 +146,11 @@ class GradualUnfreezing(keras.callbacks.Callback):
     - stage L + 1: the embeddings too, i.e. everything.
 
     `unfreezing_groups` lists the groups; `trainable_groups(stage)` the
-    ones a stage trains. The stage is read from the optimizer's iteration
-    count at every batch, so a resumed run (`BackupAndRestore` restores the
-    count) lands in the right stage. Under gradient accumulation the count is
-    of updates: a stage starts with the first batch of an update, never in
-    the middle of one. With `steps_per_execution` > 1 a stage
-    starts at the first execution that begins at or after its step.
-
-    How: the flag of each transformer variable (`variable.trainable`, not
-    `layer.trainable`, so the head and Keras's compiled trainable state are
-    untouched); when the trainable set changes the train step is traced again
-    (`make_train_function(force=True)`), under XLA if the model compiles
-    with it. The TensorFlow trainer looks the train function up at every
-    step, so the next step takes it.
-
-    The optimizer holds slots only for the variables it was built for, so
-    start `fit` with the whole encoder trainable: at the start of training
-    the callback builds the optimizer for `model.trainable_variables` if
-    Keras has not yet (without a distribution strategy Keras would build it
-    in the first step, for the head alone), checks that it tracks every
-    transformer variable, and freezes on the first batch. At the end of
-    training every flag is put back as it was at the start.
-
-    Note: a frozen variable's Adam moments stay 0, while Adam's bias
-    correction follows the global step, not the variable's own count: just
-    after thawing, a steady gradient moves it by up to about 6× the
-    learning rate for some steps, where a fresh Adam moves by 1×. A warm-up per
-    stage is not part of this callback.
+    ones a stage trains. How the flags are set, retraced and restored, and
+    why `fit` must start with the whole encoder trainable, is
+    `tasks.training.trainable_stages.TrainableStages`: the stage follows the
+    optimizer's step count, so a resumed run lands in the right stage. Only
+    the transformer's variables are controlled: the head always trains.
 
     Args:
         every_steps: the length of each stage, in optimizer steps (≥ 1).
@@ -150,6 +163,8 @@ class GradualUnfreezing(keras.callbacks.Callback):
     [0, 0, 1, 2, 3, 3]
     """
 
+    log_name = "gradual unfreezing"
+
     def __init__(self, every_steps, transformer=None):
         super().__init__()
         if int(every_steps) != every_steps or every_steps < 1:
@@ -157,8 +172,6 @@ class GradualUnfreezing(keras.callbacks.Callback):
         self.every_steps = int(every_steps)
         self.transformer = transformer
         self._groups = None
-        self._flags_at_start = None
-        self._stage = None
 
     def stage(self, step, num_blocks=None):
         """The stage at global step `step` (by default for the transformer in use)."""
@@ -170,71 +183,19 @@ class GradualUnfreezing(keras.callbacks.Callback):
     def groups(self):
         """`unfreezing_groups` of the transformer (found at the start of training)."""
         if self._groups is None:
-            self._groups = unfreezing_groups(self._transformer())
+            self._groups = unfreezing_groups(encoder_transformer(self))
         return self._groups
 
     def trainable_groups(self, stage):
         """The `UnfreezingGroup`s that are trainable at `stage`, in thawing order."""
         return self.groups[:stage]
 
-    def _transformer(self):
-        if self.transformer is not None:
-            return transformer_of(self.transformer)
-        if self.model is None or not hasattr(self.model, "encoder"):
-            raise ValueError("GradualUnfreezing needs `transformer`, or a model with `.encoder`")
-        return transformer_of(self.model.encoder)
-
-    def on_train_begin(self, logs=None):
+    def controlled_variables(self):
         self._groups = None
-        # Weights the model never trains (a tagger's pooler: `unused_encoder_weights`) stay out.
-        unused = {id(v) for v in getattr(self.model, "unused_encoder_weights", list)()}
-        variables = [v for group in self.groups for v in group.variables if id(v) not in unused]
-        if not self.model.optimizer.built:
-            # Without a distribution strategy Keras's TF trainer builds the optimizer
-            # lazily, in the first traced step, for the variables trainable *then*: after
-            # the first batch has frozen the encoder. Build it now, for all of them.
-            self.model.optimizer.build(self.model.trainable_variables)
-        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
-        # A variable the optimizer was not built for could never be trained once thawed.
-        untracked = [v.path for v in variables if not is_built_for(optimizer, v)]
-        if untracked:
-            raise ValueError(
-                f"GradualUnfreezing: the optimizer does not train {len(untracked)} encoder "
-                f"variables (e.g. {untracked[0]}): start fit with a trainable encoder (no "
-                "freeze_encoder, no trainable=False); the callback freezes it on the first "
-                "batch")
-        self._flags_at_start = [(v, v.trainable) for v in variables]
-        self._stage = None
+        return used_encoder_variables(self.model, self.groups)
 
-    def on_train_batch_begin(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        stage = self.stage(step)
-        if stage == self._stage:
-            return
-        self._stage = stage
-        thawed = {id(v) for group in self.trainable_groups(stage) for v in group.variables}
-        if self._set_flags({id(v): id(v) in thawed for v, _ in self._flags_at_start}):
-            self.model.make_train_function(force=True)
-        logging.info("gradual unfreezing: step %d, %s", step, self.describe(stage))
-
-    def on_train_end(self, logs=None):
-        if self._flags_at_start is None:
-            return
-        if self._set_flags({id(v): flag for v, flag in self._flags_at_start}):
-            # The last train function was traced for a partly frozen encoder: a later fit
-            # without this callback must trace again.
-            self.model.make_train_function(force=True)
-        self._flags_at_start = None
-        self._stage = None
-
-    def _set_flags(self, flags):
-        """Sets each variable's trainable flag by id; True if any changed."""
-        changed = False
-        for variable, _ in self._flags_at_start:
-            if variable.trainable != flags[id(variable)]:
-                variable.trainable = flags[id(variable)]
-                changed = True
-        return changed
+    def trainable_at(self, stage):
+        return [v for group in self.trainable_groups(stage) for v in group.variables]
 
     def describe(self, stage):
         """What trains at `stage`, in words (the log line's text).

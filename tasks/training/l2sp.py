@@ -9,6 +9,10 @@ model counts it: `model.losses` holds one term per regularised trainable
 variable, which `compile`'s loss adds, and so does
 `EncoderTaskModel._plus_layer_losses` for our models with their own
 `compute_loss`.
+
+EWC (`tasks/training/ewc.py`) is this penalty with each square weighed by
+its Fisher information: it subclasses `L2SP` (overriding `weigh`) and
+anchors its variables with the same `anchor_at_current_values`.
 """
 
 import keras
@@ -55,10 +59,58 @@ class L2SP(keras.regularizers.Regularizer):
             raise ValueError("this L2SP has no reference weights: attach it with attach_l2sp")
         # float32 whatever the variables' dtype: a sum of many small squares.
         difference = ops.cast(x, "float32") - ops.cast(self.reference, "float32")
-        return self.alpha * ops.sum(ops.square(difference))
+        return self.alpha * ops.sum(self.weigh(ops.square(difference)))
+
+    def weigh(self, squares):
+        """Each weight's share of the penalty: every square counts once (EWC weighs them)."""
+        return squares
 
     def get_config(self):
         return {"alpha": self.alpha}
+
+
+def anchor_at_current_values(variables, make_penalty):
+    """Sets `variable.regularizer = make_penalty(variable, reference)` on each of `variables`,
+    `reference` a frozen copy of the variable's current value (w₀).
+
+    What L2-SP and EWC share: each copy is a new non-trainable `keras.Variable`
+    (memory: one more copy of those weights); attaching again takes a fresh
+    reference. Keras counts a variable regularizer only while the variable is
+    trainable (`Layer._get_regularization_losses`), so a frozen variable costs
+    nothing. Nothing is attached when a variable already has a regularizer
+    that is not an `L2SP` (EWC included).
+
+    Args:
+        variables: the variables to anchor.
+        make_penalty: `make_penalty(variable, reference)` → the regularizer.
+
+    Returns:
+        The regularizers, in the order of `variables`.
+
+    Raises:
+        ValueError: a variable already has another kind of regularizer.
+
+    Examples:
+    >>> kernel = keras.Variable([1.0, 2.0])
+    >>> [penalty] = anchor_at_current_values(
+    ...     [kernel], lambda variable, reference: L2SP(1.0, reference=reference))
+    >>> _ = kernel.assign([2.0, 2.0])
+    >>> float(kernel.regularizer(kernel))
+    1.0
+    """
+    variables = list(variables)
+    for variable in variables:
+        if variable.regularizer is not None and not isinstance(variable.regularizer, L2SP):
+            raise ValueError(f"{variable.path} already has a regularizer "
+                             f"({variable.regularizer!r}); it would be replaced")
+    regularizers = []
+    for variable in variables:
+        reference = keras.Variable(
+            ops.copy(variable.value), dtype=variable.dtype, trainable=False,
+            name=f"{variable.name}_reference")
+        variable.regularizer = make_penalty(variable, reference)
+        regularizers.append(variable.regularizer)
+    return regularizers
 
 
 def attach_l2sp(variables, alpha):
@@ -66,12 +118,9 @@ def attach_l2sp(variables, alpha):
 
     Call it once the pretrained weights are in place and before training
     (under the same distribution strategy scope as the model, so the
-    references are placed like the variables). Each variable's value is
-    copied into a new non-trainable `keras.Variable` (memory: one more copy
-    of those weights) and `variable.regularizer` is set; attaching again
-    takes a fresh reference. Keras counts a variable regularizer only while
-    the variable is trainable (`Layer._get_regularization_losses`), so a
-    frozen variable costs nothing.
+    references are placed like the variables). See `anchor_at_current_values`:
+    a frozen copy of each variable is the reference, attaching again takes a
+    fresh one, a frozen variable costs nothing.
 
     Args:
         variables: the variables to anchor, e.g. the encoder's:
@@ -96,16 +145,5 @@ def attach_l2sp(variables, alpha):
     """
     if not alpha > 0:
         raise ValueError(f"L2-SP alpha must be > 0, got {alpha}")
-    variables = list(variables)
-    for variable in variables:
-        if variable.regularizer is not None and not isinstance(variable.regularizer, L2SP):
-            raise ValueError(f"{variable.path} already has a regularizer "
-                             f"({variable.regularizer!r}); L2-SP would replace it")
-    regularizers = []
-    for variable in variables:
-        reference = keras.Variable(
-            ops.copy(variable.value), dtype=variable.dtype, trainable=False,
-            name=f"{variable.name}_l2sp_reference")
-        variable.regularizer = L2SP(alpha, reference=reference)
-        regularizers.append(variable.regularizer)
-    return regularizers
+    return anchor_at_current_values(
+        variables, lambda variable, reference: L2SP(alpha, reference=reference))

@@ -28,6 +28,19 @@ def accumulation_steps(optimizer):
     return int(getattr(optimizer, "gradient_accumulation_steps", None) or 1)
 
 
+def at_update_boundary(optimizer):
+    """Whether `optimizer` has applied every batch it took: no accumulated update is half
+    done (always true without accumulation). Only then may its state be saved or read back.
+
+    Examples:
+    >>> import keras
+    >>> at_update_boundary(keras.optimizers.Adam(gradient_accumulation_steps=4))
+    True
+    """
+    steps = int(optimizer.iterations.numpy())
+    return batches_taken(optimizer) == steps * accumulation_steps(optimizer)
+
+
 class StepClock:
     """Tells a callback the optimizer step (update) each batch ends on.
 

@@ -48,8 +48,7 @@ import keras
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite, write_json_atomically, write_weights_atomically
-from nlpzoo.layers.keras_internals import batches_taken
-from nlpzoo.tasks.training.step_clock import StepClock, accumulation_steps
+from nlpzoo.tasks.training.step_clock import StepClock, accumulation_steps, at_update_boundary
 
 STATE_FILE = "training_state.json"
 # What a `keras.callbacks.BackupAndRestore` (this library's earlier format) leaves.
@@ -139,7 +138,7 @@ class TrainingState(keras.callbacks.Callback):
         if step != record["step"]:
             raise ValueError(f"{self.backup_dir}: the saved weights are at step {step}, "
                              f"their record says {record['step']}")
-        if batches_taken(optimizer) != step * accumulation_steps(optimizer):
+        if not at_update_boundary(optimizer):
             raise ValueError(f"{self.backup_dir}: the saved state is in the middle of an "
                              "accumulated update (saved by another program?)")
         self.last_saved_step = step
@@ -151,7 +150,7 @@ class TrainingState(keras.callbacks.Callback):
         accumulation only at an update's end (a `ValueError` elsewhere)."""
         optimizer = self.model.optimizer
         step = int(optimizer.iterations.numpy())
-        if batches_taken(optimizer) != step * accumulation_steps(optimizer):
+        if not at_update_boundary(optimizer):
             raise ValueError("TrainingState.save: the optimizer is in the middle of an "
                              "accumulated update; save at an update's end")
         try:

@@ -58,7 +58,8 @@ def flag_tables():
     for binary in BINARIES:
         parts += [f"### `tools/{binary}.py`", "", "| flag | default | what |", "|---|---|---|"]
         for name, default, text in binary_flags(binary):
-            parts.append(f"| `--{name}` | {format_default(default)} | "
+            # A pipe ends a table cell, even inside backticks (--label_separator's `|`).
+            parts.append(f"| `--{name}` | {format_default(default).replace('|', chr(92) + '|')} | "
                          f"{text.replace('|', chr(92) + '|')} |")
         parts.append("")
     return "\n".join(parts).rstrip("\n")

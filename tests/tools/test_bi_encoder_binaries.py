@@ -75,7 +75,9 @@ def runs(tmp_path_factory, trained_bi_encoder_dir):
 def test_training_keeps_the_task_its_options_and_the_monitor(runs):
     config = md.read_json(md.path(runs["model_dir"], md.CONFIG))
     assert config["task"] == "bi_encoder"
-    assert config["task_options"] == {"objective": "softmax", "pooling": "mean"}
+    assert config["task_options"] == {"objective": "softmax", "pooling": "mean",
+                                      "ranking_scale": 20.0, "symmetric_ranking": False,
+                                      "hard_negatives": False}
     assert config["labels"] == ["0", "1"] and config["monitor"] == "val_f1"
     metrics = md.read_json(md.path(runs["model_dir"], md.METRICS))
     assert {"accuracy", "f1", "loss"} <= set(metrics) and metrics["examples"] == 32

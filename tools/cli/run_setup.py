@@ -205,8 +205,9 @@ def define_fine_tuning_flags(flag_values=flags.FLAGS, *, labelled_data=True,
     if tune_decoding:
         flags.DEFINE_boolean("tune_decoding", True, "After training, let the task tune its "
                              "decoding on its validation data (span NER: the F1-best "
-                             "threshold, as tools/calibrate.py does) before the final "
-                             "evaluation.", flag_values=flag_values)
+                             "threshold, as tools/calibrate.py does; multi-label "
+                             "classification: each label's F1-best threshold) before the "
+                             "final evaluation.", flag_values=flag_values)
     define_hardware_flags(flag_values)
     define_packing_flag(flag_values)
     define_training_loop_flags(flag_values, resumable=resumable)

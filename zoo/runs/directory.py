@@ -14,6 +14,9 @@
                            hyperparameters, validation (and, once tools/evaluate.py
                            --update_card ran, test) metrics with dates, the command
                            that reproduces the run, versions and limits
+      ewc_fisher.npz       with --ewc only: the normalised diagonal Fisher EWC weighs its
+                           penalty with (tasks/training/ewc.py), one array per encoder
+                           weight path, estimated before training; a resumed run reads it
       logs/train, logs/validation   TensorBoard event files
       checkpoints/         training state for resuming (tasks/training/training_state.py:
                            training_state.json + state-<step>.weights.h5; pretrain:
@@ -61,8 +64,9 @@ LOGS = "logs"
 CHECKPOINTS = "checkpoints"
 ENCODER = "encoder"  # tools/pretrain.py's encoder checkpoint
 CARD = "README.md"  # the model card, zoo/runs/model_card.py
+EWC_FISHER = "ewc_fisher.npz"  # zoo/runs/ewc_anchor.py
 _ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS,
-              ENCODER, CARD)
+              ENCODER, CARD, EWC_FISHER)
 
 
 def path(model_dir, name):

@@ -180,7 +180,9 @@ def test_keras_file_keeps_the_towers_the_head_and_the_metadata(tmp_path):
     loaded = keras.saving.load_model(path)
     assert type(loaded) is BiEncoder
     assert (loaded.objective, loaded.pooling, loaded.num_classes) == ("softmax", "max", 3)
-    assert loaded.task_metadata["task_options"] == {"objective": "softmax", "pooling": "max"}
+    assert loaded.task_metadata["task_options"] == {
+        "objective": "softmax", "pooling": "max", "ranking_scale": 20.0,
+        "symmetric_ranking": False, "hard_negatives": False}
     assert loaded.preprocessor.vocabulary == tuple(vocabulary)
     expected, actual = model.pair_outputs(features), loaded.pair_outputs(features)
     for name in ("embedding", "pair_embedding", "cosine", "logits"):

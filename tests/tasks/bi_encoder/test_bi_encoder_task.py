@@ -23,6 +23,8 @@ from tests.helpers.paths import ROOT
 
 MRPC_SAMPLE = os.path.join(ROOT, "samples", "mrpc")
 VOCAB = list(RESERVED_TOKENS) + "a b c d e f g h".split()
+# The multiple_negatives options every bi-encoder task carries, at their defaults.
+RANKING_DEFAULTS = {"ranking_scale": 20.0, "symmetric_ranking": False}
 TINY = dict(num_layers=1, hidden_dim=16, num_heads=2, intermediate_dim=32, dropout=0.0)
 
 
@@ -151,7 +153,8 @@ def test_registered_with_its_options_and_metadata():
     task = get_task("bi_encoder", objective="cosine", pooling="max")
     restored = task_from_metadata({"task": "bi_encoder", "task_options": task.options_dict()})
     assert restored.options == task.options
-    assert get_task("bi_encoder").options_dict() == {"objective": "softmax", "pooling": "mean"}
+    assert get_task("bi_encoder").options_dict() == {
+        "objective": "softmax", "pooling": "mean", **RANKING_DEFAULTS, "hard_negatives": False}
     assert task.serving_inputs() == ("text", "text_pair")
     assert task.monitor(0) == ("val_spearman", "max") and task.logged_metrics == (
         "spearman", "pearson")
@@ -165,11 +168,11 @@ def test_every_task_defines_its_flags_in_one_set_without_a_clash():
         get_task_class(name).define_flags(values)
     values(["train"])
     assert BiEncoderTask.options_from_flags(values) == (
-        {"objective": "softmax", "pooling": "mean"}, {})
+        {"objective": "softmax", "pooling": "mean", **RANKING_DEFAULTS}, {})
     assert get_task_class("classification").options_from_flags(values)[1]["pooling"] == "pooler"
     values(["train", "--objective=cosine", "--pooling=max"])
     assert BiEncoderTask.options_from_flags(values)[0] == {"objective": "cosine",
-                                                           "pooling": "max"}
+                                                           "pooling": "max", **RANKING_DEFAULTS}
     assert get_task_class("classification").options_from_flags(values)[1]["pooling"] == "max"
     values(["train", "--pooling=pooler"])
     with pytest.raises(ValueError, match="pooling must be one of cls, mean, max"):
