@@ -68,7 +68,7 @@ def _timed_batches(model, dataset):
 def _bi_encoder_seconds(run, sentences):
     """(embedding seconds, similarity seconds) for all pairs of the N sentences."""
     from nlpzoo.tasks.registry import get_task
-    from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    from nlpzoo.tasks.text.sentences import Sentence
     from nlpzoo.zoo.runs import directory as md
 
     trained = md.load_trained(model_dir=run)

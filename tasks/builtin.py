@@ -12,10 +12,11 @@ True
 
 from nlpzoo.tasks.bi_encoder.task import BiEncoderTask
 from nlpzoo.tasks.classification.task import ClassificationTask
+from nlpzoo.tasks.fill_mask.task import FillMaskTask
 from nlpzoo.tasks.question_answering.task import QuestionAnsweringTask
 from nlpzoo.tasks.sentence_embedding.task import SentenceEmbeddingTask
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.tagging.task import TaggingTask
 
 BUILTIN_TASKS = (ClassificationTask, TaggingTask, SpanNERTask, SentenceEmbeddingTask,
-                 BiEncoderTask, QuestionAnsweringTask)
+                 BiEncoderTask, QuestionAnsweringTask, FillMaskTask)

@@ -67,6 +67,13 @@ class Task:
             classifier's `thresholds`, a list with one per label (a property
             there: a single-label classifier has none); None for a task with
             nothing to calibrate.
+        evaluates_without_labels: `evaluate` scores plain text by itself, with no
+            labels (fill-mask masks it), so tools/evaluate.py evaluates the
+            task even though it needs no training.
+        pretrained_heads: the heads of a pretraining checkpoint the model takes
+            over as they are ("mlm_head": BERT's masked-LM head); `zoo` loads
+            them into the layers of those names after `build_model`, and
+            refuses a checkpoint that lacks one.
         metrics_in_percent: `evaluate` gives its scores in percent (SQuAD's
             exact match and F1, as the official script prints them), not as
             fractions: a difference of 1 is one point.
@@ -87,6 +94,8 @@ class Task:
     default_max_seq_length = None
     calibration_option = None
     metrics_in_percent = False
+    evaluates_without_labels = False
+    pretrained_heads = ()
 
     def __init__(self, **options):
         if self.Options is None:

@@ -40,7 +40,8 @@ OLD_TOP_LEVEL_NAMES = {"layers", "tasks", "zoo", "tools"}
 
 # The order inside tasks/: a module may import modules of a lower rank, and of its
 # own group. Sideways (another group of the same rank) only where the rank says so.
-FAMILIES = ("bi_encoder", "classification", "pretraining", "probing", "question_answering",
+FAMILIES = ("bi_encoder", "classification", "fill_mask", "pretraining", "probing",
+            "question_answering",
             "sentence_embedding", "span_ner", "tagging")
 TASKS_RANKS = [
     # (groups: sub-packages or top-level modules of tasks/, sideways imports allowed)

@@ -5,11 +5,18 @@
     python tools/evaluate.py --model_dir=runs/trec --data=TREC_10.label --update_card
     python tools/evaluate.py --model_dir=runs/seed42,runs/seed43,runs/seed44 --data=TREC_10.label
     python tools/evaluate.py --model_dir=runs/retriever --data=queries.jsonl --corpus=corpus.jsonl
+    python tools/evaluate.py --task=fill_mask --init_checkpoint=bert-base-uncased --data=wiki.txt
+
+With --task=fill_mask, the model of a checkpoint with a masked-LM head (--init_checkpoint,
+or a tools/pretrain.py --model_dir) is scored on plain text (one text per line): 15% of the
+word pieces of each line replaced by [MASK] (a fixed, seeded masking), and the top-1 and
+top-5 accuracy, cross-entropy and perplexity over them (docs/tasks.md#fill-mask).
 
 With --corpus (a model that embeds texts: the bi-encoder), --data holds queries
 and the ids of their relevant documents, and the result is retrieval:
 MRR@10, Recall@1, Recall@10 and NDCG@10 of a cosine search of each query over
 the corpus (formats: docs/retrieval.md).
+
 --update_card records the result in the test section of the directory's model card.
 Several models, comma-separated, are evaluated as one ensemble: the mean of
 their probabilities (`Task.ensemble`; docs/ensembles.md).
@@ -30,7 +37,7 @@ from nlpzoo.tools.cli import data_flags, trained_model_flags  # noqa: E402
 from nlpzoo.zoo.runs.model_card import record_test_result  # noqa: E402
 
 FLAGS = flags.FLAGS
-trained_model_flags.define()
+trained_model_flags.define(untrained=True)
 flags.DEFINE_string("data", None, "Data file to evaluate on.")
 flags.DEFINE_string("data_format", None, "Data format; inferred from the file when omitted.")
 flags.DEFINE_string("corpus", None, "Retrieval: a JSONL corpus ({\"id\", \"text\"} per line); "
@@ -69,12 +76,14 @@ def _retrieval(trained):
 
 def main(argv):
     trained_model_flags.enable_progress()
+    if FLAGS.update_card and FLAGS.task:
+        raise UserError("--update_card: a model built with --task has no model card to update")
     if FLAGS.update_card and len(md.model_list(FLAGS.model_dir or FLAGS.model)) > 1:
         raise UserError("--update_card: an ensemble has no model card of its own; "
                         "evaluate one model to record its result")
     trained = trained_model_flags.load_models()
     task = trained.task
-    if not task.trainable:
+    if not (task.trainable or task.evaluates_without_labels):
         raise UserError(f"a {task.name} model has no labels or loss to evaluate against "
                         "(its task needs no training)")
     if FLAGS.corpus is not None:

@@ -7,11 +7,14 @@ r"""Exports a model as a TensorFlow SavedModel that serves raw text.
 
 A trained model (--model_dir or --model) is exported as it is. With --task,
 the model of a task that needs no training (`Task.trainable` False:
-sentence_embedding) is built on the encoder of --init_checkpoint (any
-checkpoint format) or of a trained model, with the head options of the flags
-of the same names (--pooling, --normalize, --layer) and the encoder's
-vocabulary, lower-casing and --max_seq_length; a sentence embedding export
-serves `text` → `embedding` (float32 [B, hidden_dim]).
+sentence_embedding, fill_mask) is built on the encoder of --init_checkpoint
+(any checkpoint format; a tools/pretrain.py run directory) or of a trained
+model, with the head options of the flags of the same names (--pooling,
+--normalize, --layer) and the encoder's vocabulary, lower-casing and
+--max_seq_length; a sentence embedding export serves `text` → `embedding`
+(float32 [B, hidden_dim]); a fill-mask export (its masked-LM head from the
+checkpoint) serves `text` with [MASK] tokens → `token`, `token_id`,
+`probability` (the 5 best per mask) and `num_masks`.
 
 The SavedModel's `serving_default` signature takes a 1-D string tensor `text`
 of raw sentences (a pair classifier: `text` and `text_pair`; a tagger or span
@@ -48,6 +51,7 @@ from absl import flags  # noqa: E402
 
 from nlpzoo.tasks.io.ownership import NotOurDirectory, check_replaceable  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.trained_model_flags import untrained_task  # noqa: E402
 from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_encoder_source_flags,
     define_pooling_flags,
@@ -121,28 +125,13 @@ def _check_task_flags():
 
 def _task_model():
     """(task, model, preprocessor, labels, what): --task's model on the chosen encoder."""
-    from nlpzoo.tasks.registry import get_task_class, task_names
     from nlpzoo.zoo.runs import directory as md
 
-    try:
-        task = get_task_class(FLAGS.task)()
-    except ValueError as error:
-        raise UserError(f"--task: {error}")
-    if task.trainable:
-        ready = [name for name in task_names() if not get_task_class(name).trainable]
-        raise UserError(f"--task={task.name} needs training: train it with tools/train.py and "
-                        "export its --model_dir; --task builds only tasks that need none "
-                        f"({', '.join(ready)})")
-    source = md.load_encoder_source(FLAGS.init_checkpoint, FLAGS.model_dir, FLAGS.model,
-                                    FLAGS.max_seq_length)
+    task = untrained_task(FLAGS.task)
     head = {name: FLAGS[name].value for name in task.head_options if name in FLAGS}
-    try:
-        model = task.build_model(source.encoder, **head)
-    except ValueError as error:
-        raise UserError(str(error))
-    preprocessor = task.make_preprocessor(source.vocabulary, source.lowercase,
-                                          source.max_seq_length)
-    return task, model, preprocessor, task.label_names([]), source.what
+    built = md.build_untrained_model(task, FLAGS.init_checkpoint, FLAGS.model_dir, FLAGS.model,
+                                     FLAGS.max_seq_length, **head)
+    return task, built.model, built.preprocessor, built.labels, built.config["encoder_source"]
 
 
 def main(argv):

@@ -4,6 +4,8 @@
     python tools/predict.py --model_dir=runs/conll --input=eng.testb --output=entities.jsonl
     python tools/predict.py --model=runs/conll/best_model.keras --input=eng.testb --output=e.jsonl
     python tools/predict.py --model_dir=runs/seed42,runs/seed43 --input=q.txt --output=q.jsonl
+    python tools/predict.py --task=fill_mask --init_checkpoint=bert-base-uncased \
+        --input=masked.txt --output=filled.jsonl --top_k=5
 
 Tagging and span NER: the input is raw text, one sentence per line, split into words as BERT
 splits text (punctuation and CJK ideographs are words of their own; character offsets into
@@ -18,6 +20,13 @@ probabilities (a regression classifier's: its `score`; a multi-label classifier'
 the input is `text<TAB>text_pair` lines or an MRPC/JSONL file; the output is JSONL with the
 cosine of the two texts' vectors (and, for the softmax objective, the label, its probability
 and every class's).
+
+Fill-mask (`--task=fill_mask`, built on --init_checkpoint, a checkpoint with a masked-LM
+head, or on a tools/pretrain.py --model_dir): the input is one text per line (or JSONL with
+"text") holding one or more [MASK] tokens; the output is JSONL, per text its `text`, the
+`sequence` with each mask's best token, and `masks`: per mask the --top_k tokens, best first,
+with their probability (docs/tasks.md#fill-mask). A text without [MASK] is an error, and
+nothing is written.
 
 Several models, comma-separated, predict as one ensemble (classification, tagging, span
 NER): their probabilities (regression: scores; multi-label: each label's) averaged, decoded
@@ -37,7 +46,7 @@ from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli import data_flags, trained_model_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
-trained_model_flags.define()
+trained_model_flags.define(untrained=True)
 flags.DEFINE_string("input", None, "Input file.")
 flags.DEFINE_string("output", None, "Output file (written atomically); - for standard "
                     "output.")
@@ -51,10 +60,16 @@ flags.DEFINE_enum("output_format", "auto", OUTPUT_FORMATS,
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.", lower_bound=1)
 flags.DEFINE_boolean("n_best", False, "Question answering: also write each question's n best "
                      "answers (the model's n_best_size), best first, as `n_best`.")
+flags.DEFINE_integer("top_k", 5, "Fill-mask: tokens proposed per [MASK], best first.",
+                     lower_bound=1)
+flags.DEFINE_boolean("allow_continuations", False, "Fill-mask: also propose ## pieces for a "
+                     "[MASK] that starts a word (one glued to the letters before it always "
+                     "may take them).")
 flags.mark_flags_as_required(["input", "output"])
 
 # The task option each flag above sets, for the tasks that have it.
-_OPTION_FLAGS = {"n_best": "write_n_best"}
+_OPTION_FLAGS = {"n_best": "write_n_best", "top_k": "top_k",
+                 "allow_continuations": "allow_continuations"}
 
 
 def _with_option_flags(task):

@@ -22,7 +22,8 @@ interval each loss, each objective's accuracy, the learning rate; in
 logs/train also the total loss and the learning rate every --log_every_steps
 steps), and at the end the encoder
 checkpoint `encoder/` that `tools/train.py --init_checkpoint=<model_dir>/encoder`
-fine-tunes for any task, plus `metrics.json` (validation losses) and the
+fine-tunes for any task (with the trained MLM head beside it, which the fill_mask
+task reads: `tools/predict.py --task=fill_mask --init_checkpoint=<model_dir>`), plus `metrics.json` (validation losses) and the
 model card README.md.
 Training state is saved every --steps_per_checkpoint steps (`zoo.runs.training_loop`,
 as tools/train.py does); an interrupted
@@ -63,7 +64,11 @@ from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import pretraining_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_encoder  # noqa: E402
-from nlpzoo.zoo.checkpoints import load_pretrainer, matching_encoder_preset  # noqa: E402
+from nlpzoo.zoo.checkpoints import (  # noqa: E402
+    head_tensors,
+    load_pretrainer,
+    matching_encoder_preset,
+)
 from nlpzoo.zoo.checkpoints.native import save_encoder_checkpoint  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -252,7 +257,7 @@ def _announce(setup, model, loaded_heads, num_train, steps_per_pass, strategy):
 def _save_encoder(setup, model, tokens, metrics):
     transformer_of(model.encoder).pooler.trainable = True  # fine-tuning trains it
     save_encoder_checkpoint(model.encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
-                            setup.lowercase, overwrite=True)
+                            setup.lowercase, overwrite=True, heads=head_tensors(model))
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
     shutil.rmtree(md.path(FLAGS.model_dir, md.CHECKPOINTS), ignore_errors=True)

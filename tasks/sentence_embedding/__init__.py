@@ -6,7 +6,7 @@ from nlpzoo.tasks.sentence_embedding.model import (
     build_embedding_model,
     parse_layer,
 )
-from nlpzoo.tasks.sentence_embedding.readers import FORMATS, Sentence, read_sentences
+from nlpzoo.tasks.text.sentences import FORMATS, Sentence, read_sentences
 from nlpzoo.tasks.sentence_embedding.similarity import cosine_similarities, top_k
 
 __all__ = [

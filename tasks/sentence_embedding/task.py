@@ -9,7 +9,7 @@ from nlpzoo.tasks.text.text_pipeline import make_dataset as make_classification_
 from nlpzoo.tasks.text.text_readers import ClassificationExample
 from nlpzoo.tasks.text.prediction_io import write_output
 from nlpzoo.tasks.registry import register_task
-from nlpzoo.tasks.sentence_embedding import readers
+from nlpzoo.tasks.text import sentences as readers
 from nlpzoo.tasks.sentence_embedding.model import SentenceEmbedder
 from nlpzoo.tasks.sentence_embedding.serving import embedding_outputs
 from nlpzoo.tasks.task import Task

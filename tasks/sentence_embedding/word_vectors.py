@@ -11,7 +11,7 @@ being split as BERT's basic tokenizer splits text (`tasks.words.raw_sentences.sp
 
 Examples:
 >>> from nlpzoo.layers import Encoder
->>> from nlpzoo.tasks.sentence_embedding.readers import Sentence
+>>> from nlpzoo.tasks.text.sentences import Sentence
 >>> from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "bank", "river", "##s"]
 >>> encoder = Encoder(vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
@@ -98,7 +98,7 @@ class WordOccurrence:
     """One word of one text: `words[index]` of `sentence` (a `readers.Sentence`).
 
     Examples:
-    >>> from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    >>> from nlpzoo.tasks.text.sentences import Sentence
     >>> occurrence = WordOccurrence(Sentence("on the river bank", "in.txt", 4),
     ...                             ("on", "the", "river", "bank"), 3, line_index=0)
     >>> occurrence.word, occurrence.in_context()
@@ -172,7 +172,7 @@ def embed_words(model, preprocessor, sentences, batch_size=64):
 def occurrences_of(occurrences, word):
     """The positions in `occurrences` of `word` (compared case-insensitively).
 
-    >>> from nlpzoo.tasks.sentence_embedding.readers import Sentence
+    >>> from nlpzoo.tasks.text.sentences import Sentence
     >>> words = ("Bank", "of", "the", "bank")
     >>> occurrences_of([WordOccurrence(Sentence(""), words, i) for i in range(4)], "BANK")
     [0, 3]

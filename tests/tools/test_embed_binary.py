@@ -189,7 +189,7 @@ def _check_user_error(runs, name, message):
 
 
 def test_words_in_context_write_search_and_project(runs):
-    from nlpzoo.tasks.sentence_embedding.readers import Sentence, read_sentences
+    from nlpzoo.tasks.text.sentences import Sentence, read_sentences
     from nlpzoo.tasks.sentence_embedding.word_vectors import (
         ContextualWordEmbedder, embed_words, nearest_occurrences, occurrences_of)
     from nlpzoo.tasks.words.preprocessor import WordPreprocessor

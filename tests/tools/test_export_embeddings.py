@@ -172,7 +172,8 @@ def test_a_saved_embedder_exports_and_predicts_through_the_task_door(model_expor
 def test_a_task_that_needs_training_is_not_built_from_a_checkpoint(model_exports):
     assert _error_line(model_exports["results"]["trainable task"]) == (
         "error: --task=classification needs training: train it with tools/train.py and "
-        "export its --model_dir; --task builds only tasks that need none (sentence_embedding)")
+        "use its --model_dir; --task builds only tasks that need none (fill_mask, "
+        "sentence_embedding)")
 
 
 @pytest.mark.slow

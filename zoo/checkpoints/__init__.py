@@ -39,12 +39,14 @@ from nlpzoo.zoo.checkpoints.keras_hub import (
     read_keras_hub_config,
 )
 from nlpzoo.zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
+from nlpzoo.zoo.checkpoints.heads import head_tensors, load_pretraining_heads
 from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
 
 __all__ = [
     "checkpoint_format",
     "export_hf_checkpoint",
     "export_keras_hub_preset",
+    "head_tensors",
     "hf_tensors",
     "load_encoder",
     "load_hf_encoder",
@@ -56,6 +58,7 @@ __all__ = [
     "load_native_encoder",
     "load_pretrained",
     "load_pretrainer",
+    "load_pretraining_heads",
     "load_tokenizer",
     "read_hf_config",
     "read_hf_lowercase",

@@ -44,6 +44,7 @@ import os
 from nlpzoo.layers import transformer_of
 from nlpzoo.zoo.checkpoints import huggingface, keras_hub, native
 from nlpzoo.zoo.checkpoints.common import checkpoint_directory
+from nlpzoo.zoo.checkpoints.heads import load_pretraining_heads
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +187,9 @@ def load_pretrained(path, task, **options):
             loaded encoder (`dropout`, `attention_dropout`,
             `max_sequence_length`), and `max_seq_length` (the preprocessor's).
 
+    A task with `pretrained_heads` (fill_mask: BERT's masked-LM head) takes
+    them from the checkpoint too, and refuses one that lacks them.
+
     The model carries the checkpoint's tokenizer as its preprocessor (and its
     task and labels), so `fit`, `evaluate` and `predict` take raw text and
     its `.keras` file is all that is needed to use it.
@@ -221,5 +225,8 @@ def load_pretrained(path, task, **options):
         vocabulary, lowercase = read_tokenizer_settings(path)
         overrides["vocabulary"] = vocabulary
         overrides.setdefault("lowercase", lowercase)
-    return build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
-                            **overrides)
+    model = build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
+                             **overrides)
+    if task.pretrained_heads:  # heads the task takes over from the checkpoint (fill-mask's MLM)
+        load_pretraining_heads(model, path, required=task.pretrained_heads)
+    return model

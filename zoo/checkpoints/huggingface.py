@@ -265,8 +265,10 @@ def _detect_prefix(tensors, directory):
 _LINEAR_TO_DENSE = np.transpose
 
 
-def _weight_plan(transformer, model_prefix):
+def _weight_plan(transformer, model_prefix, with_pooler=True):
     """A `PlannedWeight` per encoder variable, named as in the checkpoint (after `model_prefix`).
+
+    `with_pooler=False` leaves the pooler out (`BertForMaskedLM` has none).
 
     The first source name of each is the name `BertModel` itself uses (older
     checkpoints' LayerNorm `gamma`/`beta` come after); export writes that one.
@@ -309,7 +311,8 @@ def _weight_plan(transformer, model_prefix):
         dense(f"{prefix}.intermediate.dense", block.intermediate_dense)
         dense(f"{prefix}.output.dense", block.output_dense)
         layer_norm(f"{prefix}.output.LayerNorm", block.feedforward_norm)
-    dense("pooler.dense", transformer.pooler)
+    if with_pooler:
+        dense("pooler.dense", transformer.pooler)
     return plan
 
 
@@ -329,6 +332,9 @@ def load_hf_weights(encoder, path, tensors=None):
         The sorted names of checkpoint tensors that were not used (heads such
         as `cls.predictions.*`, buffers such as `embeddings.position_ids`).
 
+    A checkpoint without a pooler (`BertForMaskedLM`) leaves the encoder's
+    pooler as it was, and logs it.
+
     Raises:
         ValueError: a tensor is missing (named) or has the wrong shape (named,
             with the checkpoint's and the expected shape, both in the
@@ -339,8 +345,11 @@ def load_hf_weights(encoder, path, tensors=None):
     if tensors is None:
         tensors = read_hf_weights(directory)
     prefix = _detect_prefix(tensors, directory)
-
-    return assign_weights(_weight_plan(transformer, prefix), tensors,
+    with_pooler = prefix + "pooler.dense.weight" in tensors
+    if not with_pooler:
+        # A `*ForMaskedLM` checkpoint has no pooler; what reads [CLS] through it learns it.
+        logger.info("%s has no pooler (pooler.dense.*): the pooler starts at random", directory)
+    return assign_weights(_weight_plan(transformer, prefix, with_pooler), tensors,
                           WeightSource(directory, kind="checkpoint", unit="tensor"))
 
 

@@ -5,6 +5,9 @@ A native checkpoint directory holds
     encoder.keras          the functional encoder (`zoo.build_encoder`), saved by Keras
     vocab.txt              its WordPiece vocabulary, one token per line (id = line)
     tokenizer_config.json  {"do_lower_case": true|false}, as in Hugging Face checkpoints
+    pretraining_heads.npz  optional (tools/pretrain.py writes it): the MLM (and NSP)
+                           head, under Hugging Face's tensor names and layouts
+                           (`zoo.checkpoints.pretraining_heads`)
 
 `save_encoder_checkpoint` writes the three files into a temporary sibling
 directory and renames it into place, so a reader never sees half a checkpoint.
@@ -29,6 +32,8 @@ Examples:
 import logging
 import os
 
+import numpy as np
+
 from nlpzoo.tasks.io.atomic_files import (
     write_directory_atomically,
     write_json_atomically,
@@ -48,6 +53,8 @@ logger = logging.getLogger(__name__)
 ENCODER_FILE = "encoder.keras"
 VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# Pretraining heads, under Hugging Face's tensor names and layouts (`zoo.checkpoints.heads`).
+HEADS_FILE = "pretraining_heads.npz"
 TRANSFORMER_LAYER = "transformer"
 # TransformerEncoder config keys that are not `build_encoder` fields.
 # (Adapters and LoRA are fine-tuning additions, not part of a pretrained encoder:
@@ -102,7 +109,8 @@ def check_vocabulary(vocabulary, transformer):
     return tokens
 
 
-def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False):
+def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False,
+                            heads=None):
     """Writes `encoder` with its tokenizer settings as a native checkpoint directory.
 
     Args:
@@ -113,6 +121,9 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
             the encoder's `vocabulary_size`.
         lowercase: whether the tokenizer lower-cases and strips accents.
         overwrite: replace an existing non-empty `directory`.
+        heads: the tensors of pretraining heads trained with the encoder, to
+            keep beside it in `HEADS_FILE` (`zoo.checkpoints.heads.head_tensors`
+            of a `Pretrainer`: what a fill-mask model reads); None for none.
 
     Raises:
         ValueError: `directory` exists and is not empty (without `overwrite`),
@@ -133,8 +144,20 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
                               (f"{token}\n" for token in tokens))
         write_json_atomically({"do_lower_case": bool(lowercase)},
                               os.path.join(temporary, TOKENIZER_CONFIG_FILE))
+        if heads:
+            with open(os.path.join(temporary, HEADS_FILE), "wb") as f:
+                np.savez(f, **heads)
 
     write_directory_atomically(directory, write, overwrite=overwrite)
+
+
+def read_native_heads(path):
+    """The pretraining-head tensors a native checkpoint keeps (`HEADS_FILE`), {} when none."""
+    file = os.path.join(os.fspath(path), HEADS_FILE)
+    if not os.path.isfile(file):
+        return {}
+    with np.load(file, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}
 
 
 def encoder_fields(transformer):

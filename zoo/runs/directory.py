@@ -407,7 +407,14 @@ def update_task_options(changes, tuned_on, model, model_dir=None, model_path=Non
 
 
 EncoderSource = collections.namedtuple(
-    "EncoderSource", ["encoder", "vocabulary", "lowercase", "max_seq_length", "what"])
+    "EncoderSource", ["encoder", "vocabulary", "lowercase", "max_seq_length", "what",
+                      "checkpoint"], defaults=[None])
+
+
+def is_pretraining_run(path):
+    """Whether `path` is a tools/pretrain.py model directory (an `encoder/`, no best model)."""
+    return (os.path.isdir(os.path.join(path, ENCODER))
+            and not os.path.exists(os.path.join(path, BEST_MODEL)))
 
 
 def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
@@ -418,7 +425,7 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
         init_checkpoint: a checkpoint directory in any format `zoo.load_encoder`
             reads (a tools/pretrain.py run directory stands for its `encoder/`);
         model_dir: a tools/train.py model directory (the encoder of its
-            best model);
+            best model), or a tools/pretrain.py one (its `encoder/` checkpoint);
         model_path: a `.keras` file written by tools/train.py (a model
             directory is taken as `model_dir`).
 
@@ -429,16 +436,22 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
 
     Returns:
         An `EncoderSource`: `encoder`, `vocabulary` (tokens in id order),
-        `lowercase`, `max_seq_length`, and `what` (for messages).
+        `lowercase`, `max_seq_length`, `what` (for messages) and
+        `checkpoint`: the checkpoint directory the encoder was read from
+        (None for a trained model's).
 
     Raises:
         UserError: naming the flag (`--init_checkpoint=...`, `--model=...`).
     """
     if sum(source is not None for source in (init_checkpoint, model_dir, model_path)) != 1:
         raise ValueError("give exactly one of init_checkpoint, model_dir and model_path")
-    if init_checkpoint is not None:
+    checkpoint = None
+    if model_dir is not None and is_pretraining_run(model_dir):
+        init_checkpoint, where = model_dir, f"--model_dir={model_dir}"
+    elif init_checkpoint is not None:
         where = f"--init_checkpoint={init_checkpoint}"
-        path = encoder_checkpoint(init_checkpoint)
+    if init_checkpoint is not None:
+        path = checkpoint = encoder_checkpoint(init_checkpoint)
         try:
             encoder = load_encoder(path)
             vocabulary, lowercase = read_tokenizer_settings(path)
@@ -468,4 +481,53 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
     if max_seq_length > positions:
         raise UserError(f"--max_seq_length={max_seq_length} exceeds the {positions} positions "
                         f"of {where}")
-    return EncoderSource(encoder, list(vocabulary), lowercase, int(max_seq_length), what)
+    return EncoderSource(encoder, list(vocabulary), lowercase, int(max_seq_length), what,
+                         checkpoint)
+
+
+def build_untrained_model(task, init_checkpoint=None, model_dir=None, model_path=None,
+                          max_seq_length=None, **head_options):
+    """A `TrainedModel` of a task that needs no training, built on an encoder as it is.
+
+    The encoder (with its vocabulary and lower-casing) comes from
+    `load_encoder_source`; the model from `task.build_model(encoder,
+    **head_options)`. A task with `pretrained_heads` (fill_mask) takes them
+    from the checkpoint and refuses one without them, or a trained model's
+    encoder. The model carries its preprocessor and task, so it predicts on
+    raw text like a trained one.
+
+    Args:
+        task: a `Task` whose `trainable` is False.
+        init_checkpoint, model_dir, model_path, max_seq_length: as for
+            `load_encoder_source` (a tools/pretrain.py run directory may be
+            given as `init_checkpoint` or `model_dir`).
+        **head_options: the task's head options (`pooling`, ...).
+
+    Raises:
+        UserError: one line naming the flag (`--init_checkpoint=...`).
+    """
+    from nlpzoo.zoo.checkpoints import load_pretraining_heads
+
+    source = load_encoder_source(init_checkpoint, model_dir, model_path, max_seq_length)
+    try:
+        model = task.build_model(source.encoder, **head_options)
+        if task.pretrained_heads:
+            if source.checkpoint is None:
+                raise ValueError(f"{source.what}: a {task.name} model takes its heads from a "
+                                 "pretrained checkpoint (--init_checkpoint, or a "
+                                 "tools/pretrain.py --model_dir), not from a fine-tuned model")
+            load_pretraining_heads(model, source.checkpoint, required=task.pretrained_heads)
+    except ValueError as error:
+        raise UserError(str(error))
+    preprocessor = task.make_preprocessor(source.vocabulary, source.lowercase,
+                                          source.max_seq_length)
+    labels = task.label_names([])
+    if hasattr(model, "attach_metadata"):
+        model.attach_metadata(task=task.name, labels=labels, preprocessor=preprocessor,
+                              task_options=task.options_dict())
+        model._task = task
+    config = {"task": task.name, "task_options": task.options_dict(),
+              "lowercase": source.lowercase, "max_seq_length": source.max_seq_length,
+              "init_checkpoint": source.checkpoint and os.path.abspath(source.checkpoint),
+              "encoder_source": source.what}
+    return TrainedModel(model, task, preprocessor, labels, config)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlpzoo.tasks.sentence_embedding.readers import Sentence, read_sentences
+from nlpzoo.tasks.text.sentences import Sentence, read_sentences
 from nlpzoo.tasks.sentence_embedding.word_vectors import (
     ContextualWordEmbedder,
     embed_words,

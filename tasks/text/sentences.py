@@ -1,4 +1,6 @@
-"""Reading texts to embed: plain text (one per line) or JSON lines with a "text" field.
+"""Reading texts one by one: plain text (one per line) or JSON lines with a "text" field.
+
+What sentence embeddings embed and fill-mask fills in (and evaluates on).
 
 Both skip blank lines; every text keeps its file and 1-based line, and
 errors name them (`path:LINE: what is wrong`). Lines are read as prediction

@@ -3,7 +3,7 @@
 import pytest
 
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.sentence_embedding.readers import infer_format, read_sentences
+from nlpzoo.tasks.text.sentences import infer_format, read_sentences
 
 
 def _write(tmp_path, name, content):
