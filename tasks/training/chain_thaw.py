@@ -21,7 +21,7 @@ from nlpzoo.tasks.training.gradual_unfreezing import (
     unfreezing_groups,
     used_encoder_variables,
 )
-from nlpzoo.tasks.training.trainable_stages import TrainableStages
+from nlpzoo.tasks.training.trainable_stages import PeriodicStages
 
 
 def chain_thaw_stages(num_blocks):
@@ -47,7 +47,7 @@ def default_chain_thaw_steps(total_steps, num_blocks):
     return max(1, int(total_steps) // (2 * single_part_stages))
 
 
-class ChainThaw(TrainableStages):
+class ChainThaw(PeriodicStages):
     """Keras callback: chain-thaw; each stage `every_steps` optimizer steps, the last to the end.
 
     At global step s the stage is min(s // every_steps, G + 1), with G the
@@ -81,12 +81,7 @@ class ChainThaw(TrainableStages):
     log_name = "chain-thaw"
 
     def __init__(self, every_steps, transformer=None):
-        super().__init__()
-        if int(every_steps) != every_steps or every_steps < 1:
-            raise ValueError(f"every_steps must be a whole number >= 1, got {every_steps}")
-        self.every_steps = int(every_steps)
-        self.transformer = transformer
-        self._groups = None
+        super().__init__(every_steps, transformer)
         self._head = []
 
     @property

@@ -9,7 +9,7 @@ gradients reach the pretrained layers that need the least change.
 from typing import NamedTuple
 
 from nlpzoo.layers import distinct_block_count, transformer_of
-from nlpzoo.tasks.training.trainable_stages import TrainableStages
+from nlpzoo.tasks.training.trainable_stages import PeriodicStages
 
 
 class UnfreezingGroup(NamedTuple):
@@ -134,7 +134,7 @@ def used_encoder_variables(model, groups):
     return [v for group in groups for v in group.variables if id(v) not in unused]
 
 
-class GradualUnfreezing(TrainableStages):
+class GradualUnfreezing(PeriodicStages):
     """Keras callback: unfreezes the encoder group by group, top first, every `every_steps`.
 
     At global step s (`model.optimizer.iterations`) the stage is
@@ -165,13 +165,6 @@ class GradualUnfreezing(TrainableStages):
 
     log_name = "gradual unfreezing"
 
-    def __init__(self, every_steps, transformer=None):
-        super().__init__()
-        if int(every_steps) != every_steps or every_steps < 1:
-            raise ValueError(f"every_steps must be a whole number >= 1, got {every_steps}")
-        self.every_steps = int(every_steps)
-        self.transformer = transformer
-        self._groups = None
 
     def stage(self, step, num_blocks=None):
         """The stage at global step `step` (by default for the transformer in use)."""

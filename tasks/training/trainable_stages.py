@@ -142,3 +142,27 @@ class TrainableStages(keras.callbacks.Callback):
                 variable.trainable = flags[id(variable)]
                 changed = True
         return changed
+
+
+class PeriodicStages(TrainableStages):
+    """A `TrainableStages` whose stage moves on every `every_steps` optimizer steps, over the
+    parts of one transformer (gradual unfreezing, chain-thaw).
+
+    Args:
+        every_steps: the length of a stage, in optimizer steps (a whole number ≥ 1).
+        transformer: the transformer whose parts the stages train; None: the model's.
+
+    Examples:
+    >>> PeriodicStages(every_steps=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: every_steps must be a whole number >= 1, got 0
+    """
+
+    def __init__(self, every_steps, transformer=None):
+        super().__init__()
+        if int(every_steps) != every_steps or every_steps < 1:
+            raise ValueError(f"every_steps must be a whole number >= 1, got {every_steps}")
+        self.every_steps = int(every_steps)
+        self.transformer = transformer
+        self._groups = None
