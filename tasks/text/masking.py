@@ -76,7 +76,7 @@ def word_start_flags(word_pieces):
 
     True on the first piece of each word, aligned with `tokenize_flat`. Cut
     and pack the flags as `WordPieceTokenizer.pack` does the ids (the lengths
-    of `tasks.text.tokenizer.longest_first_lengths`, [CLS] and [SEP] flagged True)
+    of `tasks.text.subword_tokenizer.longest_first_lengths`, [CLS] and [SEP] flagged True)
     to keep them aligned.
 
     Examples:

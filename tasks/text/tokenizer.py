@@ -10,7 +10,7 @@ from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
 from nlpzoo.tasks.text.line_reader import read_lines
 from nlpzoo.tasks.io.progress import Progress
-from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
+from nlpzoo.tasks.text.subword_tokenizer import SubwordTokenizer, register_tokenizer
 from nlpzoo.tasks.text.text_cleaning import clean_texts
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -265,39 +265,14 @@ def normalize_uncased(texts):
     return tf.strings.regex_replace(decomposed, r"\p{Mn}", "")
 
 
-def longest_first_lengths(lengths, budget):
-    """How many tokens of each of 1 or 2 segments to keep so that they fit in `budget`,
-    removing one at a time from the longer segment (from the first on a tie), as
-    `tensorflow_text.ShrinkLongestTrimmer` does (a test compares them).
-
-    Args:
-        lengths: one integer [B] tensor per segment.
-        budget: the most tokens the segments may hold together.
-
-    Returns:
-        One int64 [B] tensor per segment.
-
-    Examples:
-    >>> [n.numpy().tolist() for n in longest_first_lengths([[9, 2, 5], [9, 9, 1]], 6)]
-    [[3, 2, 5], [3, 4, 1]]
-    """
-    if len(lengths) not in (1, 2):
-        raise ValueError(f"1 or 2 segments can be packed, got {len(lengths)}")
-    lengths = [tf.cast(length, tf.int64) for length in lengths]
-    if len(lengths) == 1:
-        return [tf.minimum(lengths[0], budget)]
-    first, second = lengths
-    # The second keeps the odd token of an even split: the first shrinks first on a tie.
-    kept_first = tf.minimum(first, tf.maximum(budget - second, budget // 2))
-    return [kept_first, tf.minimum(second, budget - kept_first)]
-
-
-class WordPieceTokenizer(tf.Module):
-    """BERT's basic + WordPiece tokenizer over a fixed vocabulary.
+@register_tokenizer
+class WordPieceTokenizer(SubwordTokenizer):
+    """BERT's basic + WordPiece tokenizer over a fixed vocabulary (a `SubwordTokenizer`).
 
     `lowercase=True` lower-cases, NFD-normalises and strips accents, as BERT's
     uncased checkpoints expect ("Café" → "cafe"); punctuation and CJK
-    characters are split off; out-of-vocabulary words become `[UNK]`.
+    characters are split off; out-of-vocabulary words become `[UNK]`. Texts
+    are packed as `[CLS] a [SEP] (b [SEP])`.
 
     Args:
         vocabulary: a list of tokens or the path of a `vocab.txt`.
@@ -308,14 +283,18 @@ class WordPieceTokenizer(tf.Module):
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"])
     >>> tokenizer.tokenize(["Café opens"]).to_list()
     [[[5], [7, 8]]]
+    >>> tokenizer.encode("Café opens", "is")
+    [2, 5, 7, 8, 3, 6, 3]
     """
 
+    kind = "wordpiece"
+    ASSET_FILE = "vocabulary.txt"
+
     def __init__(self, vocabulary, lowercase=True):
-        super().__init__()
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = read_vocabulary(vocabulary)
-        self.vocabulary = list(vocabulary)
-        self.lowercase = bool(lowercase)
+        super().__init__(vocabulary, pad=PAD, unk=UNK, cls=CLS, sep=SEP, mask=MASK,
+                         lowercase=lowercase)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(self.vocabulary),
@@ -331,16 +310,6 @@ class WordPieceTokenizer(tf.Module):
             unknown_token=UNK,
             lower_case=False,
         )
-        index = {token: i for i, token in enumerate(self.vocabulary)}
-        self.pad_id = index[PAD]
-        self.unk_id = index[UNK]
-        self.cls_id = index[CLS]
-        self.sep_id = index[SEP]
-        self.mask_id = index.get(MASK, self.unk_id)
-
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
 
     def tokenize(self, texts):
         """[batch] strings → int32 RaggedTensor [batch, words, wordpieces].
@@ -353,10 +322,6 @@ class WordPieceTokenizer(tf.Module):
             texts = normalize_uncased(texts)
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)
 
-    def tokenize_flat(self, texts):
-        """[batch] strings → int32 RaggedTensor [batch, wordpieces]."""
-        return merge_inner_rows(self.tokenize(texts))
-
     def word_pieces(self, words):
         """[N] words → int32 RaggedTensor [N, (pieces)]; a word with no piece (only a
         character the clean-up removes) is `[UNK]`, so every word has a token.
@@ -365,28 +330,14 @@ class WordPieceTokenizer(tf.Module):
         ...     ["opens", "\\x07"]).to_list()
         [[4, 5], [1]]
         """
-        pieces = self.tokenize_flat(words)
-        empty = tf.equal(pieces.row_lengths(), 0)
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.unk_id),
-            tf.cast(empty, tf.int64), validate=False)
-        return concat_rows([pieces, unk])
+        return super().word_pieces(words)
 
-    def pack(self, segments, max_length):
-        """Packs 1 or 2 ragged [batch, wordpieces] segments as `[CLS] a [SEP] b [SEP]`.
+    def get_config(self):
+        return {"lowercase": self.lowercase}
 
-        Truncates longest-first so that the packed length is at most
-        `max_length`. Returns ragged `token_ids` and `segment_ids` [batch, len].
-        """
-        budget = max_length - 1 - len(segments)
-        if budget < len(segments):
-            raise ValueError(f"max_length={max_length} leaves no room for text")
-        kept = longest_first_lengths([segment.row_lengths() for segment in segments], budget)
-        batch = segments[0].nrows()
-        tokens, segment_ids = [ones_per_row(self.cls_id, batch)], [ones_per_row(0, batch)]
-        for index, (segment, length) in enumerate(zip(segments, kept)):
-            segment = row_prefix(tf.cast(segment, tf.int32), length)
-            tokens += [segment, ones_per_row(self.sep_id, batch)]
-            segment_ids += [segment.with_flat_values(tf.fill(tf.shape(segment.flat_values), index)),
-                            ones_per_row(index, batch)]
-        return concat_rows(tokens), concat_rows(segment_ids)
+    def save_assets(self, directory):
+        write_vocabulary(self.vocabulary, os.path.join(directory, self.ASSET_FILE))
+
+    @classmethod
+    def from_assets(cls, config, directory):
+        return cls(os.path.join(directory, cls.ASSET_FILE), lowercase=config.get("lowercase", True))

@@ -1,0 +1,246 @@
+"""What every subword tokenizer gives the input pipelines: the one seam between text and ids.
+
+A `SubwordTokenizer` turns strings into the ids of one pretrained family's
+vocabulary, in TensorFlow ops (usable inside `tf.data` maps and exported
+SavedModels alike). The pipelines and preprocessors use only this interface,
+so WordPiece (BERT), byte-level BPE (RoBERTa) and SentencePiece (XLM-R,
+ALBERT) are interchangeable behind it:
+
+- `tokenize(texts)`: [B] strings → int32 ragged [B, (words), (pieces)], the
+  text's words as the scheme splits running text, each word's pieces;
+- `tokenize_flat(texts)`: the same joined, [B, (pieces)]: the ids a reference
+  tokenizer gives the text without its special tokens;
+- `word_pieces(words)`: [N] pre-split words → [N, (pieces)], each as a word
+  of running text (after a space: "Ġword", "▁word"), never empty; what
+  taggers, span NER and character offsets align words with;
+- `pack(segments, max_length)`: 1 or 2 ragged piece rows → `token_ids` and
+  `segment_ids` in the family's template (`PackTemplate`), truncated
+  longest-first;
+- `encode(text, text_pair=None)`: the ids of one text (or pair) with the
+  special tokens, as Python ints: `transformers`' `input_ids`.
+
+It also names its special ids (`pad_id`, `unk_id`, `cls_id`, `sep_id`,
+`mask_id`), lists its `vocabulary` (token strings in id order) and says
+whether it lower-cases (`lowercase`, which word-shape features read). A
+tokenizer saves itself as a small JSON `get_config()` plus asset files
+(`save_assets(directory)`), and `tokenizer_from_assets(config, directory)`
+rebuilds any registered kind from them: that is how a model's preprocessor
+carries its tokenizer in a `.keras` file.
+"""
+
+import json
+import os
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
+
+# kind → class, filled by `register_tokenizer`.
+TOKENIZER_KINDS = {}
+
+
+def register_tokenizer(cls):
+    """Class decorator: lets `tokenizer_from_assets` rebuild tokenizers of `cls.kind`."""
+    if not getattr(cls, "kind", None):
+        raise TypeError(f"{cls.__name__} needs a `kind` to be registered")
+    TOKENIZER_KINDS[cls.kind] = cls
+    return cls
+
+
+class PackTemplate(NamedTuple):
+    """Where a family puts its special tokens around one or two segments.
+
+    A single text is `cls a sep`; a pair is `cls a sep (sep × (separators - 1)) b sep`,
+    the first part with segment id 0 and the second (from `b` on) with
+    `second_segment_id`. BERT, ALBERT and ELECTRA: one separator and segment
+    id 1 (`[CLS] a [SEP] b [SEP]`); RoBERTa and XLM-R: two separators and
+    segment id 0 (`<s> a </s></s> b </s>`).
+
+    >>> PackTemplate().special_tokens(pair=True), PackTemplate(2, 0).special_tokens(pair=True)
+    (3, 4)
+    """
+
+    separators: int = 1
+    second_segment_id: int = 1
+
+    def special_tokens(self, pair):
+        """How many special tokens a text (or a pair) gets."""
+        return 2 + (self.separators if pair else 0)
+
+
+def longest_first_lengths(lengths, budget):
+    """How many tokens of each of 1 or 2 segments to keep so that they fit in `budget`,
+    removing one at a time from the longer segment (from the first on a tie), as
+    `tensorflow_text.ShrinkLongestTrimmer` does (a test compares them).
+
+    Args:
+        lengths: one integer [B] tensor per segment.
+        budget: the most tokens the segments may hold together.
+
+    Returns:
+        One int64 [B] tensor per segment.
+
+    Examples:
+    >>> [n.numpy().tolist() for n in longest_first_lengths([[9, 2, 5], [9, 9, 1]], 6)]
+    [[3, 2, 5], [3, 4, 1]]
+    """
+    if len(lengths) not in (1, 2):
+        raise ValueError(f"1 or 2 segments can be packed, got {len(lengths)}")
+    lengths = [tf.cast(length, tf.int64) for length in lengths]
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    first, second = lengths
+    # The second keeps the odd token of an even split: the first shrinks first on a tie.
+    kept_first = tf.minimum(first, tf.maximum(budget - second, budget // 2))
+    return [kept_first, tf.minimum(second, budget - kept_first)]
+
+
+class SubwordTokenizer(tf.Module):
+    """The interface every tokenizer of the project implements (see the module docstring).
+
+    Subclasses set `kind`, call `__init__` with their vocabulary and special
+    tokens, and implement `tokenize`, `get_config`, `save_assets` and the
+    class method `from_assets`; they override `word_pieces` when a word of
+    running text is written differently from the word alone (a prefix space).
+
+    Args:
+        vocabulary: the token strings in id order.
+        pad, unk, cls, sep, mask: the special tokens' strings (`mask` may be
+            absent from the vocabulary: `mask_id` is then `unk_id`).
+        template: the `PackTemplate` of the family.
+        lowercase: whether the tokenizer lower-cases text.
+
+    Examples:
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat"])
+    >>> isinstance(tokenizer, SubwordTokenizer), tokenizer.encode("The cat", "cat")
+    (True, [2, 4, 5, 3, 5, 3])
+    """
+
+    kind = None
+
+    def __init__(self, vocabulary, *, pad, unk, cls, sep, mask, template=PackTemplate(),
+                 lowercase=False):
+        super().__init__()
+        self.vocabulary = list(vocabulary)
+        self.template = PackTemplate(*template)
+        self.lowercase = bool(lowercase)
+        index = {}
+        for token_id, token in enumerate(self.vocabulary):
+            index.setdefault(token, token_id)
+        missing = [token for token in (pad, unk, cls, sep) if token not in index]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}")
+        self.special_tokens = {"pad": pad, "unk": unk, "cls": cls, "sep": sep, "mask": mask}
+        self.pad_id = index[pad]
+        self.unk_id = index[unk]
+        self.cls_id = index[cls]
+        self.sep_id = index[sep]
+        self.mask_id = index.get(mask, self.unk_id)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def tokenize(self, texts):
+        """[B] strings → int32 RaggedTensor [B, (words), (pieces)]."""
+        raise NotImplementedError
+
+    def tokenize_flat(self, texts):
+        """[B] strings → int32 RaggedTensor [B, (pieces)]."""
+        return merge_inner_rows(self.tokenize(texts))
+
+    def word_pieces(self, words):
+        """[N] words → int32 RaggedTensor [N, (pieces)]; a word with no piece (only
+        characters the tokenizer drops) is the unknown token, so every word has one."""
+        pieces = self.tokenize_flat(words)
+        empty = tf.equal(pieces.row_lengths(), 0)
+        unk = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.unk_id),
+            tf.cast(empty, tf.int64), validate=False)
+        return concat_rows([pieces, unk])
+
+    def pack(self, segments, max_length):
+        """Packs 1 or 2 ragged [B, (pieces)] segments in the family's `template`.
+
+        Truncates longest-first so that the packed length is at most
+        `max_length`. Returns ragged int32 `token_ids` and `segment_ids` [B, (len)].
+        """
+        pair = len(segments) == 2
+        budget = max_length - self.template.special_tokens(pair)
+        if budget < len(segments):
+            raise ValueError(f"max_length={max_length} leaves no room for text")
+        kept = longest_first_lengths([segment.row_lengths() for segment in segments], budget)
+        batch = segments[0].nrows()
+        tokens, segment_ids = [ones_per_row(self.cls_id, batch)], [ones_per_row(0, batch)]
+        for index, (segment, length) in enumerate(zip(segments, kept)):
+            segment_id = 0 if index == 0 else self.template.second_segment_id
+            if index == 1:
+                for _ in range(self.template.separators - 1):
+                    tokens.append(ones_per_row(self.sep_id, batch))
+                    segment_ids.append(ones_per_row(0, batch))
+            segment = row_prefix(tf.cast(segment, tf.int32), length)
+            tokens += [segment, ones_per_row(self.sep_id, batch)]
+            segment_ids += [
+                segment.with_flat_values(tf.fill(tf.shape(segment.flat_values), segment_id)),
+                ones_per_row(segment_id, batch)]
+        return concat_rows(tokens), concat_rows(segment_ids)
+
+    def encode(self, text, text_pair=None, max_length=None):
+        """The ids of one text (or pair) with the special tokens, as a list of ints.
+
+        `max_length` (default: no limit) truncates longest-first as `pack` does.
+        """
+        texts = [text] if text_pair is None else [text, text_pair]
+        pieces = self.tokenize_flat(tf.constant(texts))
+        segments = [pieces[index:index + 1] for index in range(len(texts))]
+        if max_length is None:
+            max_length = int(tf.reduce_sum(pieces.row_lengths())) + 8
+        token_ids, _ = self.pack(segments, max_length)
+        return token_ids.to_list()[0]
+
+    def get_config(self):
+        """The JSON-able settings that, with `save_assets`' files, rebuild this tokenizer."""
+        raise NotImplementedError
+
+    def save_assets(self, directory):
+        """Writes the files `from_assets` reads (the vocabulary, merges, a model) into `directory`."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_assets(cls, config, directory):
+        """The tokenizer of `get_config()`'s `config` and the files in `directory`."""
+        raise NotImplementedError
+
+
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+
+
+def tokenizer_config(tokenizer):
+    """`tokenizer.get_config()` with its `kind`, what `tokenizer_from_assets` reads."""
+    return {"kind": tokenizer.kind, **tokenizer.get_config()}
+
+
+def tokenizer_from_assets(config, directory):
+    """Rebuilds a tokenizer of any registered kind from `tokenizer_config` and its assets.
+
+    Raises:
+        ValueError: the kind is not one this version knows.
+
+    Examples:
+    >>> import tempfile
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cat"])
+    >>> directory = tempfile.mkdtemp()
+    >>> tokenizer.save_assets(directory)
+    >>> tokenizer_from_assets(tokenizer_config(tokenizer), directory).encode("cat")
+    [2, 4, 3]
+    """
+    config = dict(config)
+    kind = config.pop("kind", "wordpiece")
+    if kind not in TOKENIZER_KINDS:
+        raise ValueError(f"{os.fspath(directory)}: unknown tokenizer kind {kind!r}; this "
+                         f"version knows {', '.join(sorted(TOKENIZER_KINDS))}")
+    return TOKENIZER_KINDS[kind].from_assets(config, directory)
+
