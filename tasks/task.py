@@ -184,7 +184,7 @@ class Task:
                 getattr(preprocessor, name) == value
                 for name, value in self.preprocessor_options().items()):
             return preprocessor
-        return self.make_preprocessor(preprocessor.vocabulary, preprocessor.lowercase,
+        return self.make_preprocessor(preprocessor.tokenizer(), preprocessor.lowercase,
                                       preprocessor.max_seq_length)
 
     def prediction_examples(self, examples, preprocessor):

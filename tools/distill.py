@@ -185,8 +185,8 @@ def _config(setup, task, teacher, train_examples, unlabeled):
         "eval_data": os.path.abspath(FLAGS.eval_data),
         "unlabeled_data": FLAGS.unlabeled_data and os.path.abspath(FLAGS.unlabeled_data),
         "data_format": FLAGS.data_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
-        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "vocabulary_size": setup.tokenizer.vocabulary_size, "lowercase": setup.lowercase,
+        "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "labels": setup.labels, "epochs": setup.schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": setup.schedule.learning_rate,
         "warmup_fraction": setup.schedule.warmup_fraction,
@@ -207,7 +207,8 @@ def _config(setup, task, teacher, train_examples, unlabeled):
 def _student(setup, task, family, encoder, head_options, config, strategy):
     """The student model, compiled with the distillation loss; config.json rewritten."""
     overrides = run_setup.model_overrides(
-        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
+        setup.tokenizer.vocabulary_size, setup.schedule, setup.total_steps, setup.hardware,
+        FLAGS.dropout,
         **head_options, **task.model_head_options(setup.labels))
     try:
         with strategy.scope():  # mirrored variables, optimizer and metrics
@@ -278,11 +279,13 @@ def main(argv):
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
+    setup.tokenizer = run_setup.resolve_tokenizer(
         FLAGS, lambda: task.texts(examples), resuming, learned_from=FLAGS.train_data)
-    run_setup.check_vocabulary_fits(encoder, setup.tokens)
+    run_setup.check_vocabulary_fits(encoder, setup.tokenizer)
+    setup.lowercase = setup.tokenizer.lowercase
     task = task.for_text_casing(setup.lowercase)
-    setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
+    setup.preprocessor = task.make_preprocessor(setup.tokenizer, setup.lowercase,
+                                                setup.max_seq_length)
     _training_data(setup, task, family, teacher, examples, labelled)
     setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
     setup.monitor, mode = task.monitor(len(setup.labels))
@@ -293,7 +296,7 @@ def main(argv):
     if os.path.exists(md.path(FLAGS.model_dir, COMPARISON)):  # of an overwritten run
         os.remove(md.path(FLAGS.model_dir, COMPARISON))
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, setup.tokens)
+    md.save_run_tokenizer(FLAGS.model_dir, setup.tokenizer)
     md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
     student = _student(setup, task, family, encoder, head_options, config, strategy)
 

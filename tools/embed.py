@@ -218,7 +218,7 @@ def _embed_words(task, source, texts, queries):
         raise UserError(f"--words: {error}" if "mode" not in str(error) else
                         f"--pooling={FLAGS.pooling}: a word's subwords are pooled by mean, "
                         "max, first or last")
-    preprocessor = WordPreprocessor(source.vocabulary, lowercase=source.lowercase,
+    preprocessor = WordPreprocessor(source.tokenizer, lowercase=source.lowercase,
                                     max_seq_length=source.max_seq_length, word_ends=True)
     print(f"embedding the words of {len(texts)} texts with {source.what} (pooling="
           f"{model.aggregation}, layer={model.layer})", file=sys.stderr, flush=True)
@@ -274,7 +274,7 @@ def main(argv):
                                  normalize=FLAGS.normalize, layer=FLAGS.layer)
     except ValueError as error:
         raise UserError(str(error))
-    preprocessor = task.make_preprocessor(source.vocabulary, source.lowercase,
+    preprocessor = task.make_preprocessor(source.tokenizer, source.lowercase,
                                           source.max_seq_length)
     print(f"embedding {len(texts)} texts with {source.what} (pooling={model.pooling}, "
           f"normalize={model.normalize}, layer={model.layer}, "

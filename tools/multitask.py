@@ -215,7 +215,7 @@ def _datasets(entries, setup):
     """Each entry's preprocessor, validation data and number of batches per pass."""
     for entry in entries:
         entry.task = entry.task.for_text_casing(setup.lowercase)
-        entry.preprocessor = entry.task.make_preprocessor(setup.tokens, setup.lowercase,
+        entry.preprocessor = entry.task.make_preprocessor(setup.tokenizer, setup.lowercase,
                                                           setup.max_seq_length)
         entry.eval_examples = entry.task.prediction_examples(entry.raw_eval_examples,
                                                              entry.preprocessor)
@@ -244,9 +244,9 @@ def _configs(entries, setup, temperature, probabilities):
     """(the run's config.json, the part each entry's config.json shares)."""
     schedule, hardware = setup.schedule, setup.hardware
     common = {
-        "preset": setup.encoder_preset, "vocabulary_size": len(setup.tokens),
+        "preset": setup.encoder_preset, "vocabulary_size": setup.tokenizer.vocabulary_size,
         "lowercase": setup.lowercase,
-        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate,
         "head_learning_rate": schedule.head_learning_rate,
@@ -280,7 +280,8 @@ def _build_models(entries, setup, encoder, common, config, strategy):
     """One model per entry on one encoder; each entry's directory files and best-model
     checkpoint. Returns the shared encoder."""
     overrides = run_setup.model_overrides(
-        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout)
+        setup.tokenizer.vocabulary_size, setup.schedule, setup.total_steps, setup.hardware,
+        FLAGS.dropout)
     completed_epochs = _completed_epochs(setup.plan)
     for entry in entries:
         try:
@@ -313,7 +314,7 @@ def _build_models(entries, setup, encoder, common, config, strategy):
                                      for v in entry.model.trainable_variables),
             total_parameters=sum(int(np.prod(v.shape)) for v in entry.model.weights))
         md.write_json(entry.config, md.path(entry.model_dir, md.CONFIG))
-        md.save_vocabulary(entry.model_dir, setup.tokens)
+        md.save_run_tokenizer(entry.model_dir, setup.tokenizer)
         md.write_json(entry.labels, md.path(entry.model_dir, md.LABELS))
     return encoder
 
@@ -380,7 +381,8 @@ def _train(entries, setup, probabilities, strategy):
 
 def _evaluate(entries, setup, encoder):
     """Saves the shared encoder; tunes, evaluates and documents each entry's best model."""
-    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER), setup.tokens,
+    save_encoder_checkpoint(encoder, md.path(FLAGS.model_dir, md.ENCODER),
+                            setup.tokenizer.vocabulary,
                             setup.lowercase, overwrite=True)
     results = {}
     for entry in entries:
@@ -425,11 +427,12 @@ def main(argv):
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
+    setup.tokenizer = run_setup.resolve_tokenizer(
         FLAGS, lambda: [text for entry in entries
                         for text in entry.task.texts(entry.train_examples)],
         resuming, learned_from=FLAGS.tasks)
-    run_setup.check_vocabulary_fits(encoder, setup.tokens)
+    run_setup.check_vocabulary_fits(encoder, setup.tokenizer)
+    setup.lowercase = setup.tokenizer.lowercase
     _datasets(entries, setup)
     temperature, probabilities = _sampling(entries)
     setup.plan = _epoch_plan(entries, setup.schedule.epochs, probabilities)

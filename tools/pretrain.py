@@ -120,7 +120,12 @@ def _checkpoint_tokenizer():
         if FLAGS[name].present:
             raise UserError(f"--{name} cannot be combined with --init_checkpoint: continued "
                             "pretraining keeps the checkpoint's vocabulary")
-    tokens, lowercase = run_setup.checkpoint_tokenizer(FLAGS.init_checkpoint)
+    tokenizer = run_setup.checkpoint_tokenizer(FLAGS.init_checkpoint)
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: its tokenizer is "
+                        f"{tokenizer.kind}; pretraining masks WordPiece vocabularies only "
+                        "(whole words are found by their ## pieces)")
+    tokens, lowercase = list(tokenizer.vocabulary), tokenizer.lowercase
     if FLAGS["lowercase"].present and FLAGS.lowercase != lowercase:
         raise UserError(f"--lowercase={FLAGS.lowercase} contradicts --init_checkpoint, whose "
                         f"tokenizer has lowercase={lowercase}; leave --lowercase out")
@@ -179,9 +184,9 @@ def _tokens(setup, model, documents, resuming):
                             f"its encoder {transformer_of(model.encoder).vocabulary_size} "
                             "token embeddings")
     else:
-        tokens, _ = run_setup.resolve_vocabulary(
+        tokens = list(run_setup.resolve_tokenizer(
             FLAGS, lambda: (line for document in documents for line in document), resuming,
-            learned_from="the corpus")
+            learned_from="the corpus").vocabulary)
     if "[MASK]" not in tokens:
         raise UserError("the vocabulary has no [MASK] token")
     return tokens
@@ -201,7 +206,7 @@ def _steps(num_train):
 def _config(setup, tokens, loaded_heads, num_train, num_eval):
     return {
         "preset": setup.preset, "objective": FLAGS.objective,
-        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "heads_from_checkpoint": list(loaded_heads),
         "corpus": [os.path.abspath(path) for path in FLAGS.corpus],
         "corpus_format": FLAGS.corpus_format, "vocab": FLAGS.vocab,

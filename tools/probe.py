@@ -59,6 +59,7 @@ from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary  # noq
 from nlpzoo.tasks.words.pipeline import make_word_dataset  # noqa: E402
 from nlpzoo.tasks.words.preprocessor import WordPreprocessor  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
+from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.zoo import build_encoder  # noqa: E402
 from nlpzoo.zoo.checkpoints import load_encoder, read_tokenizer_settings  # noqa: E402
@@ -266,7 +267,7 @@ def main(argv):
         "eval_words": first["eval_words"], "unseen_eval_words": first["unseen_eval_words"],
         "dropped_words": (sum(map(len, train)) - first["train_words"]
                           + sum(map(len, evaluation)) - first["eval_words"]),
-        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "preset": FLAGS.preset, "train_data": os.path.abspath(FLAGS.train_data),
         "eval_data": os.path.abspath(FLAGS.eval_data), "epochs": FLAGS.epochs,
         "batch_size": FLAGS.batch_size, "learning_rate": FLAGS.learning_rate,

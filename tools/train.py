@@ -239,7 +239,8 @@ def _stage_callbacks(setup):
 
 def _datasets(setup, task, train_examples, eval_examples):
     """Sets setup.preprocessor, setup.eval_examples, setup.eval_dataset, setup.steps_per_epoch."""
-    setup.preprocessor = task.make_preprocessor(setup.tokens, setup.lowercase, setup.max_seq_length)
+    setup.preprocessor = task.make_preprocessor(setup.tokenizer, setup.lowercase,
+                                                setup.max_seq_length)
     # Built before anything is written: an unseen evaluation label fails here.
     # Sentences longer than the window are evaluated in windows (word tasks).
     setup.eval_examples = task.prediction_examples(eval_examples, setup.preprocessor)
@@ -276,8 +277,9 @@ def _config(setup, task, train_examples, num_eval_examples):
         "validation_split": setup.validation_split, "data_format": FLAGS.data_format,
         "columns": {name: FLAGS[name].value for name in data_flags.COLUMN_FLAGS
                     if FLAGS[name].value is not None} or None,
-        "vocab": FLAGS.vocab, "vocabulary_size": len(setup.tokens), "lowercase": setup.lowercase,
-        "init_checkpoint": FLAGS.init_checkpoint and os.path.abspath(FLAGS.init_checkpoint),
+        "vocab": FLAGS.vocab, "vocabulary_size": setup.tokenizer.vocabulary_size,
+        "lowercase": setup.lowercase,
+        "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "labels": setup.labels, "epochs": schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": schedule.learning_rate, "warmup_fraction": schedule.warmup_fraction,
         "clip_norm": schedule.clip_norm,
@@ -310,7 +312,8 @@ def _config(setup, task, train_examples, num_eval_examples):
 def _build_model(setup, task, encoder, head_options, strategy):
     """The compiled task model, with what inference needs attached."""
     overrides = run_setup.model_overrides(
-        setup.tokens, setup.schedule, setup.total_steps, setup.hardware, FLAGS.dropout,
+        setup.tokenizer.vocabulary_size, setup.schedule, setup.total_steps, setup.hardware,
+        FLAGS.dropout,
         **head_options, **task.model_head_options(setup.labels),
         layer_lr_decay=FLAGS.layer_lr_decay, schedule=FLAGS.schedule,
         freeze_encoder=FLAGS.freeze_encoder, layer_mix=FLAGS.layer_mix,
@@ -410,9 +413,10 @@ def main(argv):
 
     # Nothing is written (or removed) before the data and flags have passed every check.
     resuming = md.inspect(FLAGS.model_dir, FLAGS.overwrite) == "resume"
-    setup.tokens, setup.lowercase = run_setup.resolve_vocabulary(
+    setup.tokenizer = run_setup.resolve_tokenizer(
         FLAGS, lambda: task.texts(train_examples), resuming, learned_from=FLAGS.train_data)
-    run_setup.check_vocabulary_fits(encoder, setup.tokens)
+    run_setup.check_vocabulary_fits(encoder, setup.tokenizer)
+    setup.lowercase = setup.tokenizer.lowercase
     task = task.for_text_casing(setup.lowercase)  # e.g. casing features for an uncased encoder
     # Each pass in its own fixed (seed, pass) order, built once: counting the batches,
     # building the model and the training stream read the same pass 0.
@@ -428,7 +432,7 @@ def main(argv):
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS, _RESUME_DEFAULTS)
     md.prepare(FLAGS.model_dir, FLAGS.overwrite)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, setup.tokens)
+    md.save_run_tokenizer(FLAGS.model_dir, setup.tokenizer)
     md.write_json(setup.labels, md.path(FLAGS.model_dir, md.LABELS))
 
     model = _build_model(setup, task, encoder, head_options, strategy)

@@ -36,8 +36,21 @@ def _unknown(kind, name, valid):
     return ValueError(f"unknown {kind} {name!r}; valid names (closest first): {names}")
 
 
-def list_presets(kind=None):
-    """Preset names: "encoder", "task", or both (default), sorted."""
+def list_presets(kind=None, pretrained=False):
+    """Preset names: "encoder", "task", or both (default), sorted.
+
+    `pretrained=True` lists the well-known pretrained checkpoints instead, as
+    `{handle: encoder preset of its architecture}`
+    (`zoo.checkpoints.handles.PRETRAINED_CHECKPOINTS`); a handle loads with
+    `build_model(handle, task=...)` or `--init_checkpoint=<handle>`.
+
+    >>> list_presets(pretrained=True)["hf://FacebookAI/roberta-base"]
+    'roberta_base'
+    """
+    if pretrained:
+        from nlpzoo.zoo.checkpoints.handles import PRETRAINED_CHECKPOINTS
+
+        return dict(PRETRAINED_CHECKPOINTS)
     if kind == "encoder":
         return sorted(ENCODER_PRESETS)
     if kind == "task":
@@ -212,11 +225,28 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             over the preset's `fine_tuning.warmup_fraction` of the steps, or
             `warmup_steps`). Unknown names or bad values raise `ValueError`.
 
+    A pretrained checkpoint's handle (`hf://<org>/<name>`, `kaggle://…`; see
+    `list_presets(pretrained=True)`) or local directory may stand for the
+    preset, with the task named: `build_model("hf://FacebookAI/roberta-base",
+    task="tagging", labels=[...])` is `zoo.load_pretrained(handle, "tagging", ...)`,
+    the checkpoint's encoder and tokenizer under a new head.
+
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
     >>> model.output_shape
     (None, 6)
     """
+    if preset not in TASK_PRESETS and preset not in ENCODER_PRESETS and (
+            "task" in overrides or str(preset).startswith(("hf://", "kaggle://"))):
+        from nlpzoo.zoo.checkpoints import load_pretrained
+
+        if "task" not in overrides:
+            raise ValueError(f"{preset}: a checkpoint has no task; name one, e.g. "
+                             f"build_model({preset!r}, task='classification', num_classes=2)")
+        if encoder is not None or not compile:
+            raise ValueError("a checkpoint given to build_model brings its own encoder and "
+                             "is compiled; use build_task_model for other combinations")
+        return load_pretrained(preset, overrides.pop("task"), **overrides)
     if preset not in TASK_PRESETS:
         if preset in ENCODER_PRESETS:
             raise ValueError(
@@ -266,7 +296,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
                      if name in overrides}
     vocabulary = _vocabulary_of(preprocessing)
     if vocabulary is not None and encoder is None:
-        overrides.setdefault("vocabulary_size", len(vocabulary))
+        overrides.setdefault("vocabulary_size", len(getattr(vocabulary, "vocabulary", vocabulary)))
     adaptation = check_adaptation(overrides)
     encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
     head = {name: value for name, value in overrides.items() if name in task.head_options}
@@ -339,13 +369,14 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
 
 
 def _vocabulary_of(preprocessing):
-    """The vocabulary given as `vocabulary` or with `tokenizer` (None if neither)."""
+    """The WordPiece tokens given as `vocabulary`, or the `SubwordTokenizer` given as
+    `tokenizer` (of any kind), as `Task.make_preprocessor` takes them; None if neither."""
     vocabulary, tokenizer = preprocessing.get("vocabulary"), preprocessing.get("tokenizer")
     if vocabulary is not None and tokenizer is not None:
         raise ValueError("give vocabulary or tokenizer, not both")
     if tokenizer is not None:
         preprocessing.setdefault("lowercase", tokenizer.lowercase)
-        return list(tokenizer.vocabulary)
+        return tokenizer
     return None if vocabulary is None else [str(token) for token in vocabulary]
 
 

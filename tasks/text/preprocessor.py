@@ -16,6 +16,10 @@ The vocabulary is a Keras *asset*: `save_assets` writes it as a text file into
 the `.keras` archive and `load_assets` reads it back, after `from_config` has
 built the layer from its small JSON config (`lowercase`, `max_seq_length`).
 The layer has no weights and takes no part in the model's computation.
+
+Any `SubwordTokenizer` may stand in for the WordPiece vocabulary (byte-level
+BPE, SentencePiece): the preprocessor then keeps that tokenizer, its config
+under `tokenizer` and its files as the assets (`tokenizer_from_assets`).
 """
 
 import os
@@ -25,6 +29,11 @@ import tensorflow as tf
 
 from nlpzoo.tasks.text.batching import bucket_length
 from nlpzoo.tasks.text.ragged_rows import split_rows
+from nlpzoo.tasks.text.subword_tokenizer import (
+    SubwordTokenizer,
+    tokenizer_config,
+    tokenizer_from_assets,
+)
 from nlpzoo.tasks.text.tokenizer import PAD, UNK, CLS, SEP, WordPieceTokenizer, read_vocabulary
 
 VOCABULARY_FILE = "vocabulary.txt"
@@ -36,11 +45,13 @@ class TextPreprocessor(keras.layers.Layer):
 
     Args:
         vocabulary: the WordPiece tokens in id order, the path of a
-            `vocab.txt`, or a `WordPieceTokenizer` (its vocabulary and its
-            lower-casing); None when it comes later from `load_assets` (that
-            is how `.keras` files restore it).
+            `vocab.txt`, or a `SubwordTokenizer` of any kind (its vocabulary,
+            casing and template); None when it comes later from `load_assets`
+            (that is how `.keras` files restore it).
         lowercase: lower-case and strip accents before WordPiece.
         max_seq_length: the longest packed `[CLS] … [SEP]` sequence.
+        tokenizer: the `tokenizer_config` of a tokenizer that is not
+            WordPiece, when `load_assets` restores it (saved configs carry it).
 
     Examples:
     >>> preprocessor = TextPreprocessor(
@@ -54,7 +65,8 @@ class TextPreprocessor(keras.layers.Layer):
     ['dtype', 'lowercase', 'max_seq_length']
     """
 
-    def __init__(self, vocabulary=None, lowercase=True, max_seq_length=128, **kwargs):
+    def __init__(self, vocabulary=None, lowercase=True, max_seq_length=128, tokenizer=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if int(max_seq_length) < 4:
             raise ValueError(f"max_seq_length must be >= 4, got {max_seq_length}")
@@ -62,10 +74,10 @@ class TextPreprocessor(keras.layers.Layer):
         self.max_seq_length = int(max_seq_length)
         self._vocabulary = None
         self._tokenizer = None
-        if isinstance(vocabulary, WordPieceTokenizer):
-            self.lowercase = vocabulary.lowercase
-            self.set_vocabulary(vocabulary.vocabulary)
-            self._tokenizer = vocabulary
+        # Set for a tokenizer that is not WordPiece: `load_assets` rebuilds it from this.
+        self._tokenizer_config = dict(tokenizer) if tokenizer else None
+        if isinstance(vocabulary, SubwordTokenizer):
+            self.set_tokenizer(vocabulary)
         elif vocabulary is not None:
             self.set_vocabulary(vocabulary)
         self.built = True  # nothing to build: no weights
@@ -87,9 +99,20 @@ class TextPreprocessor(keras.layers.Layer):
         # A tuple of strings: Keras does not wrap it, and saving skips it quickly.
         self._vocabulary = tuple(tokens)
         self._tokenizer = None
+        self._tokenizer_config = None
+
+    def set_tokenizer(self, tokenizer):
+        """Uses `tokenizer` (any `SubwordTokenizer`): its vocabulary, casing and template."""
+        if isinstance(tokenizer, WordPieceTokenizer):
+            self.set_vocabulary(tokenizer.vocabulary)
+        else:
+            self._vocabulary = tuple(tokenizer.vocabulary)
+            self._tokenizer_config = tokenizer_config(tokenizer)
+        self.lowercase = tokenizer.lowercase
+        self._tokenizer = tokenizer
 
     def tokenizer(self):
-        """The `WordPieceTokenizer` of this vocabulary (built once, then reused)."""
+        """The tokenizer: given, or the `WordPieceTokenizer` of the vocabulary (built once)."""
         if self._vocabulary is None:
             raise ValueError(f"{self.name}: no vocabulary was set or loaded")
         if self._tokenizer is None:
@@ -144,20 +167,29 @@ class TextPreprocessor(keras.layers.Layer):
     def save_assets(self, dir_path):
         if self._vocabulary is None:
             raise ValueError(f"{self.name}: no vocabulary to save")
+        if self._tokenizer_config is not None:
+            self.tokenizer().save_assets(dir_path)
+            return
         with open(os.path.join(dir_path, VOCABULARY_FILE), "w", encoding="utf-8") as f:
             f.write("".join(f"{token}\n" for token in self._vocabulary))
 
     def load_assets(self, dir_path):
-        self.set_vocabulary(os.path.join(dir_path, VOCABULARY_FILE))
+        if self._tokenizer_config is None:
+            self.set_vocabulary(os.path.join(dir_path, VOCABULARY_FILE))
+            return
+        with tf.init_scope():  # its lookup tables must outlive any graph being traced
+            self.set_tokenizer(tokenizer_from_assets(self._tokenizer_config, dir_path))
 
     def get_config(self):
         config = super().get_config()
         config.update({"lowercase": self.lowercase, "max_seq_length": self.max_seq_length})
+        if self._tokenizer_config is not None:  # WordPiece models keep their old config
+            config["tokenizer"] = dict(self._tokenizer_config)
         return config
 
 
 def as_preprocessor(preprocessor, max_seq_length=None, preprocessor_class=TextPreprocessor):
-    """`preprocessor` as a `preprocessor_class`, or one made from a `WordPieceTokenizer`.
+    """`preprocessor` as a `preprocessor_class`, or one made from a `SubwordTokenizer`.
 
     The dataset functions take either: a preprocessor carries its own
     `max_seq_length`; a tokenizer needs one (128 when None).
@@ -167,7 +199,7 @@ def as_preprocessor(preprocessor, max_seq_length=None, preprocessor_class=TextPr
     if isinstance(preprocessor, TextPreprocessor):
         return preprocessor_class(preprocessor.tokenizer(),
                                   max_seq_length=max_seq_length or preprocessor.max_seq_length)
-    if isinstance(preprocessor, WordPieceTokenizer):
+    if isinstance(preprocessor, SubwordTokenizer):
         return preprocessor_class(preprocessor, max_seq_length=max_seq_length or 128)
-    raise TypeError(f"expected a {preprocessor_class.__name__} or a WordPieceTokenizer, "
+    raise TypeError(f"expected a {preprocessor_class.__name__} or a SubwordTokenizer, "
                     f"got {type(preprocessor).__name__}")

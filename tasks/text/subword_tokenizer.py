@@ -28,14 +28,17 @@ rebuilds any registered kind from them: that is how a model's preprocessor
 carries its tokenizer in a `.keras` file.
 """
 
-import json
 import os
+import re
 from typing import NamedTuple
 
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 
+# A noncharacter that holds each NUL's place while special tokens are cut out.
+_NUL_STAND_IN = "\ufdd0"
 # kind → class, filled by `register_tokenizer`.
 TOKENIZER_KINDS = {}
 
@@ -146,6 +149,51 @@ class SubwordTokenizer(tf.Module):
     def tokenize(self, texts):
         """[B] strings → int32 RaggedTensor [B, (words), (pieces)]."""
         raise NotImplementedError
+
+    def split_special_tokens(self, texts):
+        """[B] strings → (parts [B, (P)] strings, special ids [B, (P)] int32, -1 for text).
+
+        Special tokens typed in the text ("[MASK]", "<mask>") are cut out whole, as
+        transformers does before normalising: they become their own ids, not pieces.
+
+        >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+        >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+        >>> parts, ids = tokenizer.split_special_tokens(tf.constant(["a [MASK]b"]))
+        >>> parts.to_list(), ids.to_list()
+        ([[b'a ', b'[MASK]', b'b']], [[-1, 4, -1]])
+        """
+        specials = sorted({token for token in self.special_tokens.values()
+                           if token in self.vocabulary}, key=len, reverse=True)
+        pattern = "|".join(re.escape(token) for token in specials)
+        # regex_split ends a text at its first NUL: the NULs stand aside meanwhile.
+        parts = tf_text.regex_split(tf.strings.regex_replace(texts, "\\x00", _NUL_STAND_IN),
+                                    pattern, pattern)
+        parts = parts.with_flat_values(
+            tf.strings.regex_replace(parts.flat_values, _NUL_STAND_IN, "\x00"))
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(specials), tf.constant([self.vocabulary.index(token)
+                                                    for token in specials], tf.int32)), -1)
+        return parts, parts.with_flat_values(table.lookup(parts.flat_values))
+
+    def tokenize_around_special_tokens(self, texts, tokenize_text):
+        """`tokenize` for schemes whose special tokens may be typed in the text.
+
+        `tokenize_text` ([N] strings → int32 [N, (words), (pieces)]) tokenizes the
+        text between special tokens; each special token is a word of its own id.
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        parts, special_ids = self.split_special_tokens(texts)
+        flat_ids = special_ids.flat_values
+        is_special = flat_ids >= 0
+        words = tokenize_text(tf.where(is_special, tf.constant(""), parts.flat_values))
+        special_words = tf.RaggedTensor.from_row_lengths(
+            tf.RaggedTensor.from_row_lengths(tf.boolean_mask(flat_ids, is_special),
+                                             tf.ones_like(tf.boolean_mask(flat_ids, is_special),
+                                                          tf.int64)),
+            tf.cast(is_special, tf.int64))
+        words = tf.concat([tf.cast(words, tf.int32), special_words], axis=1)  # [P, W, pieces]
+        return tf.RaggedTensor.from_row_splits(words, parts.row_splits).merge_dims(1, 2)
 
     def tokenize_flat(self, texts):
         """[B] strings → int32 RaggedTensor [B, (pieces)]."""

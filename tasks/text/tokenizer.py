@@ -314,10 +314,15 @@ class WordPieceTokenizer(SubwordTokenizer):
     def tokenize(self, texts):
         """[batch] strings → int32 RaggedTensor [batch, words, wordpieces].
 
-        Texts are cleaned first (`tasks.text.text_cleaning.clean_texts`: control
-        and format characters removed, as BERT does).
+        Special tokens typed in the text ("[MASK]") are their own ids, as in
+        transformers. The rest is cleaned first (`tasks.text.text_cleaning.clean_texts`:
+        control and format characters removed, as BERT does) and every Unicode space
+        separator (U+3000 ideographic space, no-break space, ...) is a space.
         """
-        texts = clean_texts(tf.convert_to_tensor(texts, tf.string))
+        return self.tokenize_around_special_tokens(texts, self._tokenize_text)
+
+    def _tokenize_text(self, texts):
+        texts = tf.strings.regex_replace(clean_texts(texts), r"\p{Zs}", " ")
         if self.lowercase:
             texts = normalize_uncased(texts)
         return tf.cast(self._tokenizer.tokenize(texts), tf.int32)

@@ -102,7 +102,7 @@ def define_encoder_flags(flag_values=flags.FLAGS, preset_default=None):
 
 
 def define_vocabulary_flags(flag_values=flags.FLAGS):
-    """`--vocab`, `--vocab_size`, `--lowercase`: the WordPiece vocabulary (`resolve_vocabulary`).
+    """`--vocab`, `--vocab_size`, `--lowercase`: the WordPiece vocabulary (`resolve_tokenizer`).
 
     Examples:
     >>> values = flags.FlagValues()
@@ -233,6 +233,20 @@ def normalize_init_checkpoint(flag_values=flags.FLAGS):
     return flag_values.init_checkpoint
 
 
+def checkpoint_reference(init_checkpoint):
+    """What a run's config.json records of `--init_checkpoint`: a handle as it is
+    (`hf://…`), a local path made absolute; None without one.
+
+    >>> checkpoint_reference("hf://google-bert/bert-base-cased"), checkpoint_reference(None)
+    ('hf://google-bert/bert-base-cased', None)
+    """
+    from nlpzoo.zoo.checkpoints.handles import is_handle
+
+    if not init_checkpoint or is_handle(init_checkpoint):
+        return init_checkpoint or None
+    return os.path.abspath(init_checkpoint)
+
+
 def load_starting_encoder(flag_values=flags.FLAGS):
     """The `--init_checkpoint` encoder (with `--dropout`), or None without one.
 
@@ -307,7 +321,7 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
 
 @functools.lru_cache(maxsize=None)
 def checkpoint_tokenizer(init_checkpoint):
-    """(vocabulary, lowercase) of an `--init_checkpoint`, in any checkpoint format.
+    """The tokenizer (a `SubwordTokenizer`) of an `--init_checkpoint`, in any checkpoint format.
 
     Examples:
     >>> try:
@@ -316,61 +330,65 @@ def checkpoint_tokenizer(init_checkpoint):
     ...     print(str(error).split(":")[0])
     --init_checkpoint=/no/such/checkpoint
     """
-    from nlpzoo.zoo.checkpoints import read_tokenizer_settings
+    from nlpzoo.zoo.checkpoints import load_tokenizer
 
     try:
-        return read_tokenizer_settings(init_checkpoint)
+        return load_tokenizer(init_checkpoint)
     except (ValueError, OSError) as error:
         raise UserError(f"--init_checkpoint={init_checkpoint}: {error}")
 
 
-def resolve_vocabulary(flag_values, texts, resuming, learned_from="the training text"):
-    """(tokens, lowercase): `--vocab`, else `--init_checkpoint`'s, else a resumed run's own,
-    else one of `--vocab_size` learned from `texts()` (a function: the text is read only
-    when needed).
+def resolve_tokenizer(flag_values, texts, resuming, learned_from="the training text"):
+    """The run's `SubwordTokenizer`: WordPiece over `--vocab`, else `--init_checkpoint`'s
+    (of any kind), else a resumed run's own, else WordPiece over a `--vocab_size`
+    vocabulary learned from `texts()` (a function: the text is read only when needed).
 
     Examples:
     >>> values = flags.FlagValues()
     >>> define_run_flags(values); define_encoder_flags(values); define_vocabulary_flags(values)
     >>> _ = values(["train", "--vocab_size=100"])
-    >>> tokens, lowercase = resolve_vocabulary(values, lambda: ["a b c"] * 3, resuming=False)
-    >>> "[MASK]" in tokens, lowercase
+    >>> tokenizer = resolve_tokenizer(values, lambda: ["a b c"] * 3, resuming=False)
+    >>> "[MASK]" in tokenizer.vocabulary, tokenizer.lowercase
     (True, True)
     """
-    from nlpzoo.tasks.text.tokenizer import build_vocabulary, read_vocabulary
+    from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer, build_vocabulary, read_vocabulary
     from nlpzoo.zoo.runs import directory as md
 
     if flag_values.vocab:
         try:
-            return read_vocabulary(flag_values.vocab), flag_values.lowercase
+            return WordPieceTokenizer(read_vocabulary(flag_values.vocab), flag_values.lowercase)
         except ValueError as error:
             raise UserError(f"--vocab: {error}")
     if flag_values.init_checkpoint:
         return checkpoint_tokenizer(flag_values.init_checkpoint)
     # A resumed run keeps the vocabulary it learned (learning it again could differ).
-    if resuming and os.path.exists(md.path(flag_values.model_dir, md.VOCAB)):
-        return md.load_vocabulary(flag_values.model_dir), flag_values.lowercase
+    if resuming and md.has_run_tokenizer(flag_values.model_dir):
+        return md.load_run_tokenizer(flag_values.model_dir, flag_values.lowercase)
     logging.info("learning a %d-token WordPiece vocabulary from %s", flag_values.vocab_size,
                  learned_from)
     progress = "progress" in flag_values and flag_values.progress
     try:
         with vocabulary_progress(progress):
-            return (build_vocabulary(texts(), flag_values.vocab_size, flag_values.lowercase),
-                    flag_values.lowercase)
+            tokens = build_vocabulary(texts(), flag_values.vocab_size, flag_values.lowercase)
     except ValueError as error:  # e.g. below the minimum size for the text's characters
         raise UserError(f"--vocab_size={flag_values.vocab_size}: {error}")
+    return WordPieceTokenizer(tokens, flag_values.lowercase)
 
 
-def check_vocabulary_fits(encoder, tokens):
-    """Refuses a vocabulary of another size than the starting encoder's token embeddings.
+def check_vocabulary_fits(encoder, tokenizer):
+    """Refuses a tokenizer with another vocabulary size than the starting encoder's
+    token embeddings.
 
     Examples:
-    >>> check_vocabulary_fits(None, ["[PAD]", "a"])  # a new encoder takes any size
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    >>> check_vocabulary_fits(None, tokenizer)  # a new encoder takes any size
     """
     from nlpzoo.layers import transformer_of
 
-    if encoder is not None and transformer_of(encoder).vocabulary_size != len(tokens):
-        raise UserError(f"the vocabulary has {len(tokens)} tokens but --init_checkpoint "
+    size = tokenizer.vocabulary_size
+    if encoder is not None and transformer_of(encoder).vocabulary_size != size:
+        raise UserError(f"the vocabulary has {size} tokens but --init_checkpoint "
                         f"has {transformer_of(encoder).vocabulary_size} token embeddings")
 
 
@@ -558,15 +576,15 @@ def apply_hardware_flags(flag_values=flags.FLAGS, strategy=None):
     return Hardware(policy, jit_compile, pack_length)
 
 
-def model_overrides(tokens, schedule, total_steps, hardware, dropout=None, /, **more):
+def model_overrides(vocabulary_size, schedule, total_steps, hardware, dropout=None, /, **more):
     """The `zoo.build_task_model` overrides that the run's settings give.
 
     Examples:
     >>> schedule = Schedule(1, 1e-3, None, 0.1)
-    >>> sorted(model_overrides(["a"] * 100, schedule, 50, Hardware("float32", False, 1)))
+    >>> sorted(model_overrides(100, schedule, 50, Hardware("float32", False, 1)))
     ['clip_norm', 'gradient_accumulation_steps', 'jit_compile', 'learning_rate', 'pack_length', 'total_steps', 'vocabulary_size', 'warmup_steps']
     """
-    overrides = dict(more, vocabulary_size=len(tokens), learning_rate=schedule.learning_rate,
+    overrides = dict(more, vocabulary_size=vocabulary_size, learning_rate=schedule.learning_rate,
                      clip_norm=schedule.clip_norm, total_steps=total_steps,
                      gradient_accumulation_steps=schedule.gradient_accumulation_steps,
                      warmup_steps=int(schedule.warmup_fraction * total_steps),

@@ -31,6 +31,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from nlpzoo.zoo.checkpoints.handles import is_handle, resolve_handle
+
 logger = logging.getLogger(__name__)
 
 # The preset `build_encoder` starts from when it rebuilds a checkpoint's encoder;
@@ -44,7 +46,8 @@ INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
 
 
 def checkpoint_directory(path):
-    """The checkpoint directory `path` names: itself, or the folder of a file in it.
+    """The checkpoint directory `path` names: itself, the folder of a file in it, or the
+    local copy of a handle (`hf://…`, `kaggle://…`; `zoo.checkpoints.handles`).
 
     Raises:
         FileNotFoundError: `path` is neither a directory nor a file in one.
@@ -60,6 +63,8 @@ def checkpoint_directory(path):
     ...
     FileNotFoundError: .../absent: no such checkpoint directory
     """
+    if is_handle(path):
+        return resolve_handle(path)
     path = os.fspath(path)
     if os.path.isfile(path):  # a file inside the checkpoint (config.json, encoder.keras)
         path = os.path.dirname(path) or "."

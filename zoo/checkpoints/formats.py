@@ -111,33 +111,45 @@ def load_encoder(path, **overrides):
 
 
 def read_tokenizer_settings(path):
-    """(vocabulary tokens, lowercase) of a checkpoint directory of any format.
+    """(vocabulary tokens, lowercase) of a checkpoint directory whose tokenizer is WordPiece.
 
-    The vocabulary is `vocab.txt` (native, Hugging Face) or
-    `assets/tokenizer/vocabulary.txt` (KerasHub); lower-casing comes from
-    `tokenizer_config.json`'s `do_lower_case` (native, Hugging Face) or from
-    KerasHub's `tokenizer.json`.
-    """
-    from nlpzoo.tasks.text.tokenizer import read_vocabulary
+    See `load_tokenizer` for where they come from.
 
-    directory = checkpoint_directory(path)
-    form = checkpoint_format(directory)
-    if form == KERAS_HUB:
-        return keras_hub.read_keras_hub_tokenizer(directory)
-    tokens = read_vocabulary(os.path.join(directory, huggingface.VOCABULARY_FILE))
-    return tokens, huggingface.read_hf_lowercase(directory)
-
-
-def load_tokenizer(path):
-    """Our `WordPieceTokenizer` for a checkpoint directory of any format.
-
-    See `read_tokenizer_settings` for where the vocabulary and lower-casing
-    come from.
+    Raises:
+        ValueError: the checkpoint's tokenizer is not WordPiece (byte-level BPE,
+            SentencePiece): `load_tokenizer` reads every kind.
     """
     from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 
-    tokens, lowercase = read_tokenizer_settings(path)
-    return WordPieceTokenizer(tokens, lowercase=lowercase)
+    tokenizer = load_tokenizer(path)
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise ValueError(f"{checkpoint_directory(path)}: its tokenizer is {tokenizer.kind}, "
+                         "not WordPiece")
+    return list(tokenizer.vocabulary), tokenizer.lowercase
+
+
+def load_tokenizer(path):
+    """The `SubwordTokenizer` of a checkpoint (or tokenizer) directory of any format.
+
+    KerasHub presets: `assets/tokenizer/vocabulary.txt` and `tokenizer.json`'s
+    settings. Native and Hugging Face directories (a directory holding only
+    tokenizer files too): `tokenizer.json`, or the legacy `vocab.txt` with
+    `tokenizer_config.json`'s `do_lower_case`, `vocab.json` + `merges.txt`,
+    or a SentencePiece model (`zoo.checkpoints.hf_tokenizers`). Its
+    `encode(text, text_pair)` gives the ids transformers' `AutoTokenizer` gives.
+    """
+    from nlpzoo.zoo.checkpoints.hf_tokenizers import has_tokenizer_files, load_hf_tokenizer
+
+    directory = checkpoint_directory(path)
+    try:
+        form = checkpoint_format(directory)
+    except ValueError:
+        if not has_tokenizer_files(directory):
+            raise
+        form = HUGGINGFACE  # tokenizer files alone
+    if form == KERAS_HUB:
+        return keras_hub.load_keras_hub_tokenizer(directory)
+    return load_hf_tokenizer(directory)
 
 
 def matching_encoder_preset(transformer):
@@ -222,9 +234,7 @@ def load_pretrained(path, task, **options):
                       if name not in option_names})
     if "vocabulary" not in overrides and "tokenizer" not in overrides:
         # The checkpoint's tokenizer becomes the model's preprocessor: it reads raw text.
-        vocabulary, lowercase = read_tokenizer_settings(path)
-        overrides["vocabulary"] = vocabulary
-        overrides.setdefault("lowercase", lowercase)
+        overrides["tokenizer"] = load_tokenizer(path)
     model = build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
                              **overrides)
     if task.pretrained_heads:  # heads the task takes over from the checkpoint (fill-mask's MLM)

@@ -45,14 +45,15 @@ from nlpzoo.tasks.io.errors import RunDirectoryError
 from nlpzoo.tasks.io.ownership import LOCK, NotOurDirectory, check_output, claim
 from nlpzoo.tasks.io.run_lock import DirectoryInUse, hold_run_lock
 from nlpzoo.tasks.registry import task_from_metadata
-from nlpzoo.tasks.text.tokenizer import read_vocabulary, write_vocabulary
+from nlpzoo.tasks.text.subword_tokenizer import tokenizer_config, tokenizer_from_assets
+from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer, read_vocabulary, write_vocabulary
 from nlpzoo.tasks.io.errors import UserError
 from nlpzoo.zoo import ENCODER_PRESETS
 from nlpzoo.zoo.checkpoints import (
     load_encoder,
     matching_encoder_preset,
     read_sentence_transformers_max_seq_length,
-    read_tokenizer_settings,
+    load_tokenizer,
 )
 
 CONFIG = "config.json"
@@ -65,8 +66,10 @@ CHECKPOINTS = "checkpoints"
 ENCODER = "encoder"  # tools/pretrain.py's encoder checkpoint
 CARD = "README.md"  # the model card, zoo/runs/model_card.py
 EWC_FISHER = "ewc_fisher.npz"  # zoo/runs/ewc_anchor.py
+TOKENIZER = "tokenizer"  # a tokenizer that is not WordPiece (save_run_tokenizer)
+TOKENIZER_CONFIG = "tokenizer_config.json"
 _ARTEFACTS = (CONFIG, VOCAB, LABELS, BEST_MODEL, BEST_MODEL + ".json", METRICS, LOGS, CHECKPOINTS,
-              ENCODER, CARD, EWC_FISHER)
+              ENCODER, CARD, EWC_FISHER, TOKENIZER)
 
 
 def path(model_dir, name):
@@ -180,6 +183,33 @@ def check_resumable(model_dir, config, keys, defaults=None):
 
 def save_vocabulary(model_dir, tokens):
     write_vocabulary(tokens, path(model_dir, VOCAB))
+
+
+def save_run_tokenizer(model_dir, tokenizer):
+    """Writes a run's tokenizer: WordPiece as `vocab.txt` (casing in config.json), any
+    other kind as its config and assets in `tokenizer/` (`load_run_tokenizer` reads both)."""
+    if isinstance(tokenizer, WordPieceTokenizer):
+        save_vocabulary(model_dir, tokenizer.vocabulary)
+        return
+    directory = path(model_dir, TOKENIZER)
+    os.makedirs(directory, exist_ok=True)
+    tokenizer.save_assets(directory)
+    write_json(tokenizer_config(tokenizer), os.path.join(directory, TOKENIZER_CONFIG))
+
+
+def has_run_tokenizer(model_dir):
+    """Whether `save_run_tokenizer` wrote into `model_dir`."""
+    return (os.path.exists(path(model_dir, VOCAB))
+            or os.path.exists(os.path.join(path(model_dir, TOKENIZER), TOKENIZER_CONFIG)))
+
+
+def load_run_tokenizer(model_dir, lowercase=True):
+    """The tokenizer `save_run_tokenizer` wrote (`lowercase`: a WordPiece run's casing)."""
+    directory = path(model_dir, TOKENIZER)
+    if os.path.exists(os.path.join(directory, TOKENIZER_CONFIG)):
+        return tokenizer_from_assets(read_json(os.path.join(directory, TOKENIZER_CONFIG)),
+                                     directory)
+    return WordPieceTokenizer(load_vocabulary(model_dir), lowercase=lowercase)
 
 
 def encoder_checkpoint(path):
@@ -407,7 +437,7 @@ def update_task_options(changes, tuned_on, model, model_dir=None, model_path=Non
 
 
 EncoderSource = collections.namedtuple(
-    "EncoderSource", ["encoder", "vocabulary", "lowercase", "max_seq_length", "what",
+    "EncoderSource", ["encoder", "tokenizer", "lowercase", "max_seq_length", "what",
                       "checkpoint"], defaults=[None])
 
 
@@ -435,7 +465,7 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
     error.
 
     Returns:
-        An `EncoderSource`: `encoder`, `vocabulary` (tokens in id order),
+        An `EncoderSource`: `encoder`, `tokenizer` (a `SubwordTokenizer`),
         `lowercase`, `max_seq_length`, `what` (for messages) and
         `checkpoint`: the checkpoint directory the encoder was read from
         (None for a trained model's).
@@ -454,7 +484,7 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
         path = checkpoint = encoder_checkpoint(init_checkpoint)
         try:
             encoder = load_encoder(path)
-            vocabulary, lowercase = read_tokenizer_settings(path)
+            tokenizer = load_tokenizer(path)
             default_length = read_sentence_transformers_max_seq_length(path)
         except (ValueError, OSError) as error:
             raise UserError(f"{where}: {error}")
@@ -469,19 +499,18 @@ def load_encoder_source(init_checkpoint=None, model_dir=None, model_path=None,
         except ValueError:
             raise UserError(f"{where}: the model has no layer named 'encoder'")
         tokenizer = trained.preprocessor.tokenizer()
-        vocabulary, lowercase = tokenizer.vocabulary, tokenizer.lowercase
         default_length = trained.preprocessor.max_seq_length
         what = f"the encoder of {path}"
     transformer = transformer_of(encoder)
-    if len(vocabulary) > transformer.vocabulary_size:  # ids past the embedding table
-        raise UserError(f"{where}: the vocabulary has {len(vocabulary)} tokens but the encoder "
-                        f"only {transformer.vocabulary_size} token embeddings")
+    if tokenizer.vocabulary_size > transformer.vocabulary_size:  # ids past the embedding table
+        raise UserError(f"{where}: the vocabulary has {tokenizer.vocabulary_size} tokens but "
+                        f"the encoder only {transformer.vocabulary_size} token embeddings")
     positions = transformer.max_sequence_length
     max_seq_length = max_seq_length or default_length or positions
     if max_seq_length > positions:
         raise UserError(f"--max_seq_length={max_seq_length} exceeds the {positions} positions "
                         f"of {where}")
-    return EncoderSource(encoder, list(vocabulary), lowercase, int(max_seq_length), what,
+    return EncoderSource(encoder, tokenizer, tokenizer.lowercase, int(max_seq_length), what,
                          checkpoint)
 
 
@@ -519,7 +548,7 @@ def build_untrained_model(task, init_checkpoint=None, model_dir=None, model_path
             load_pretraining_heads(model, source.checkpoint, required=task.pretrained_heads)
     except ValueError as error:
         raise UserError(str(error))
-    preprocessor = task.make_preprocessor(source.vocabulary, source.lowercase,
+    preprocessor = task.make_preprocessor(source.tokenizer, source.lowercase,
                                           source.max_seq_length)
     labels = task.label_names([])
     if hasattr(model, "attach_metadata"):

