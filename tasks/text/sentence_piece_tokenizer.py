@@ -22,12 +22,15 @@ model is built.
 """
 
 import base64
+import hashlib
 import json
 import os
 from typing import NamedTuple
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow.python.trackable import resource
+from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
 from nlpzoo.tasks.io.atomic_files import write_binary_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
@@ -183,14 +186,49 @@ def _read_bytes(path):
         raise FileNotFoundError(f"{path}: no such file") from None
 
 
-def _whitespace_kept(model_bytes):
+def _whitespace_kept(model_bytes, proto):
     """The Unicode whitespace characters the model's normalizer keeps as they are (so
     SentencePiece would not split words there, while `tokenizers` does)."""
+    if not proto.normalizer_spec.precompiled_charsmap:
+        return UNICODE_WHITESPACE.replace(" ", "")
     import sentencepiece
 
     processor = sentencepiece.SentencePieceProcessor(model_proto=model_bytes)
     return "".join(c for c in UNICODE_WHITESPACE
                    if c != " " and c in processor.normalize(f"a{c}b"))
+
+
+class SentencePieceModel(resource.TrackableResource):
+    """A SentencePiece model held by TensorFlow's resource manager, under a name of its own.
+
+    `tensorflow_text.SentencepieceTokenizer` keeps its model in a resource owned by the
+    op's kernel: in eager mode `tf.random.set_seed` (which `keras.utils.set_random_seed`
+    calls) clears the kernel cache and with it the model, and the tokenizer then fails
+    with "Resource ... does not exist". A shared name (the model's hash) keeps it.
+
+    Examples:
+    >>> model = SentencePieceModel(unigram_model_proto([("<unk>", 0.0), ("▁a", -1.0)], 0))
+    >>> tf.random.set_seed(1)
+    >>> model.tokenize(tf.constant(["a a"])).to_list()
+    [[1, 1]]
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        self._model = bytes(model)
+        self._shared_name = f"nlpzoo_sentencepiece_{hashlib.sha256(self._model).hexdigest()[:32]}"
+        _ = self.resource_handle  # creates it
+
+    def _create_resource(self):
+        return gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model,
+                                                            shared_name=self._shared_name)
+
+    def tokenize(self, texts):
+        """[N] strings → int32 RaggedTensor [N, (pieces)] (no sampling, no bos/eos)."""
+        values, splits = gen_sentencepiece_tokenizer.sentencepiece_tokenize_op(
+            self.resource_handle, texts, nbest_size=0, alpha=1.0, add_bos=False,
+            add_eos=False, reverse=False, out_type=tf.int32)
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
 
 
 def _regex_literal(text):
@@ -273,7 +311,7 @@ class SentencePieceTokenizer(SubwordTokenizer):
         missing = [token for token in split_tokens if token not in ids]
         if missing:
             raise ValueError(f"the split tokens {missing} are not in the vocabulary")
-        self.split_tokens = list(dict.fromkeys(split_tokens))
+        self.split_tokens = sorted(set(split_tokens), key=lambda token: (ids[token], token))
         # Longest first: RE2 takes the first alternative that matches, `tokenizers` the longest.
         self._split_pattern = "|".join(
             _regex_literal(token) for token in sorted(self.split_tokens, key=len, reverse=True))
@@ -282,11 +320,11 @@ class SentencePieceTokenizer(SubwordTokenizer):
                 tf.constant(self.split_tokens, tf.string),
                 tf.constant([ids[token] for token in self.split_tokens], tf.int32)),
             default_value=-1)
-        kept = _whitespace_kept(model)
+        kept = _whitespace_kept(model, proto)
         self._whitespace_pattern = f"[{_regex_literal(kept)}]" if kept else None
         self._starts_word = tf.constant(
             [piece.startswith(WORD_START) for piece in self.vocabulary], tf.bool)
-        self._sentencepiece = tf_text.SentencepieceTokenizer(model, out_type=tf.int32)
+        self._sentencepiece = SentencePieceModel(model)
 
     @classmethod
     def from_sentencepiece_model(cls, path, family, **options):
@@ -396,9 +434,9 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
         Examples:
         >>> tokenizer = SentencePieceTokenizer.from_hf_directory(
-        ...     "tests/fixtures/tokenizers/albert_spm/legacy")
-        >>> tokenizer.family, tokenizer.encode("Hello [MASK]!") == tokenizer.encode("hello [MASK] !")
-        ('albert', False)
+        ...     "tests/fixtures/tokenizers/albert_spm/tokenizer_json")
+        >>> tokenizer.family, [tokenizer.vocabulary[i] for i in tokenizer.encode("Café[MASK]")]
+        ('albert', ['[CLS]', '▁ca', 'fe', '[MASK]', '[SEP]'])
         """
         directory = os.fspath(directory)
         tokenizer_config = _read_json_object(os.path.join(directory, "tokenizer_config.json"))
@@ -453,10 +491,10 @@ class SentencePieceTokenizer(SubwordTokenizer):
         split_ids = self._split_ids.lookup(parts)
         is_split = split_ids >= 0
         text = self._normalize(tf.where(is_split, "", parts))
-        pieces = tf.cast(self._sentencepiece.tokenize(text), tf.int32)
+        pieces = self._sentencepiece.tokenize(text)
         split = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(split_ids, is_split), tf.cast(is_split, tf.int64), validate=False)
-        return segments, concat_rows([tf.cast(pieces, tf.int32), split])
+        return segments, concat_rows([pieces, split])
 
     def tokenize(self, texts):
         """[B] strings → int32 RaggedTensor [B, (words), (pieces)].
