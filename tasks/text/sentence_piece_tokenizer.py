@@ -402,7 +402,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
         try:
             added = {int(token["id"]): str(token["content"]) for token in added}
         except (TypeError, KeyError, ValueError):
-            raise DataFormatError(f"{path}: added_tokens is not a list of {{id, content}}") from None
+            raise DataFormatError(
+                f"{path}: added_tokens is not a list of {{id, content}}") from None
         control = []
         for token_id in range(len(pieces), max(added, default=-1) + 1):
             # An added token past the model's pieces: an id the Viterbi never gives.
@@ -579,8 +580,8 @@ def _detect_family(directory, tokenizer_config, config):
         if name in table:
             return table[name]
         if name in _NOT_YET:
-            raise DataFormatError(f"{os.path.join(directory, source)}: {key} {name!r}: DeBERTa-v2/v3 "
-                                  "SentencePiece tokenizers are not supported yet")
+            raise DataFormatError(f"{os.path.join(directory, source)}: {key} {name!r}: "
+                                  "DeBERTa-v2/v3 SentencePiece tokenizers are not supported yet")
     mask = tokenizer_config.get("mask_token")
     mask = mask.get("content") if isinstance(mask, dict) else mask
     for family, spec in FAMILIES.items():

@@ -100,7 +100,8 @@ def test_family_ids_and_templates():
     xlmr, albert = load("xlm_roberta", "legacy"), load("albert", "legacy")
     assert (xlmr.cls_id, xlmr.pad_id, xlmr.sep_id, xlmr.unk_id) == (0, 1, 2, 3)
     assert xlmr.mask_id == xlmr.vocabulary_size - 1 == 3001
-    assert (albert.pad_id, albert.unk_id, albert.cls_id, albert.sep_id, albert.mask_id) == (0, 1, 2, 3, 4)
+    assert (albert.pad_id, albert.unk_id, albert.cls_id, albert.sep_id,
+            albert.mask_id) == (0, 1, 2, 3, 4)
     assert xlmr.encode("<mask>", "<mask>") == [0, 3001, 2, 2, 3001, 2]
     assert albert.encode("[MASK]", "[MASK]") == [2, 4, 3, 4, 3]
     assert albert.lowercase and not albert.keep_accents and not xlmr.lowercase
@@ -127,7 +128,8 @@ def test_assets_round_trip_keeps_ids(family, layout, tmp_path):
     assert isinstance(rebuilt, SentencePieceTokenizer)
     texts = reference()["texts"][::7]
     assert rebuilt.tokenize(texts).to_list() == tokenizer.tokenize(texts).to_list()
-    assert rebuilt.vocabulary == tokenizer.vocabulary and rebuilt.get_config() == tokenizer.get_config()
+    assert rebuilt.vocabulary == tokenizer.vocabulary
+    assert rebuilt.get_config() == tokenizer.get_config()
 
 
 def test_both_layouts_build_the_same_model():
@@ -181,7 +183,8 @@ def test_refuses_a_pickle(tmp_path):
 def test_rejects_garbage_model(tmp_path):
     path = tmp_path / "sentencepiece.bpe.model"
     path.write_bytes(b"\x0a\xff\xff not a protobuf")
-    with pytest.raises(DataFormatError, match=r"sentencepiece\.bpe\.model: not a SentencePiece model"):
+    with pytest.raises(DataFormatError,
+                       match=r"sentencepiece\.bpe\.model: not a SentencePiece model"):
         SentencePieceTokenizer.from_sentencepiece_model(path, "xlm-roberta")
 
 
@@ -215,7 +218,8 @@ def test_directory_errors(tmp_path):
 
 def test_family_from_config_json(tmp_path):
     source = directory("albert", "tokenizer_json")
-    (tmp_path / "tokenizer.json").write_bytes(open(os.path.join(source, "tokenizer.json"), "rb").read())
+    with open(os.path.join(source, "tokenizer.json"), "rb") as file:
+        (tmp_path / "tokenizer.json").write_bytes(file.read())
     (tmp_path / "config.json").write_text('{"model_type": "albert"}')
     assert SentencePieceTokenizer.from_hf_directory(tmp_path).encode("Hello") == load(
         "albert", "tokenizer_json").encode("Hello")
