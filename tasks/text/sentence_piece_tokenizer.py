@@ -35,7 +35,12 @@ from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece
 from nlpzoo.tasks.io.atomic_files import write_binary_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.ragged_rows import concat_rows, row_sums
-from nlpzoo.tasks.text.subword_tokenizer import PackTemplate, SubwordTokenizer, register_tokenizer
+from nlpzoo.tasks.text.subword_tokenizer import (
+    PackTemplate,
+    SubwordTokenizer,
+    regex_literal,
+    register_tokenizer,
+)
 
 WORD_START = "\u2581"  # "▁": SentencePiece's mark of a piece that starts a word
 NUL_STAND_IN = "\uffff"
@@ -231,11 +236,6 @@ class SentencePieceModel(resource.TrackableResource):
         return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
 
 
-def _regex_literal(text):
-    """An RE2 pattern matching `text` literally."""
-    return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in text)
-
-
 def _lower_per_character(texts):
     """Each character's lower case, as Rust's `char::to_lowercase` (`tokenizers`'
     `Lowercase`): no final-sigma rule (capital sigma is always σ)."""
@@ -301,27 +301,12 @@ class SentencePieceTokenizer(SubwordTokenizer):
                     "mask": spec.mask, **(special_tokens or {})}
         super().__init__([piece.piece for piece in proto.pieces], template=spec.template,
                          lowercase=spec.lowercase if lowercase is None else lowercase,
-                         **specials)
+                         split_tokens=split_tokens, **specials)
         self.keep_accents = spec.keep_accents if keep_accents is None else bool(keep_accents)
         self._replace_quotes = spec.replace_quotes
         self._model = model
-        ids = {token: token_id for token_id, token in reversed(list(enumerate(self.vocabulary)))}
-        if split_tokens is None:
-            split_tokens = [token for token in specials.values() if token in ids]
-        missing = [token for token in split_tokens if token not in ids]
-        if missing:
-            raise ValueError(f"the split tokens {missing} are not in the vocabulary")
-        self.split_tokens = sorted(set(split_tokens), key=lambda token: (ids[token], token))
-        # Longest first: RE2 takes the first alternative that matches, `tokenizers` the longest.
-        self._split_pattern = "|".join(
-            _regex_literal(token) for token in sorted(self.split_tokens, key=len, reverse=True))
-        self._split_ids = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(self.split_tokens, tf.string),
-                tf.constant([ids[token] for token in self.split_tokens], tf.int32)),
-            default_value=-1)
         kept = _whitespace_kept(model, proto)
-        self._whitespace_pattern = f"[{_regex_literal(kept)}]" if kept else None
+        self._whitespace_pattern = f"[{regex_literal(kept)}]" if kept else None
         self._starts_word = tf.constant(
             [piece.startswith(WORD_START) for piece in self.vocabulary], tf.bool)
         self._sentencepiece = SentencePieceModel(model)
@@ -470,6 +455,9 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     def _normalize(self, texts):
         """The family's normalization before the model's charsmap (ALBERT's)."""
+        # `tokenizers` keeps U+0000 as an unknown character, where the SentencePiece op
+        # would end the text: a noncharacter that no piece holds stands in for it.
+        texts = tf.strings.regex_replace(texts, "\\x00", NUL_STAND_IN)
         if self._replace_quotes:
             texts = tf.strings.regex_replace(texts, "``", '"')
             texts = tf.strings.regex_replace(texts, "''", '"')
@@ -484,12 +472,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
     def _segment_pieces(self, texts):
         """[B] strings → [B, (segments)] (a split token or the text between) and each
         segment's pieces [segments, (pieces)]."""
-        # tensorflow-text's regex_split ends a text at U+0000, which `tokenizers` keeps
-        # (an unknown character): a noncharacter that no piece holds stands in for it.
-        texts = tf.strings.regex_replace(texts, "\\x00", NUL_STAND_IN)
-        segments = tf_text.regex_split(texts, self._split_pattern, self._split_pattern)
-        parts = segments.flat_values
-        split_ids = self._split_ids.lookup(parts)
+        segments, split_ids = self.split_special_tokens(texts)
+        parts, split_ids = segments.flat_values, split_ids.flat_values
         is_split = split_ids >= 0
         text = self._normalize(tf.where(is_split, "", parts))
         pieces = self._sentencepiece.tokenize(text)

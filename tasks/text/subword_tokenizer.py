@@ -28,8 +28,8 @@ rebuilds any registered kind from them: that is how a model's preprocessor
 carries its tokenizer in a `.keras` file.
 """
 
+import importlib
 import os
-import re
 from typing import NamedTuple
 
 import tensorflow as tf
@@ -41,6 +41,12 @@ from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_pe
 _NUL_STAND_IN = "\ufdd0"
 # kind → class, filled by `register_tokenizer`.
 TOKENIZER_KINDS = {}
+# kind → the module that registers it, imported when a saved tokenizer of that kind is read.
+_KIND_MODULES = {
+    "wordpiece": "nlpzoo.tasks.text.tokenizer",
+    "byte_pair": "nlpzoo.tasks.text.byte_pair_tokenizer",
+    "sentencepiece": "nlpzoo.tasks.text.sentence_piece_tokenizer",
+}
 
 
 def register_tokenizer(cls):
@@ -70,6 +76,15 @@ class PackTemplate(NamedTuple):
     def special_tokens(self, pair):
         """How many special tokens a text (or a pair) gets."""
         return 2 + (self.separators if pair else 0)
+
+
+def regex_literal(text):
+    r"""An RE2 pattern that matches `text` literally.
+
+    >>> print(regex_literal("<mask>"))
+    \x{3c}mask\x{3e}
+    """
+    return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 def longest_first_lengths(lengths, budget):
@@ -113,6 +128,8 @@ class SubwordTokenizer(tf.Module):
             absent from the vocabulary: `mask_id` is then `unk_id`).
         template: the `PackTemplate` of the family.
         lowercase: whether the tokenizer lower-cases text.
+        split_tokens: the strings cut out of the raw text whole, each its own id
+            (`split_special_tokens`); default: the special tokens in the vocabulary.
 
     Examples:
     >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
@@ -124,7 +141,7 @@ class SubwordTokenizer(tf.Module):
     kind = None
 
     def __init__(self, vocabulary, *, pad, unk, cls, sep, mask, template=PackTemplate(),
-                 lowercase=False):
+                 lowercase=False, split_tokens=None):
         super().__init__()
         self.vocabulary = list(vocabulary)
         self.template = PackTemplate(*template)
@@ -141,6 +158,20 @@ class SubwordTokenizer(tf.Module):
         self.cls_id = index[cls]
         self.sep_id = index[sep]
         self.mask_id = index.get(mask, self.unk_id)
+        if split_tokens is None:
+            split_tokens = [token for token in self.special_tokens.values() if token in index]
+        missing = [token for token in split_tokens if token not in index]
+        if missing:
+            raise ValueError(f"the split tokens {missing} are not in the vocabulary")
+        self.split_tokens = sorted(set(split_tokens), key=lambda token: (index[token], token))
+        # Longest first: RE2 takes the first alternative that matches, transformers the longest.
+        self._split_pattern = "|".join(
+            regex_literal(token) for token in sorted(self.split_tokens, key=len, reverse=True))
+        self._split_ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.split_tokens, tf.string),
+                tf.constant([index[token] for token in self.split_tokens], tf.int32)),
+            default_value=-1)
 
     @property
     def vocabulary_size(self):
@@ -153,8 +184,9 @@ class SubwordTokenizer(tf.Module):
     def split_special_tokens(self, texts):
         """[B] strings → (parts [B, (P)] strings, special ids [B, (P)] int32, -1 for text).
 
-        Special tokens typed in the text ("[MASK]", "<mask>") are cut out whole, as
-        transformers does before normalising: they become their own ids, not pieces.
+        The `split_tokens` (by default the special tokens) typed in the text ("[MASK]",
+        "<mask>") are cut out whole, as transformers does before normalising: they
+        become their own ids, not pieces.
 
         >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
@@ -162,19 +194,12 @@ class SubwordTokenizer(tf.Module):
         >>> parts.to_list(), ids.to_list()
         ([[b'a ', b'[MASK]', b'b']], [[-1, 4, -1]])
         """
-        specials = sorted({token for token in self.special_tokens.values()
-                           if token in self.vocabulary}, key=len, reverse=True)
-        pattern = "|".join(re.escape(token) for token in specials)
         # regex_split ends a text at its first NUL: the NULs stand aside meanwhile.
         parts = tf_text.regex_split(tf.strings.regex_replace(texts, "\\x00", _NUL_STAND_IN),
-                                    pattern, pattern)
+                                    self._split_pattern, self._split_pattern)
         parts = parts.with_flat_values(
             tf.strings.regex_replace(parts.flat_values, _NUL_STAND_IN, "\x00"))
-        table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(specials), tf.constant([self.vocabulary.index(token)
-                                                    for token in specials], tf.int32)), -1)
-        return parts, parts.with_flat_values(table.lookup(parts.flat_values))
+        return parts, parts.with_flat_values(self._split_ids.lookup(parts.flat_values))
 
     def tokenize_around_special_tokens(self, texts, tokenize_text):
         """`tokenize` for schemes whose special tokens may be typed in the text.
@@ -287,6 +312,8 @@ def tokenizer_from_assets(config, directory):
     """
     config = dict(config)
     kind = config.pop("kind", "wordpiece")
+    if kind not in TOKENIZER_KINDS and kind in _KIND_MODULES:
+        importlib.import_module(_KIND_MODULES[kind])
     if kind not in TOKENIZER_KINDS:
         raise ValueError(f"{os.fspath(directory)}: unknown tokenizer kind {kind!r}; this "
                          f"version knows {', '.join(sorted(TOKENIZER_KINDS))}")
