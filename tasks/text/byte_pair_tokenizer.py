@@ -72,11 +72,11 @@ def regex_split(texts, pattern):
     the patterns here, the same class) and the pieces are cut from the text itself.
 
     Examples:
-    >>> regex_split(["a\x00b c"], " ").to_list()
-    [[b'a\x00b', b' ', b'c']]
+    >>> regex_split(["a\\x00b c"], " ").to_list()
+    [[b'a\\x00b', b' ', b'c']]
     """
     texts = tf.convert_to_tensor(texts, tf.string)
-    safe = tf.strings.regex_replace(texts, "\x00", "\x01")
+    safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
     pieces, begins, ends = tf_text.regex_split_with_offsets(safe, pattern, pattern)
     cut = tf.strings.substr(tf.gather(texts, pieces.value_rowids()), begins.flat_values,
                             ends.flat_values - begins.flat_values)
@@ -146,11 +146,11 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
     >>> merges = ["Ġ c", "a t", "Ġc at", "Ġ s", "Ġs at"]
     >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "c", "a", "t", "s", "Ġ",
     ...           "Ġc", "at", "Ġcat", "Ġs", "Ġsat"]
-    >>> tokenizer = ByteLevelBpeTokenizer(tokens, merges)
+    >>> tokenizer = ByteLevelBpeTokenizer(tokens, merges, [{"content": "<mask>", "lstrip": True}])
     >>> tokenizer.tokenize(["cat  sat", "a cat <mask>"]).to_list()
     [[[5, 11], [9], [14]], [[6], [12], [4]]]
     >>> tokenizer.word_pieces(["cat", "sat"]).to_list(), tokenizer.encode("cat", "sat")
-    ([[12], [14]], [0, 5, 11, 2, 2, 14, 2])
+    ([[12], [14]], [0, 5, 11, 2, 2, 8, 11, 2])
     """
 
     kind = "byte_pair"
@@ -290,7 +290,8 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
 
     def get_config(self):
         return {"add_prefix_space": self.add_prefix_space, "lowercase": self.lowercase,
-                "normalization": self.normalization, "special_tokens": self.special_tokens,
+                "normalization": self.normalization,
+                "special_tokens": dict(self.special_tokens),
                 "template": list(self.template)}
 
     def save_assets(self, directory):
@@ -322,7 +323,7 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         >>> directory = tempfile.mkdtemp()
         >>> ByteLevelBpeTokenizer(tokens, ["Ġ c", "a t"]).save_assets(directory)
         >>> ByteLevelBpeTokenizer.from_hf_directory(directory).encode("cat <mask>")
-        [0, 5, 10, 4, 2]
+        [0, 5, 10, 8, 4, 2]
         """
         return cls(**read_hf_directory(directory))
 
