@@ -595,14 +595,17 @@ def _find(component, kind):
 
 
 def _template(step, fail):
-    """cls, sep and the `PackTemplate` of a `TemplateProcessing` post-processor."""
+    """cls, sep and the `PackTemplate` of a `TemplateProcessing` post-processor whose pair
+    template is `cls $A sep (sep ...) $B sep`."""
     pair = step.get("pair") or []
-    tokens = [item.get("SpecialToken", {}).get("id") for item in pair]
-    sequences = [i for i, item in enumerate(pair) if "Sequence" in item]
-    if len(sequences) != 2 or sequences[0] != 1 or None in tokens[:1] + tokens[2:1]:
-        fail("a TemplateProcessing pair template other than 'cls $A sep (sep) $B sep'")
+    specials = [item.get("SpecialToken", {}).get("id") if isinstance(item, dict) else None
+                for item in pair]
+    sequences = [i for i, item in enumerate(pair) if isinstance(item, dict) and "Sequence" in item]
+    if (len(sequences) != 2 or sequences[0] != 1 or sequences[1] != len(pair) - 2
+            or specials[0] is None or len(set(specials[2:sequences[1]] + specials[-1:])) != 1
+            or specials[-1] is None or sequences[1] < 3):
+        fail("the TemplateProcessing pair template is not 'cls $A sep (sep ...) $B sep'")
     first, second = sequences
-    separators = second - first - 1
-    type_id = pair[second]["Sequence"].get("type_id", 0)
-    return {"cls": tokens[0], "sep": tokens[first + 1],
-            "template": PackTemplate(separators, type_id)}
+    return {"cls": specials[0], "sep": specials[-1],
+            "template": PackTemplate(second - first - 1,
+                                     pair[second]["Sequence"].get("type_id", 0))}

@@ -1,4 +1,4 @@
-"""ByteLevelBpeTokenizer against `transformers` (fixtures of tests/fixtures/make_bpe_reference.py)."""
+"""ByteLevelBpeTokenizer against `transformers` (tests/fixtures/make_bpe_reference.py's ids)."""
 
 import json
 import os
@@ -178,6 +178,33 @@ def test_lowercase_and_normalization_from_tokenizer_json(tmp_path):
     assert lowered.encode("The Cafe\u0301") == plain.encode("the caf\u00e9")
 
 
+def test_a_template_processing_post_processor_gives_the_template(tmp_path):
+    with open(os.path.join(JSON_DIR, "tokenizer.json"), encoding="utf-8") as file:
+        spec = json.load(file)
+
+    def special(token, type_id=0):
+        return {"SpecialToken": {"id": token, "type_id": type_id}}
+
+    def sequence(name, type_id):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    # BERT's (and ModernBERT's) layout: [CLS] a [SEP] b [SEP], b with segment id 1.
+    spec["post_processor"] = {"type": "TemplateProcessing", "single": [], "special_tokens": {},
+                              "pair": [special("<s>"), sequence("A", 0), special("</s>"),
+                                       sequence("B", 1), special("</s>", 1)]}
+    write(tmp_path / "tokenizer.json", json.dumps(spec))
+    tokenizer = ByteLevelBpeTokenizer.from_hf_directory(str(tmp_path))
+    assert tokenizer.template == PackTemplate(1, 1)
+    token_ids, segment_ids = tokenizer.pack(
+        [tokenizer.tokenize_flat(["a"]), tokenizer.tokenize_flat(["b"])], 16)
+    assert token_ids.to_list() == [[0, 69, 2, 70, 2]]
+    assert segment_ids.to_list() == [[0, 0, 0, 1, 1]]
+    spec["post_processor"]["pair"] = [sequence("A", 0), sequence("B", 0)]
+    write(tmp_path / "tokenizer.json", json.dumps(spec))
+    with pytest.raises(DataFormatError, match="pair template is not"):
+        ByteLevelBpeTokenizer.from_hf_directory(str(tmp_path))
+
+
 def write(path, text):
     with open(path, "w", encoding="utf-8") as file:
         file.write(text)
@@ -198,7 +225,7 @@ def test_malformed_legacy_files_give_clean_errors(tmp_path, file, text, message)
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda spec: spec["model"].update(type="WordPiece"), "the model is 'WordPiece', not a byte-level"),
+    (lambda spec: spec["model"].update(type="WordPiece"), "the model is 'WordPiece', not a"),
     (lambda spec: spec.update(pre_tokenizer={"type": "Whitespace"}), "no ByteLevel pre-tokenizer"),
     (lambda spec: spec["model"]["merges"].append("a"), "merge rule 2740 .* is not two tokens"),
     (lambda spec: spec.update(normalizer={"type": "Strip"}), "the normalizer 'Strip'"),
