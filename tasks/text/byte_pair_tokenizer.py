@@ -189,6 +189,10 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
                                  f"{merge.replace(' ', '')!r}, which is not in the vocabulary")
         self._bpe = BytePairTokenizer(model_vocabulary, self.merges, unsplittable_tokens=[],
                                       dtype="int32")
+        # Traced once: called eagerly, KerasHub's merge loop is traced anew on every call
+        # with an unseen word (seconds each).
+        self._merge_words = tf.function(self._merge, input_signature=[
+            tf.TensorSpec([None], tf.string)])
         if self.added_tokens:
             alternatives = []
             for token in sorted(self.added_tokens, key=lambda t: -len(t["content"])):
@@ -268,7 +272,7 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
             if keep is not None:
                 texts = tf.where(keep, texts, "")
         words = split_words(texts)
-        return words.with_values(self._merge(words.values))
+        return words.with_values(self._merge_words(words.values))
 
     def _merge(self, words):
         """[N] words → int32 ragged [N, (pieces)]: KerasHub's cached BPE merge loop."""
