@@ -37,7 +37,7 @@ from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows
 from nlpzoo.tasks.text.subword_tokenizer import (
-    PackTemplate, SubwordTokenizer, register_tokenizer)
+    PackTemplate, SubwordTokenizer, regex_literal, regex_split, register_tokenizer)
 
 # Unicode's White_Space characters: what `\s` matches in `tokenizers`' regular
 # expressions (Oniguruma) and what its added tokens' lstrip/rstrip remove. RE2's `\s`
@@ -62,25 +62,6 @@ DIGITS = r"\p{N}" + _NEW_DIGITS
 _PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{LETTERS}]+| ?[{DIGITS}]+"
            rf"| ?[^{WHITESPACE}{LETTERS}{DIGITS}]+|[{WHITESPACE}]")
 _NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}
-
-
-def regex_split(texts, pattern):
-    """[B] strings → ragged [B, (pieces)]: the matches of `pattern` and the text between them.
-
-    As `tensorflow_text.regex_split` with `pattern` kept, which ends a text at its first NUL
-    character: the split is found on the text with NUL as U+0001 (same length and, for
-    the patterns here, the same class) and the pieces are cut from the text itself.
-
-    Examples:
-    >>> regex_split(["a\\x00b c"], " ").to_list()
-    [[b'a\\x00b', b' ', b'c']]
-    """
-    texts = tf.convert_to_tensor(texts, tf.string)
-    safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
-    pieces, begins, ends = tf_text.regex_split_with_offsets(safe, pattern, pattern)
-    cut = tf.strings.substr(tf.gather(texts, pieces.value_rowids()), begins.flat_values,
-                            ends.flat_values - begins.flat_values)
-    return pieces.with_flat_values(cut)
 
 
 def split_words(texts):
@@ -112,12 +93,6 @@ def split_words(texts):
         tf.cast(starts, tf.int64)))
     lengths = tf.math.unsorted_segment_sum(tf.cast(starts, tf.int64), rows, pieces.nrows())
     return tf.RaggedTensor.from_row_lengths(words, lengths, validate=False)
-
-
-def _escape(text):
-    """`text` as an RE2 literal."""
-    return "".join(f"\\x{{{ord(character):x}}}" if not character.isalnum() else character
-                   for character in text)
 
 
 @register_tokenizer
@@ -196,7 +171,7 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         if self.added_tokens:
             alternatives = []
             for token in sorted(self.added_tokens, key=lambda t: -len(t["content"])):
-                pattern = _escape(token["content"])
+                pattern = regex_literal(token["content"])
                 if token.get("lstrip"):
                     pattern = f"[{WHITESPACE}]*" + pattern
                 if token.get("rstrip"):

@@ -37,8 +37,6 @@ import tensorflow_text as tf_text
 
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 
-# A noncharacter that holds each NUL's place while special tokens are cut out.
-_NUL_STAND_IN = "\ufdd0"
 # kind → class, filled by `register_tokenizer`.
 TOKENIZER_KINDS = {}
 # kind → the module that registers it, imported when a saved tokenizer of that kind is read.
@@ -76,6 +74,25 @@ class PackTemplate(NamedTuple):
     def special_tokens(self, pair):
         """How many special tokens a text (or a pair) gets."""
         return 2 + (self.separators if pair else 0)
+
+
+def regex_split(texts, pattern):
+    """[B] strings → ragged [B, (pieces)]: the matches of `pattern` and the text between them.
+
+    As `tensorflow_text.regex_split` with `pattern` kept, which ends a text at its first NUL
+    character: the split is found on the text with NUL as U+0001 (same length and, for
+    the patterns here, the same class) and the pieces are cut from the text itself.
+
+    Examples:
+    >>> regex_split(["a\\x00b c"], " ").to_list()
+    [[b'a\\x00b', b' ', b'c']]
+    """
+    texts = tf.convert_to_tensor(texts, tf.string)
+    safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
+    pieces, begins, ends = tf_text.regex_split_with_offsets(safe, pattern, pattern)
+    cut = tf.strings.substr(tf.gather(texts, pieces.value_rowids()), begins.flat_values,
+                            ends.flat_values - begins.flat_values)
+    return pieces.with_flat_values(cut)
 
 
 def regex_literal(text):
@@ -194,11 +211,7 @@ class SubwordTokenizer(tf.Module):
         >>> parts.to_list(), ids.to_list()
         ([[b'a ', b'[MASK]', b'b']], [[-1, 4, -1]])
         """
-        # regex_split ends a text at its first NUL: the NULs stand aside meanwhile.
-        parts = tf_text.regex_split(tf.strings.regex_replace(texts, "\\x00", _NUL_STAND_IN),
-                                    self._split_pattern, self._split_pattern)
-        parts = parts.with_flat_values(
-            tf.strings.regex_replace(parts.flat_values, _NUL_STAND_IN, "\x00"))
+        parts = regex_split(texts, self._split_pattern)
         return parts, parts.with_flat_values(self._split_ids.lookup(parts.flat_values))
 
     def tokenize_around_special_tokens(self, texts, tokenize_text):
