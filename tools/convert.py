@@ -23,7 +23,7 @@ file, written as the transformers class that holds its head
 tools/pretrain.py run with a masked-LM head becomes `BertForMaskedLM`. What
 transformers has no class for is refused in one line, or goes into an extra
 file (a CRF's transitions, span NER's head) that the model card describes:
-`zoo.checkpoints.export_hf_task_model`, docs/serving.md.
+`zoo.runs.hf_task_export.export_hf_with_head`, docs/serving.md.
 
     python tools/convert.py --input=runs/conll_crf --output_format=huggingface \
         --with_head --output=runs/conll_crf_hf
@@ -78,7 +78,7 @@ def _source(path):
 
 def _export_with_head(output):
     """--with_head: the model of --input with its head, as its transformers class."""
-    from nlpzoo.zoo.checkpoints import export_hf_with_head
+    from nlpzoo.zoo.runs.hf_task_export import export_hf_with_head
 
     if FLAGS.output_format != "huggingface":
         raise UserError(f"--with_head writes a transformers class; give "

@@ -44,7 +44,6 @@ from nlpzoo.zoo.checkpoints.heads import head_tensors, load_pretraining_heads
 from nlpzoo.zoo.checkpoints.hf_task_heads import (
     HEAD_ROWS,
     export_hf_task_model,
-    export_hf_with_head,
     head_kind,
 )
 from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
@@ -54,7 +53,6 @@ __all__ = [
     "checkpoint_format",
     "export_hf_checkpoint",
     "export_hf_task_model",
-    "export_hf_with_head",
     "export_keras_hub_preset",
     "head_tensors",
     "head_kind",

@@ -152,7 +152,7 @@ HEAD_ROWS = {
 }
 
 # The pipeline tag of each kind (the card's front matter).
-_PIPELINE_TAGS = {
+PIPELINE_TAGS = {
     SEQUENCE_CLASSIFICATION: "text-classification",
     TOKEN_CLASSIFICATION: "token-classification",
     MASKED_LM: "fill-mask", PRETRAINING: "fill-mask",
@@ -496,35 +496,38 @@ def _save_extra(path, value):
         write_json_atomically(value, path)
 
 
-def _card(result, encoder, lowercase, argv, source, task_options):
-    from nlpzoo.zoo.runs.model_card import conversion_card
-
-    card = conversion_card(argv or ["export_hf_task_model"], source, source or "a Keras model",
-                           "huggingface", transformer_of(encoder).get_config(), lowercase)
-    card["limits"] = [line for line in card["limits"] if not line.startswith("An encoder only")]
-    if result.kind is None or result.architecture == "BertModel":
-        card["summary"] = (f"A fine-tuned model exported by nlp-transfer-zoo. Load the encoder "
-                           f"with `transformers.AutoModel.from_pretrained(\"<this directory>\")`"
-                           "; its task head has no transformers class (see below).")
+def _card_markdown(result):
+    """A short model card for `result` (README.md); `zoo.runs.hf_task_export` writes the
+    full one (command, software, sizes) through `write_card`."""
+    if result.kind is None:
+        load = ("Load the encoder with `transformers.AutoModel.from_pretrained(\"<this "
+                "directory>\")`; the task head has no transformers class (see below).")
     else:
-        card["summary"] = (f"A fine-tuned model exported with its task head by nlp-transfer-zoo."
-                           f" Load it with `transformers.{result.auto_class}.from_pretrained("
-                           f"\"<this directory>\")` (`{result.architecture}`); its logits are "
-                           "this model's.")
-        card["pipeline_tag"] = _PIPELINE_TAGS[result.kind]
-    card["title"] = f"{result.architecture}: a fine-tuned model with its head"
-    card["task"] = result.kind or "encoder"
-    card["labels"] = list(result.labels) or None
-    card["task_options"] = task_options or None
-    card["model_facts"] = [("transformers class", result.architecture)] + card["model_facts"]
-    if result.extra_files:
-        card["model_facts"].append(("Extra files", ", ".join(result.extra_files)))
-    card["limits"] = list(result.notes) + card["limits"]
-    return card
+        load = (f"Load it with `transformers.{result.auto_class}.from_pretrained(\"<this "
+                f"directory>\")` (`{result.architecture}`); its logits are the fine-tuned "
+                "model's.")
+    lines = ["---", "library_name: transformers"]
+    if result.kind is not None:
+        lines.append(f"pipeline_tag: {PIPELINE_TAGS[result.kind]}")
+    lines += ["tags:", "- nlp-transfer-zoo", "---", "",
+              f"# {result.architecture}: a fine-tuned model with its head", "",
+              f"Exported by nlp-transfer-zoo. {load}", ""]
+    if result.labels:
+        lines += [f"Labels ({len(result.labels)}, in label-id order): "
+                  + ", ".join(f"`{label}`" for label in result.labels), ""]
+    if result.notes:
+        lines += ["## Reading the outputs", ""] + [f"- {note}" for note in result.notes]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _write_card(directory, result):
+    from nlpzoo.tasks.io.atomic_files import write_text_atomically
+
+    write_text_atomically(os.path.join(directory, "README.md"), [_card_markdown(result)])
 
 
 def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, labels=None,
-                         overwrite=False, argv=None, source=None):
+                         overwrite=False, write_card=None):
     """Writes a task model as a Hugging Face directory its `AutoModelFor...` class loads.
 
     See the module docstring for what maps to which class. The directory
@@ -542,7 +545,9 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
         vocabulary, lowercase, labels: the tokenizer and label names; by
             default those the model carries (`attach_metadata`).
         overwrite: replace an existing directory of ours.
-        argv, source: the command line and its input, for the model card.
+        write_card: `write_card(directory, result)` writes the model card
+            (README.md) into the new directory; by default a short one with
+            the class, labels and the notes on reading the outputs.
 
     Returns:
         An `HFTaskExport` (class, labels, extra files, the card's notes).
@@ -557,8 +562,6 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
 
     from nlpzoo.tasks.io.atomic_files import write_directory_atomically, write_json_atomically
     from nlpzoo.tasks.io.ownership import check_replaceable
-    from nlpzoo.zoo.runs.model_card import write_model_card
-
     check_replaceable(directory, None, overwrite=overwrite)
     directory = os.path.abspath(os.fspath(directory))
     encoder = _encoder_of(model)
@@ -591,7 +594,7 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
         if result.labels and kind in (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION):
             result = dataclasses.replace(result, labels=tuple(
                 config["id2label"][str(i)] for i in range(config["num_labels"])))
-        card = _card(result, encoder, lowercase, argv, source, _options(model))
+        write_card = write_card or _write_card
 
         def write(temporary):
             for name in os.listdir(encoder_dir):
@@ -602,7 +605,7 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
             write_json_atomically(config, os.path.join(temporary, CONFIG_FILE))
             for name, value in extra.items():
                 _save_extra(os.path.join(temporary, name), value)
-            write_model_card(temporary, card)
+            write_card(temporary, result)
 
         write_directory_atomically(directory, write, overwrite=overwrite)
     return result
@@ -619,40 +622,3 @@ class _quiet_layer_mix_warning:
 
     def __exit__(self, *exc):
         self._logger.setLevel(self._level)
-
-
-def load_model_with_head(path):
-    """The model (with its tokenizer and labels) that `export_hf_with_head` exports from `path`.
-
-    `path` is a tools/train.py run directory (its best_model.keras), a
-    `.keras` file, a tools/pretrain.py run directory or a checkpoint
-    directory holding a masked-LM head (a fill-mask model on it).
-
-    Raises:
-        ValueError: `path` holds no trained model and no masked-LM head.
-    """
-    from nlpzoo.tasks.fill_mask.model import FillMaskModel
-    from nlpzoo.zoo.checkpoints.formats import load_encoder, read_tokenizer_settings
-    from nlpzoo.zoo.checkpoints.heads import load_pretraining_heads
-    from nlpzoo.zoo.runs import directory as md
-
-    if os.path.isfile(path) or os.path.exists(md.path(path, md.BEST_MODEL)):
-        trained = (md.load_trained(model_path=path) if os.path.isfile(path)
-                   else md.load_trained(model_dir=path))
-        tokenizer = trained.preprocessor.tokenizer()
-        return trained.model, tokenizer.vocabulary, tokenizer.lowercase, list(trained.labels)
-    if not os.path.isdir(path):
-        raise ValueError(f"{path}: no such file or directory")
-    checkpoint = md.encoder_checkpoint(path)
-    encoder = load_encoder(checkpoint)
-    model = FillMaskModel(encoder)
-    load_pretraining_heads(model, checkpoint, required=("mlm_head",))
-    vocabulary, lowercase = read_tokenizer_settings(checkpoint)
-    return model, vocabulary, lowercase, []
-
-
-def export_hf_with_head(path, directory, overwrite=False, argv=None):
-    """`export_hf_task_model` of what `path` holds (`load_model_with_head`)."""
-    model, vocabulary, lowercase, labels = load_model_with_head(path)
-    return export_hf_task_model(model, directory, vocabulary=vocabulary, lowercase=lowercase,
-                                labels=labels, overwrite=overwrite, argv=argv, source=path)
