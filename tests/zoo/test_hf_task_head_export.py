@@ -327,3 +327,31 @@ def test_convert_binary_with_head(tmp_path):
     assert "pooling='max'" in results["bad"].stderr
     assert "--output_format=huggingface" in results["format"].stderr
     assert not os.path.exists(tmp_path / "bad") and not os.path.exists(tmp_path / "native")
+
+
+def test_convert_binary_on_trained_runs(trained_classifier_dir, trained_tagger_dir,
+                                        trained_span_ner_dir, tmp_path):
+    """tools/train.py runs (TREC classifier, CoNLL CRF tagger, span NER with casing)."""
+    runs = {"classifier": trained_classifier_dir, "tagger": trained_tagger_dir,
+            "span_ner": trained_span_ner_dir}
+    results = run_tools({name: ("convert.py", f"--input={run}", "--with_head",
+                                "--output_format=huggingface", f"--output={tmp_path / name}")
+                         for name, run in runs.items()})
+    for name, run in runs.items():
+        assert "Traceback" not in results[name].stderr, results[name].stderr
+        labels = json.loads(open(os.path.join(run, "labels.json")).read())
+        casing = "casing_dim=" in results[name].stderr
+        if name == "tagger" and casing:  # an uncased tagger reads casing features
+            assert results[name].returncode != 0 and not os.path.exists(tmp_path / name)
+            continue
+        assert results[name].returncode == 0, results[name].stderr
+        config = json.loads((tmp_path / name / "config.json").read_text())
+        card = (tmp_path / name / "README.md").read_text()
+        assert "Reproduce" in card and "convert.py" in card
+        if name == "span_ner":
+            assert config["architectures"] == ["BertModel"]
+            assert HEAD_WEIGHTS_FILE in card
+            continue
+        assert config["id2label"] == {str(i): label for i, label in enumerate(labels)}
+        assert config["architectures"] == [{"classifier": "BertForSequenceClassification",
+                                            "tagger": "BertForTokenClassification"}[name]]
