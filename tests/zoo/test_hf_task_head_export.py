@@ -355,3 +355,24 @@ def test_convert_binary_on_trained_runs(trained_classifier_dir, trained_tagger_d
         assert config["id2label"] == {str(i): label for i, label in enumerate(labels)}
         assert config["architectures"] == [{"classifier": "BertForSequenceClassification",
                                             "tagger": "BertForTokenClassification"}[name]]
+
+
+def test_checkpoint_with_masked_lm_head_exports_as_masked_lm(tmp_path):
+    """A native checkpoint (what tools/pretrain.py keeps) with its MLM head → BertForMaskedLM;
+    one without a head is refused in one line."""
+    from nlpzoo.zoo.checkpoints import head_tensors, save_encoder_checkpoint
+    from nlpzoo.zoo.runs.hf_task_export import export_hf_with_head
+
+    model = _perturb(FillMaskModel(build_encoder("bert_tiny", **SIZE)), seed=17)
+    save_encoder_checkpoint(model.encoder, str(tmp_path / "ckpt"), VOCABULARY, True,
+                            heads=head_tensors(model))
+    result = export_hf_with_head(str(tmp_path / "ckpt"), str(tmp_path / "hf"))
+    assert result.architecture == "BertForMaskedLM"
+    tensors = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    for name, value in head_tensors(model).items():
+        np.testing.assert_allclose(tensors[name], value, atol=1e-7)
+    assert "fill-mask" in (tmp_path / "hf" / "README.md").read_text()
+    save_encoder_checkpoint(model.encoder, str(tmp_path / "bare"), VOCABULARY, True)
+    with pytest.raises(ValueError, match="masked-LM head") as error:
+        export_hf_with_head(str(tmp_path / "bare"), str(tmp_path / "hf2"))
+    assert "\n" not in str(error.value) and not os.path.exists(tmp_path / "hf2")
