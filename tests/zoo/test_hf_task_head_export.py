@@ -11,10 +11,7 @@ against it is tests/fixtures/check_hf_head_export.py (see docs/serving.md).
 import json
 import math
 import os
-import subprocess
-import sys
 
-import keras
 import numpy as np
 import pytest
 from safetensors.numpy import load_file

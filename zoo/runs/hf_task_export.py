@@ -1,4 +1,4 @@
-"""A trained run (or a checkpoint with a masked-LM head) → a Hugging Face directory with its head.
+"""A trained run (or a checkpoint with an MLM head) → a Hugging Face directory with its head.
 
 What `tools/convert.py --with_head` calls: `export_hf_with_head` loads the
 model `path` holds (`load_model_with_head`) and writes it with
