@@ -585,15 +585,14 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
             config.update(architectures=[row.architecture], **config_updates)
         else:
             tensors = encoder_tensors
+        if "id2label" in config_updates:  # the labels transformers will report
+            labels = [config["id2label"][str(i)] for i in range(config["num_labels"])]
+        elif kind is not None:
+            labels = []  # a masked LM or QA head has no label names
         result = HFTaskExport(
             directory, row.architecture if row else config["architectures"][0],
-            row.auto_class if row else "AutoModel", kind,
-            tuple(labels) if kind in (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION) or (
-                kind is None and labels) else (),
+            row.auto_class if row else "AutoModel", kind, tuple(labels),
             tuple(sorted(extra)), tuple(notes))
-        if result.labels and kind in (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION):
-            result = dataclasses.replace(result, labels=tuple(
-                config["id2label"][str(i)] for i in range(config["num_labels"])))
         write_card = write_card or _write_card
 
         def write(temporary):
