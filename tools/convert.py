@@ -14,6 +14,19 @@ encoder of its `best_model.keras`, e.g. to share a fine-tuned encoder).
 `transformers.BertModel.from_pretrained`). The output is written to a
 temporary directory and renamed into place; an existing one is only replaced
 with --overwrite.
+
+With --with_head (and --output_format=huggingface) a fine-tuned model keeps
+its task head: --input is a tools/train.py model directory or a `.keras`
+file, written as the transformers class that holds its head
+(`BertForSequenceClassification`, `BertForTokenClassification`,
+`BertForQuestionAnswering`) with its labels in config.json; a checkpoint or
+tools/pretrain.py run with a masked-LM head becomes `BertForMaskedLM`. What
+transformers has no class for is refused in one line, or goes into an extra
+file (a CRF's transitions, span NER's head) that the model card describes:
+`zoo.runs.hf_task_export.export_hf_with_head`, docs/serving.md.
+
+    python tools/convert.py --input=runs/conll_crf --output_format=huggingface \
+        --with_head --output=runs/conll_crf_hf
 """
 
 import os
@@ -34,6 +47,12 @@ flags.DEFINE_enum("output_format", "native", ("native", "keras_hub", "huggingfac
                   "Format to write.")
 flags.DEFINE_string("output", None, "Directory to create.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing --output directory.")
+flags.DEFINE_boolean("with_head", False, "With --output_format=huggingface: export the "
+                     "fine-tuned model of --input (a tools/train.py directory or a .keras "
+                     "file; a checkpoint with a masked-LM head) with its task head, as the "
+                     "transformers class that holds it (BertForSequenceClassification, "
+                     "BertForTokenClassification, BertForQuestionAnswering, BertForMaskedLM) "
+                     "and its labels; what has no class goes into an extra file.")
 flags.mark_flags_as_required(["input", "output"])
 
 
@@ -57,6 +76,25 @@ def _source(path):
     return encoder, vocabulary, lowercase, path
 
 
+def _export_with_head(output):
+    """--with_head: the model of --input with its head, as its transformers class."""
+    from nlpzoo.zoo.runs.hf_task_export import export_hf_with_head
+
+    if FLAGS.output_format != "huggingface":
+        raise UserError(f"--with_head writes a transformers class; give "
+                        f"--output_format=huggingface, not {FLAGS.output_format}")
+    try:
+        result = export_hf_with_head(FLAGS.input, output, overwrite=FLAGS.overwrite,
+                                     argv=sys.argv)
+    except NotOurDirectory as error:
+        raise UserError(f"--output={FLAGS.output}: {error}")
+    except (ValueError, OSError) as error:
+        raise UserError(f"cannot export --input={FLAGS.input} with its head: {error}")
+    extra = f" and {', '.join(result.extra_files)}" if result.extra_files else ""
+    print(f"wrote {FLAGS.input} as {result.architecture} to {output} (load it with "
+          f"transformers.{result.auto_class}; a model card, README.md{extra})")
+
+
 def main(argv):
     from nlpzoo.zoo.checkpoints import (
         export_hf_checkpoint,
@@ -69,6 +107,8 @@ def main(argv):
     except NotOurDirectory as error:
         raise UserError(str(error))
     output = os.path.abspath(FLAGS.output)
+    if FLAGS.with_head:
+        return _export_with_head(output)
     encoder, vocabulary, lowercase, what = _source(FLAGS.input)
     write = {"native": save_encoder_checkpoint, "keras_hub": export_keras_hub_preset,
              "huggingface": export_hf_checkpoint}[FLAGS.output_format]

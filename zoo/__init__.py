@@ -17,6 +17,7 @@ from nlpzoo.zoo.builder import (
     list_presets,
 )
 from nlpzoo.zoo.checkpoints import (
+    export_hf_task_model,
     load_encoder,
     load_hf_encoder,
     load_hf_tokenizer,
@@ -34,6 +35,7 @@ __all__ = [
     "build_model",
     "build_task_model",
     "check_adaptation",
+    "export_hf_task_model",
     "get_preset",
     "list_presets",
     "load_encoder",

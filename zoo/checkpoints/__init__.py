@@ -4,7 +4,8 @@
 formats, told apart by their files (`checkpoint_format`): our own native
 directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
 (`export_keras_hub_preset` writes one) and a Hugging Face BERT directory
-(`export_hf_checkpoint` writes one).
+(`export_hf_checkpoint` writes one). `export_hf_task_model` writes a
+fine-tuned task model with its head (`BertForSequenceClassification`, ...).
 
 >>> from nlpzoo.zoo.checkpoints import checkpoint_format
 >>> checkpoint_format("/no/such/checkpoint")
@@ -40,13 +41,21 @@ from nlpzoo.zoo.checkpoints.keras_hub import (
 )
 from nlpzoo.zoo.checkpoints.native import load_native_encoder, save_encoder_checkpoint
 from nlpzoo.zoo.checkpoints.heads import head_tensors, load_pretraining_heads
+from nlpzoo.zoo.checkpoints.hf_task_heads import (
+    HEAD_ROWS,
+    export_hf_task_model,
+    head_kind,
+)
 from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
 
 __all__ = [
+    "HEAD_ROWS",
     "checkpoint_format",
     "export_hf_checkpoint",
+    "export_hf_task_model",
     "export_keras_hub_preset",
     "head_tensors",
+    "head_kind",
     "hf_tensors",
     "load_encoder",
     "load_hf_encoder",
