@@ -1,4 +1,21 @@
-"""Token + position + segment embeddings, as in BERT and ALBERT."""
+"""Token + position + segment embeddings: the embedding side of the BERT family.
+
+One layer covers every BERT-family embedding scheme through plain options, not
+family names (the families themselves are data: `zoo.presets` and
+`zoo.checkpoints.hf_families`):
+
+- BERT, cased/multilingual BERT: learned absolute positions from 0, two segments;
+- RoBERTa / XLM-R: positions offset by `padding_idx + 1` (`position_offset=2`),
+  one segment type (`num_segments=1`: segment ids are ignored);
+- DistilBERT: no segment table at all (`num_segments=0`);
+- ALBERT / ELECTRA: tables `embedding_dim` wide, layer-normalised at that width
+  and then projected to `hidden_dim`.
+
+Position schemes that live in attention (DeBERTa's relative positions,
+ModernBERT's rotary ones) plug in as further values of these options (a
+position scheme without an absolute table), read here and by the attention;
+the tasks only ever see `token_ids`, `segment_ids`, `padding_mask`.
+"""
 
 import keras
 from keras import ops
@@ -12,14 +29,25 @@ class TextEmbeddings(keras.layers.Layer):
 
     The sum is layer-normalised and passed through dropout. With an
     `embedding_dim` smaller than `hidden_dim` the embeddings are factorised as
-    in ALBERT: the tables have `embedding_dim` columns and a dense projection
-    maps the normalised sum to `hidden_dim`.
+    in ALBERT (and ELECTRA): the tables have `embedding_dim` columns and a
+    dense projection maps the normalised sum to `hidden_dim`.
+
+    Position `i` of an example reads row `position_offset + i` of a table of
+    `max_sequence_length + position_offset` rows (RoBERTa's `padding_idx + 1`
+    offset: 2, with 514 rows for 512 usable positions); given `position_ids`
+    (packed rows, restarting per example) are offset the same way. With
+    `num_segments=0` there is no segment table (DistilBERT); with
+    `num_segments=1` the one row is added to every token and the segment ids
+    are ignored (RoBERTa, whose pair inputs carry no segment information).
 
     Args:
         vocabulary_size: number of token ids.
         hidden_dim: width of the output.
-        max_sequence_length: number of learned positions.
-        num_segments: number of segment (token type) ids.
+        max_sequence_length: number of usable learned positions.
+        num_segments: number of segment (token type) ids; 0: no segment
+            table, 1: segment ids ignored.
+        position_offset: the first row of the position table a token
+            reads (0: BERT; 2: RoBERTa); the table has this many more rows.
         embedding_dim: width of the tables; defaults to `hidden_dim`.
         dropout: dropout rate after the layer norm.
         layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
@@ -45,6 +73,7 @@ class TextEmbeddings(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        position_offset=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -52,6 +81,10 @@ class TextEmbeddings(keras.layers.Layer):
         self.hidden_dim = int(hidden_dim)
         self.max_sequence_length = int(max_sequence_length)
         self.num_segments = int(num_segments)
+        self.position_offset = int(position_offset)
+        if self.num_segments < 0 or self.position_offset < 0:
+            raise ValueError(f"num_segments and position_offset must be >= 0, got "
+                             f"{num_segments} and {position_offset}")
         self.embedding_dim = int(embedding_dim or hidden_dim)
         self.dropout = float(dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
@@ -67,19 +100,21 @@ class TextEmbeddings(keras.layers.Layer):
             name="token_embedding",
         )
         self.position_embedding = keras.layers.Embedding(
-            self.max_sequence_length,
+            self.max_sequence_length + self.position_offset,
             self.embedding_dim,
             embeddings_initializer=initializer,
             dtype=self.dtype_policy,
             name="position_embedding",
         )
-        self.segment_embedding = keras.layers.Embedding(
-            self.num_segments,
-            self.embedding_dim,
-            embeddings_initializer=initializer,
-            dtype=self.dtype_policy,
-            name="segment_embedding",
-        )
+        self.segment_embedding = None
+        if self.num_segments:
+            self.segment_embedding = keras.layers.Embedding(
+                self.num_segments,
+                self.embedding_dim,
+                embeddings_initializer=initializer,
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
             dtype=self.dtype_policy,
@@ -99,28 +134,31 @@ class TextEmbeddings(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.position_embedding.build((self.max_sequence_length,))
-        self.segment_embedding.build(token_ids_shape)
+        self.position_embedding.build((self.max_sequence_length + self.position_offset,))
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_dim,))
         if self.projection is not None:
             self.projection.build(tuple(token_ids_shape) + (self.embedding_dim,))
         self.built = True
 
     def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
-        if segment_ids is None:
-            segment_ids = ops.zeros_like(token_ids)
         if position_ids is None:
             length = ops.shape(token_ids)[1]
-            positions = ops.expand_dims(
-                self.position_embedding(ops.arange(length, dtype="int32")), 0
-            )
+            positions = ops.expand_dims(self.position_embedding(
+                ops.arange(length, dtype="int32") + self.position_offset), 0)
         else:  # [B, T], e.g. restarting at every example of a packed row
+            if self.position_offset:
+                position_ids = position_ids + self.position_offset
             positions = self.position_embedding(position_ids)
-        embeddings = (
-            self.token_embedding(token_ids)
-            + positions
-            + self.segment_embedding(segment_ids)
-        )
+        embeddings = self.token_embedding(token_ids) + positions
+        if self.num_segments == 1:  # one segment type: every token gets its row
+            embeddings = embeddings + ops.cast(self.segment_embedding.embeddings[0],
+                                               embeddings.dtype)
+        elif self.num_segments:
+            if segment_ids is None:
+                segment_ids = ops.zeros_like(token_ids)
+            embeddings = embeddings + self.segment_embedding(segment_ids)
         embeddings = self.layer_norm(embeddings)
         if self.projection is not None:
             embeddings = self.projection(embeddings)
@@ -141,6 +179,7 @@ class TextEmbeddings(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "position_offset": self.position_offset,
             }
         )
         return config

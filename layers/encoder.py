@@ -54,7 +54,8 @@ class Encoder(keras.Model):
     again. Outputs a dict:
 
     - `sequence_output` [B, T, hidden_dim]: the last block's output;
-    - `pooled_output` [B, hidden_dim]: tanh(dense([CLS])), BERT's pooler;
+    - `pooled_output` [B, hidden_dim]: tanh(dense([CLS])), BERT's pooler
+      (`pooler_activation` relu or gelu for DistilBERT and ELECTRA);
     - `hidden_states`: num_layers + 1 tensors [B, T, hidden_dim], the
       embeddings output then each block's output.
 
@@ -77,7 +78,9 @@ class Encoder(keras.Model):
             intermediate_dim, max_sequence_length, num_segments,
             embedding_dim, dropout, attention_dropout, norm_first,
             gelu_approximate, share_layers, layer_norm_epsilon,
-            initializer_range, adapter_size, lora_rank, pack_length.
+            initializer_range, adapter_size, lora_rank, pack_length,
+            position_offset, pooler_activation (the BERT-family members are
+            values of these: see `layers.transformer_encoder`).
         layer_mix: what `sequence_output` is: one of `LAYER_MIXES`.
         dtype: the dtype policy (default: the global one).
         name, trainable: the model's, as for any Keras model.

@@ -1,4 +1,28 @@
-"""A BERT-family encoder: embeddings, a stack of blocks and a [CLS] pooler."""
+"""A BERT-family encoder: embeddings, a stack of blocks and a first-token pooler.
+
+The family seam. Every member of the BERT family is this one layer with
+different option values, so every task, packing and adaptation option works on
+all of them unchanged (inputs `token_ids`, `segment_ids`, `padding_mask`;
+outputs `sequence_output`, `pooled_output`, `hidden_states`):
+
+    family        embeddings (`TextEmbeddings`)                blocks            pooler
+    BERT          positions from 0, 2 segments                 post-LN, gelu     tanh
+    RoBERTa/XLM-R position_offset=2, num_segments=1            post-LN, gelu     tanh
+    DistilBERT    num_segments=0                               post-LN, gelu     relu*
+    ALBERT        embedding_dim < hidden_dim (projection)      shared, gelu_new  tanh
+    ELECTRA       embedding_dim < hidden_dim (projection)      post-LN, gelu     gelu*
+    (* the pooler of the family's classification head: DistilBERT's
+    `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`.)
+
+The layers know options, never family names: what makes a family (its option
+values, its checkpoint's tensor names, its config.json) is data in one table,
+`zoo.checkpoints.hf_families`, and in the presets (`zoo.presets`). A family
+whose positions live in attention (DeBERTa-v3's relative positions, ModernBERT's
+rotary ones and local/global windows) adds option values here and in
+`TransformerEncoderBlock`/`MultiHeadSelfAttention` (position ids are already
+computed per example for packing, and would be passed down to the attention),
+plus a row of that table; tasks do not change.
+"""
 
 import inspect
 
@@ -11,6 +35,10 @@ from nlpzoo.layers.serialization import register
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
 
 
+# The pooler's activations (Keras names; "gelu" is Keras's exact erf form).
+POOLER_ACTIVATIONS = ("tanh", "relu", "gelu")
+
+
 @register
 class TransformerEncoder(keras.layers.Layer):
     """Embeddings followed by `num_layers` transformer blocks and a pooler.
@@ -18,7 +46,9 @@ class TransformerEncoder(keras.layers.Layer):
     Called with `token_ids`, `segment_ids` and `padding_mask` (KerasHub's input
     names) it returns a dict:
     - `sequence_output` [B, T, hidden_dim]: the last block's output;
-    - `pooled_output` [B, hidden_dim]: tanh(dense(first token)), BERT's pooler;
+    - `pooled_output` [B, hidden_dim]: activation(dense(first token)), BERT's
+      pooler with `pooler_activation` (tanh; relu or gelu for the families
+      whose classification head has that activation);
     - `hidden_states`: a list of num_layers + 1 tensors [B, T, hidden_dim], the
       embeddings output then each block's output, for layer mixing.
 
@@ -36,8 +66,9 @@ class TransformerEncoder(keras.layers.Layer):
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim:
             the shape of the encoder.
-        max_sequence_length: number of learned positions.
-        num_segments: number of segment ids.
+        max_sequence_length: number of usable learned positions.
+        num_segments: number of segment ids (0: no segment table, as
+            DistilBERT; 1: segment ids ignored, as RoBERTa).
         embedding_dim: factorised embedding width (ALBERT); default hidden_dim.
         dropout, attention_dropout: dropout rates.
         norm_first, gelu_approximate: see `TransformerEncoderBlock`.
@@ -47,6 +78,10 @@ class TransformerEncoder(keras.layers.Layer):
         lora_rank: rank of the LoRA updates (0: none).
         pack_length: pack short examples into rows of this many tokens
             (0: no packing; see the `pack_length` property).
+        position_offset: first position-table row a token reads (RoBERTa's
+            padding_idx + 1 = 2; see `TextEmbeddings`).
+        pooler_activation: the pooler's activation: "tanh" (BERT, RoBERTa,
+            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA; exact erf GELU).
 
     Examples:
     >>> import numpy as np
@@ -83,6 +118,8 @@ class TransformerEncoder(keras.layers.Layer):
         adapter_size=0,
         lora_rank=0,
         pack_length=0,
+        position_offset=0,
+        pooler_activation="tanh",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -109,6 +146,11 @@ class TransformerEncoder(keras.layers.Layer):
             raise ValueError(f"adapter_size and lora_rank must be >= 0, got "
                              f"{adapter_size} and {lora_rank}")
         self.pack_length = pack_length
+        self.position_offset = int(position_offset)
+        if pooler_activation not in POOLER_ACTIVATIONS:
+            raise ValueError(f"pooler_activation must be one of {', '.join(POOLER_ACTIVATIONS)}, "
+                             f"got {pooler_activation!r}")
+        self.pooler_activation = pooler_activation
 
         # === Layers ===
         self.embeddings = TextEmbeddings(
@@ -120,6 +162,7 @@ class TransformerEncoder(keras.layers.Layer):
             dropout=self.dropout,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            position_offset=self.position_offset,
             dtype=self.dtype_policy,
             name="embeddings",
         )
@@ -151,7 +194,7 @@ class TransformerEncoder(keras.layers.Layer):
             )
         self.pooler = keras.layers.Dense(
             self.hidden_dim,
-            activation="tanh",
+            activation=self.pooler_activation,
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=initializer_range
             ),
@@ -305,6 +348,8 @@ class TransformerEncoder(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "adapter_size": self.adapter_size,
                 "lora_rank": self.lora_rank,
+                "position_offset": self.position_offset,
+                "pooler_activation": self.pooler_activation,
             }
         )
         return config

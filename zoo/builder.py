@@ -85,8 +85,10 @@ def _validated_encoder_config(preset, overrides):
     config = preset.encoder_arguments()
     config.update({k: v for k, v in overrides.items() if k in config})
     for name in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim",
-                 "vocabulary_size", "max_sequence_length", "num_segments"):
+                 "vocabulary_size", "max_sequence_length"):
         _check_number(name, config[name], int, low=1)
+    for name in ("num_segments", "position_offset"):  # 0: no segment table (DistilBERT)
+        _check_number(name, config[name], int, low=0)
     for name in ("dropout", "attention_dropout"):
         _check_number(name, config[name], float, low=0.0, high=1.0, high_open=True)
     if config["hidden_dim"] % config["num_heads"]:

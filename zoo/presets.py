@@ -43,7 +43,10 @@ class EncoderPreset:
     The fields are `TransformerEncoder` arguments with the layer's defaults
     (`architecture_defaults`), but for the vocabulary (BERT's uncased
     WordPiece vocabulary) and an explicit `attention_dropout` (the layer's
-    None means "as `dropout`").
+    None means "as `dropout`"). A BERT-family member is a set of values of
+    these fields (`layers.transformer_encoder` has the table): RoBERTa's
+    `position_offset=2, num_segments=1`, DistilBERT's `num_segments=0`,
+    ALBERT's `embedding_dim` and `share_layers`, ELECTRA's `embedding_dim`.
     """
 
     num_layers: int
@@ -60,6 +63,8 @@ class EncoderPreset:
     dropout: float = _ENCODER_DEFAULTS["dropout"]
     attention_dropout: float = _ENCODER_DEFAULTS["dropout"]
     layer_norm_epsilon: float = _ENCODER_DEFAULTS["layer_norm_epsilon"]
+    position_offset: int = _ENCODER_DEFAULTS["position_offset"]
+    pooler_activation: str = _ENCODER_DEFAULTS["pooler_activation"]
     # Fine-tuning settings that suit this size (smaller models want larger rates).
     fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""
@@ -94,6 +99,14 @@ class TaskPreset:
     description: str = ""
 
 
+# What sets each BERT-family member apart from BERT, as `EncoderPreset` fields (the same
+# values `zoo.checkpoints.hf_families` reads from a Hugging Face checkpoint).
+_ROBERTA = dict(position_offset=2, num_segments=1, layer_norm_epsilon=1e-5)
+_DISTILBERT = dict(num_segments=0, pooler_activation="relu")
+_ALBERT = dict(embedding_dim=128, share_layers=True, gelu_approximate=True, dropout=0.0,
+               attention_dropout=0.0)
+_ELECTRA = dict(pooler_activation="gelu")
+
 ENCODER_PRESETS = {
     "bert_tiny": EncoderPreset(2, 128, 2, 512, fine_tuning=FineTuningDefaults(3e-4),
                                description="BERT-Tiny (Turc et al. 2019)"),
@@ -109,13 +122,46 @@ ENCODER_PRESETS = {
                                 description="BERT-Large (Devlin et al. 2019)"),
     "minilm_l6_h384": EncoderPreset(6, 384, 12, 1536, fine_tuning=FineTuningDefaults(1e-4),
                                     description="MiniLM-L6-H384, the shape of all-MiniLM-L6-v2"),
-    "albert_base": EncoderPreset(12, 768, 12, 3072, vocabulary_size=30000,
-                                 embedding_dim=128, share_layers=True,
-                                 gelu_approximate=True, dropout=0.0,
-                                 attention_dropout=0.0, layer_norm_epsilon=1e-12,
+    # Cased and multilingual BERT: BERT's layout, another vocabulary (and a cased tokenizer).
+    "bert_base_cased": EncoderPreset(12, 768, 12, 3072, vocabulary_size=28996,
+                                     fine_tuning=FineTuningDefaults(3e-5),
+                                     description="BERT-Base, cased (Devlin et al. 2019)"),
+    "bert_base_multilingual_cased": EncoderPreset(
+        12, 768, 12, 3072, vocabulary_size=119547, fine_tuning=FineTuningDefaults(3e-5),
+        description="multilingual BERT-Base, cased, 104 languages"),
+    "roberta_base": EncoderPreset(12, 768, 12, 3072, **_ROBERTA, vocabulary_size=50265,
+                                  fine_tuning=FineTuningDefaults(2e-5),
+                                  description="RoBERTa-Base (Liu et al. 2019): positions "
+                                              "offset by padding_idx + 1, one segment type"),
+    "xlm_roberta_base": EncoderPreset(12, 768, 12, 3072, **_ROBERTA, vocabulary_size=250002,
+                                      fine_tuning=FineTuningDefaults(2e-5),
+                                      description="XLM-RoBERTa-Base (Conneau et al. 2020): "
+                                                  "RoBERTa's layout, 100 languages"),
+    "distilbert_base": EncoderPreset(6, 768, 12, 3072, **_DISTILBERT,
+                                     fine_tuning=FineTuningDefaults(5e-5),
+                                     description="DistilBERT-Base (Sanh et al. 2019): no "
+                                                 "segment embeddings, relu pre-classifier"),
+    "albert_base": EncoderPreset(12, 768, 12, 3072, **_ALBERT, vocabulary_size=30000,
                                  fine_tuning=FineTuningDefaults(3e-5),
-                                 description="ALBERT-Base (Lan et al. 2020): "
+                                 description="ALBERT-Base v2 (Lan et al. 2020): "
                                              "factorised embeddings, shared layers"),
+    "electra_base": EncoderPreset(12, 768, 12, 3072, **_ELECTRA,
+                                  fine_tuning=FineTuningDefaults(5e-5),
+                                  description="ELECTRA-Base discriminator (Clark et al. 2020)"),
+    # Tiny members of each family, for tests and quick runs (random weights).
+    "roberta_tiny": EncoderPreset(2, 128, 2, 512, **_ROBERTA,
+                                  fine_tuning=FineTuningDefaults(3e-4),
+                                  description="a tiny RoBERTa-layout encoder"),
+    "distilbert_tiny": EncoderPreset(2, 128, 2, 512, **_DISTILBERT,
+                                     fine_tuning=FineTuningDefaults(3e-4),
+                                     description="a tiny DistilBERT-layout encoder"),
+    "albert_tiny": EncoderPreset(2, 128, 2, 512, **dict(_ALBERT, embedding_dim=64),
+                                 fine_tuning=FineTuningDefaults(3e-4),
+                                 description="a tiny ALBERT-layout encoder"),
+    "electra_tiny": EncoderPreset(2, 128, 2, 512, **dict(_ELECTRA, embedding_dim=64),
+                                  fine_tuning=FineTuningDefaults(3e-4),
+                                  description="a tiny ELECTRA-layout encoder (factorised "
+                                              "embeddings, as ELECTRA-Small)"),
 }
 
 

@@ -22,6 +22,9 @@ def encoder_inputs():
     {},
     {"norm_first": True, "gelu_approximate": True},
     {"embedding_dim": 4, "share_layers": True},
+    {"position_offset": 2, "num_segments": 1},  # RoBERTa
+    {"num_segments": 0, "pooler_activation": "relu"},  # DistilBERT
+    {"embedding_dim": 4, "pooler_activation": "gelu"},  # ELECTRA
 ])
 def test_layer_contract(options):
     run_layer_test(
@@ -65,3 +68,21 @@ def test_shared_layers_have_one_block_of_weights():
     separate(**encoder_inputs())
     block_weights = len(separate.blocks[0].weights)
     assert len(separate.weights) - len(shared.weights) == 3 * block_weights
+
+
+@pytest.mark.parametrize("activation, function", [
+    ("tanh", np.tanh), ("relu", lambda x: np.maximum(x, 0.0)),
+    ("gelu", lambda x: 0.5 * x * (1.0 + np.vectorize(__import__("math").erf)(x / np.sqrt(2.0)))),
+])
+def test_pooler_activation(activation, function):
+    encoder = TransformerEncoder(**SMALL, dropout=0.0, pooler_activation=activation)
+    outputs = encoder(**encoder_inputs())
+    first = np.asarray(outputs["sequence_output"])[:, 0, :]
+    kernel, bias = (variable.numpy() for variable in encoder.pooler.weights)
+    np.testing.assert_allclose(np.asarray(outputs["pooled_output"]),
+                               function(first @ kernel + bias), atol=1e-5)
+
+
+def test_unknown_pooler_activation_is_refused():
+    with pytest.raises(ValueError, match="pooler_activation must be one of tanh, relu, gelu"):
+        TransformerEncoder(**SMALL, pooler_activation="sigmoid")

@@ -279,11 +279,24 @@ def test_hf_tensors_of_a_trained_model_encoder_layer():
 ])
 def test_encoders_bert_cannot_express_are_refused_and_nothing_is_written(tmp_path, overrides,
                                                                          reason):
+    # model_type="bert": without it the encoder's options pick the family that holds them.
     encoder = _small_encoder(**overrides)
     directory = tmp_path / "hf"
     with pytest.raises(ValueError, match=reason):
-        export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True)
+        export_hf_checkpoint(encoder, str(directory), VOCABULARY, lowercase=True,
+                             model_type="bert")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("overrides, model_type", [
+    (dict(embedding_dim=16), "electra"), (dict(share_layers=True, embedding_dim=16), "albert"),
+])
+def test_without_model_type_the_encoders_options_pick_the_family(tmp_path, overrides,
+                                                                 model_type):
+    directory = tmp_path / "hf"
+    export_hf_checkpoint(_small_encoder(**overrides), str(directory), VOCABULARY,
+                         lowercase=True)
+    assert json.loads((directory / "config.json").read_text())["model_type"] == model_type
 
 
 def test_vocabulary_without_mask_token_is_refused(tmp_path):

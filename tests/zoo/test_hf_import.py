@@ -97,7 +97,7 @@ def test_config_maps_to_encoder_fields(minilm_dir):
         "intermediate_dim": 1536, "max_sequence_length": 512, "num_segments": 2,
         "dropout": 0.1, "attention_dropout": 0.1, "layer_norm_epsilon": 1e-12,
         "embedding_dim": None, "gelu_approximate": False, "norm_first": False,
-        "share_layers": False,
+        "share_layers": False, "position_offset": 0, "pooler_activation": "tanh",
     }
 
 
@@ -247,7 +247,7 @@ def _write_config(directory, **fields):
 
 @pytest.mark.parametrize("fields, pattern", [
     ({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "model_type='gpt2'"),
-    ({"model_type": "roberta"}, "model_type='roberta'"),
+    ({"model_type": "deberta-v2"}, "model_type='deberta-v2'"),
     ({"architectures": ["RobertaModel"]}, "architectures=.*RobertaModel"),
     ({"hidden_act": "relu"}, "hidden_act='relu'"),
     ({"position_embedding_type": "relative_key"}, "position_embedding_type='relative_key'"),

@@ -42,7 +42,8 @@ BASE_PRESET = "bert_base"
 # Encoder arguments that are counts or sizes; every other table argument is a
 # float (dropout rates, epsilon).
 INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
-                     "intermediate_dim", "max_sequence_length", "num_segments")
+                     "intermediate_dim", "max_sequence_length", "num_segments",
+                     "embedding_dim", "position_offset")
 
 
 def checkpoint_directory(path):
@@ -142,7 +143,8 @@ def check_config_fits_weights(config, weights, where):
     """
     for name, limit in SIZE_LIMITS.items():
         value = config.get(name)
-        if isinstance(value, (int, float)) and not 0 < value <= limit:
+        lowest = 0 if name == "num_segments" else 1  # DistilBERT has no segment table
+        if isinstance(value, (int, float)) and not lowest <= value <= limit:
             raise ValueError(f"{where}: {name}={value} is out of range (at most {limit})")
     hidden = config.get("hidden_dim", 0)
     width = config.get("embedding_dim") or hidden

@@ -1,4 +1,10 @@
-"""Hugging Face BERT checkpoints (a local directory) ↔ our functional encoder.
+"""Hugging Face BERT-family checkpoints (a local directory) ↔ our functional encoder.
+
+The families read and written: `model_type` bert, roberta, xlm-roberta,
+distilbert, albert and electra. What sets them apart (config.json fields, fixed
+settings, tensor names, the bare `*Model` class) is one row each of the table in
+`zoo.checkpoints.hf_families`; this module reads and writes through that table
+and never names a family itself. The BERT names below are the bert row's.
 
 A Hugging Face BERT directory holds `config.json`, the weights as
 `model.safetensors` (or shards listed in `model.safetensors.index.json`),
@@ -28,13 +34,15 @@ checkpoints, become `gamma`/`beta`):
     pooler.dense                             → pooler
 
 Tensor names may carry a model prefix ("bert." in `BertForMaskedLM` and the
-other task classes; none in `BertModel`): it is detected from the word
-embeddings' name.
+other task classes, "roberta.", "distilbert.", "albert.", "electra."; none in
+the bare `*Model`): it is detected from the word embeddings' name, which every
+family shares.
 
 Exporting (`export_hf_checkpoint`) writes the same files the other way round
-through the same name mapping (`_weight_plan` is the one table of names), so
-`transformers.BertModel.from_pretrained(dir)`, `keras_hub`'s
-`BertBackbone.from_preset(dir)` and our `load_hf_encoder(dir)` load it.
+through the same name mapping (`_weight_plan` reads the family's names), so
+`transformers.AutoModel.from_pretrained(dir)` (the family's `*Model`), for BERT
+`keras_hub`'s `BertBackbone.from_preset(dir)`, and our `load_hf_encoder(dir)`
+load it.
 
 Examples:
 >>> import os, tempfile, json
@@ -65,6 +73,14 @@ from nlpzoo.zoo.checkpoints.common import (
     load_checkpoint_encoder,
     read_json,
 )
+from nlpzoo.zoo.checkpoints.hf_families import (
+    FAMILIES,
+    GELU_APPROXIMATE,
+    SUPPORTED_MODEL_TYPES,
+    family_for_architecture,
+    family_for_encoder,
+    family_for_model_type,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,34 +93,58 @@ SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 SENTENCE_TRANSFORMERS_CONFIG_FILE = "sentence_bert_config.json"
 DIRECTORY_KIND = "a Hugging Face checkpoint directory"
 
-SUPPORTED_MODEL_TYPES = ("bert",)
 # Files that hold (or usually hold) pickled weights.
 _PICKLE_PATTERNS = ("pytorch_model*.bin", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
-# hidden_act → gelu_approximate (exact erf GELU or its tanh approximation).
-_GELU_APPROXIMATE = {"gelu": False, "gelu_new": True, "gelu_pytorch_tanh": True}
+_GELU_APPROXIMATE = GELU_APPROXIMATE
 # Tokenizer classes that are BERT's basic + WordPiece tokenizer over vocab.txt.
 _WORDPIECE_TOKENIZER_CLASSES = (
     "BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer", "DistilBertTokenizerFast",
 )
 _ANCHOR_TENSOR = "embeddings.word_embeddings.weight"
 
-# config.json field → (encoder argument, default when absent; None = required).
-_CONFIG_FIELDS = {
-    "vocab_size": ("vocabulary_size", None),
-    "hidden_size": ("hidden_dim", None),
-    "num_hidden_layers": ("num_layers", None),
-    "num_attention_heads": ("num_heads", None),
-    "intermediate_size": ("intermediate_dim", None),
-    "max_position_embeddings": ("max_sequence_length", 512),
-    "type_vocab_size": ("num_segments", 2),
-    "hidden_dropout_prob": ("dropout", 0.1),
-    "attention_probs_dropout_prob": ("attention_dropout", 0.1),
-    "layer_norm_eps": ("layer_norm_epsilon", 1e-12),
-}
+
+
+def read_hf_family(path):
+    """The `hf_families.HFFamily` of a checkpoint directory, from its config.json.
+
+    From `model_type`, else from the classes `architectures` names; the
+    `architectures` must be classes of that family.
+
+    Raises:
+        ValueError: a model_type (or architectures) this project cannot import.
+    """
+    config_path = os.path.join(checkpoint_directory(path), CONFIG_FILE)
+    return _family_of_config(read_json(config_path, CONFIG_FILE, DIRECTORY_KIND), config_path)
+
+
+def _family_of_config(config, config_path):
+    model_type = config.get("model_type")
+    architectures = config.get("architectures") or []
+    if isinstance(architectures, str):
+        architectures = [architectures]
+    if model_type is None and not architectures:
+        raise ValueError(
+            f"{config_path}: neither model_type nor architectures is set, so this cannot "
+            "be recognised as a BERT checkpoint; add \"model_type\": \"bert\""
+        )
+    if model_type is not None:
+        try:
+            family = family_for_model_type(model_type)
+        except ValueError as error:
+            raise ValueError(f"{config_path}: {error}") from None
+    else:
+        family = family_for_architecture(architectures) or FAMILIES["bert"]
+    foreign = [name for name in architectures if not str(name).startswith(family.class_prefix)]
+    if foreign:
+        raise ValueError(
+            f"{config_path}: architectures={architectures!r} is not a {family.model_type} "
+            f"model (expected {family.architecture}, {family.class_prefix}ForMaskedLM, ...)"
+        )
+    return family
 
 
 def read_hf_config(path):
-    """Reads a Hugging Face BERT `config.json` into `build_encoder` overrides.
+    """Reads a Hugging Face BERT-family `config.json` into `build_encoder` overrides.
 
     Args:
         path: the checkpoint directory (or its `config.json`).
@@ -114,37 +154,21 @@ def read_hf_config(path):
         `hidden_dim`, `num_layers`, `num_heads`, `intermediate_dim`,
         `max_sequence_length`, `num_segments`, `embedding_dim`), the numerics
         (`gelu_approximate`, `layer_norm_epsilon`, `norm_first`,
-        `share_layers`) and the dropout rates.
+        `share_layers`), the dropout rates, and the family's
+        `position_offset` and `pooler_activation` (`hf_families`).
+        `max_sequence_length` counts usable positions: RoBERTa's 514-row
+        table with `pad_token_id` 1 gives 512 and `position_offset` 2.
 
     Raises:
-        ValueError: the checkpoint is not a BERT encoder this project can run
-            exactly (model_type, architectures, hidden_act,
-            position_embedding_type or is_decoder say otherwise), or a
-            required field is missing; the message names the field.
+        ValueError: the checkpoint is not an encoder of a family this project
+            can run exactly (model_type, architectures, hidden_act,
+            position_embedding_type, is_decoder or, for ALBERT, several layer
+            groups say otherwise), or a required field is missing; the message
+            names the field.
     """
     config_path = os.path.join(checkpoint_directory(path), CONFIG_FILE)
     config = read_json(config_path, CONFIG_FILE, DIRECTORY_KIND)
-
-    model_type = config.get("model_type")
-    architectures = config.get("architectures") or []
-    if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
-        raise ValueError(
-            f"{config_path}: model_type={model_type!r} is not supported; only "
-            f"{', '.join(map(repr, SUPPORTED_MODEL_TYPES))} checkpoints can be imported"
-        )
-    if isinstance(architectures, str):
-        architectures = [architectures]
-    foreign = [name for name in architectures if not str(name).startswith("Bert")]
-    if foreign:
-        raise ValueError(
-            f"{config_path}: architectures={architectures!r} is not a BERT model "
-            "(expected BertModel, BertForMaskedLM, BertForPreTraining, ...)"
-        )
-    if model_type is None and not architectures:
-        raise ValueError(
-            f"{config_path}: neither model_type nor architectures is set, so this cannot "
-            "be recognised as a BERT checkpoint; add \"model_type\": \"bert\""
-        )
+    family = _family_of_config(config, config_path)
     if config.get("is_decoder") or config.get("add_cross_attention"):
         raise ValueError(
             f"{config_path}: is_decoder/add_cross_attention is set; only bidirectional "
@@ -156,22 +180,44 @@ def read_hf_config(path):
             f"{config_path}: position_embedding_type={position_type!r} is not supported; "
             "only 'absolute' (learned) position embeddings can be imported"
         )
-    hidden_act = config.get("hidden_act", "gelu")
+    for field, value in family.required.items():
+        if config.get(field, value) != value:
+            raise ValueError(f"{config_path}: {field}={config[field]!r} is not supported "
+                             f"({family.model_type} checkpoints with {field}={value!r} only)")
+    hidden_act = config.get(family.activation_field, family.activation_default)
     if hidden_act not in _GELU_APPROXIMATE:
         raise ValueError(
-            f"{config_path}: hidden_act={hidden_act!r} is not supported; expected one of "
-            f"{', '.join(map(repr, _GELU_APPROXIMATE))}"
+            f"{config_path}: {family.activation_field}={hidden_act!r} is not supported; "
+            f"expected one of {', '.join(map(repr, _GELU_APPROXIMATE))}"
         )
 
     # Hugging Face configs carry many fields that do not shape the encoder
     # (tokenizer ids, torch dtype, ...): only the table's are read.
-    encoder_config = encoder_arguments(config, _CONFIG_FIELDS, config_path)
-    encoder_config.update(
+    encoder_config = dict(
         embedding_dim=None,  # BERT: the tables are hidden_dim wide
-        gelu_approximate=_GELU_APPROXIMATE[hidden_act],
-        norm_first=False,  # BERT is post-LN
+        norm_first=False,  # every family here is post-LN
         share_layers=False,
+        position_offset=0,
+        pooler_activation="tanh",
     )
+    encoder_config.update(encoder_arguments(config, family.config_fields, config_path))
+    encoder_config.update(family.settings, gelu_approximate=_GELU_APPROXIMATE[hidden_act])
+    if family.positions_after_padding:
+        pad_token_id = config.get("pad_token_id", 1)
+        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int) or pad_token_id < 0:
+            raise ValueError(f"{config_path}: pad_token_id={pad_token_id!r} is not an integer "
+                             ">= 0 (positions start at pad_token_id + 1)")
+        offset = pad_token_id + 1
+        usable = encoder_config["max_sequence_length"] - offset
+        if usable < 1:
+            raise ValueError(f"{config_path}: max_position_embeddings="
+                             f"{config.get('max_position_embeddings')} leaves no position after "
+                             f"the first pad_token_id + 1 = {offset}")
+        encoder_config.update(position_offset=offset, max_sequence_length=usable)
+    if (family.projection_always
+            and encoder_config.get("embedding_dim") == encoder_config["hidden_dim"]):
+        raise ValueError(f"{config_path}: embedding_size equal to hidden_size is not supported "
+                         f"for {family.model_type} (its projection between them would be lost)")
     return encoder_config
 
 
@@ -265,14 +311,22 @@ def _detect_prefix(tensors, directory):
 _LINEAR_TO_DENSE = np.transpose
 
 
-def _weight_plan(transformer, model_prefix, with_pooler=True):
+def _weight_plan(transformer, model_prefix, with_pooler=True, family=None):
     """A `PlannedWeight` per encoder variable, named as in the checkpoint (after `model_prefix`).
 
-    `with_pooler=False` leaves the pooler out (`BertForMaskedLM` has none).
+    `family` (an `hf_families.HFFamily`, BERT's by default) gives the names;
+    `with_pooler=False` leaves the pooler out (`BertForMaskedLM` has none, and
+    families whose checkpoints never have one).
 
-    The first source name of each is the name `BertModel` itself uses (older
-    checkpoints' LayerNorm `gamma`/`beta` come after); export writes that one.
+    The first source name of each is the name the family's `*Model` itself
+    uses (older checkpoints' LayerNorm `gamma`/`beta` come after); export
+    writes that one.
+
+    Raises:
+        ValueError: the family's layout cannot hold the encoder (says why).
     """
+    family = family or FAMILIES["bert"]
+    _refuse_inexpressible(transformer, family)
     plan = []
 
     def tensor(name, variable, *alternatives, position_table=False):
@@ -290,34 +344,71 @@ def _weight_plan(transformer, model_prefix, with_pooler=True):
         tensor(f"{name}.weight", layer.gamma, f"{name}.gamma")
         tensor(f"{name}.bias", layer.beta, f"{name}.beta")
 
-    embeddings = transformer.embeddings
-    if embeddings.projection is not None:
-        raise ValueError("factorised embeddings (embedding_dim != hidden_dim) are not BERT")
-    tensor("embeddings.word_embeddings.weight", embeddings.token_embedding.embeddings)
-    tensor("embeddings.position_embeddings.weight", embeddings.position_embedding.embeddings,
+    embeddings, names = transformer.embeddings, family.embeddings
+    tensor(f"{names['token']}.weight", embeddings.token_embedding.embeddings)
+    tensor(f"{names['position']}.weight", embeddings.position_embedding.embeddings,
            position_table=True)
-    tensor("embeddings.token_type_embeddings.weight", embeddings.segment_embedding.embeddings)
-    layer_norm("embeddings.LayerNorm", embeddings.layer_norm)
-    if transformer.share_layers or transformer.norm_first:
-        raise ValueError("BERT checkpoints need share_layers=False and norm_first=False")
+    if embeddings.segment_embedding is not None:
+        tensor(f"{names['segment']}.weight", embeddings.segment_embedding.embeddings)
+    layer_norm(names["norm"], embeddings.layer_norm)
+    if embeddings.projection is not None:
+        dense(names["projection"], embeddings.projection)
     for index, block in enumerate(transformer.blocks):
-        prefix = f"encoder.layer.{index}"
+        names = family.block_names(index)
         attention = block.attention
-        dense(f"{prefix}.attention.self.query", attention.query_dense)
-        dense(f"{prefix}.attention.self.key", attention.key_dense)
-        dense(f"{prefix}.attention.self.value", attention.value_dense)
-        dense(f"{prefix}.attention.output.dense", attention.output_dense)
-        layer_norm(f"{prefix}.attention.output.LayerNorm", block.attention_norm)
-        dense(f"{prefix}.intermediate.dense", block.intermediate_dense)
-        dense(f"{prefix}.output.dense", block.output_dense)
-        layer_norm(f"{prefix}.output.LayerNorm", block.feedforward_norm)
-    if with_pooler:
-        dense("pooler.dense", transformer.pooler)
+        dense(names["query"], attention.query_dense)
+        dense(names["key"], attention.key_dense)
+        dense(names["value"], attention.value_dense)
+        dense(names["attention_output"], attention.output_dense)
+        layer_norm(names["attention_norm"], block.attention_norm)
+        dense(names["intermediate"], block.intermediate_dense)
+        dense(names["output"], block.output_dense)
+        layer_norm(names["feedforward_norm"], block.feedforward_norm)
+    if with_pooler and family.pooler is not None:
+        dense(family.pooler, transformer.pooler)
     return plan
 
 
+def _refuse_inexpressible(transformer, family):
+    """Raises `ValueError` saying why, when the family's `*Model` cannot hold `transformer`."""
+    architecture = family.architecture
+    if transformer.embeddings.projection is not None and family.embeddings["projection"] is None:
+        raise ValueError(
+            f"factorised embeddings (embedding_dim={transformer.embedding_dim}, hidden_dim="
+            f"{transformer.hidden_dim}, as ALBERT): {architecture}'s embeddings are hidden_size "
+            "wide and it has no projection to put between them and the first layer")
+    if transformer.embeddings.projection is None and family.projection_always:
+        raise ValueError(f"embedding_dim equal to hidden_dim: {architecture} always projects "
+                         "its embeddings")
+    if transformer.share_layers != family.shared_block:
+        raise ValueError(
+            f"cross-layer sharing (share_layers={transformer.share_layers}): {architecture} "
+            + ("shares one block across layers" if family.shared_block else
+               "has its own weights per layer, so the export would silently stop sharing them"))
+    if transformer.norm_first:
+        raise ValueError(
+            f"pre-LN blocks (norm_first=True) with a final layer norm: {architecture} is post-LN "
+            "and has no final layer norm")
+    if (transformer.num_segments == 0) != (family.embeddings["segment"] is None):
+        raise ValueError(
+            f"num_segments={transformer.num_segments}: {architecture} "
+            + ("has no segment embeddings" if family.embeddings["segment"] is None
+               else "has segment (token type) embeddings"))
+    if bool(transformer.position_offset) != family.positions_after_padding:
+        raise ValueError(
+            f"position_offset={transformer.position_offset}: {architecture}'s positions start "
+            + ("at pad_token_id + 1" if family.positions_after_padding else "at 0"))
+    fixed = {name: value for name, value in family.settings.items()
+             if name not in ("embedding_dim", "share_layers", "num_segments")
+             and (name != "pooler_activation" or family.pooler is not None)}
+    for name, value in fixed.items():
+        if getattr(transformer, name) != value:
+            raise ValueError(f"{name}={getattr(transformer, name)!r}: {architecture} has "
+                             f"{name}={value!r}")
+
+
 def load_hf_weights(encoder, path, tensors=None):
-    """Sets every variable of `encoder` from a Hugging Face BERT checkpoint.
+    """Sets every variable of `encoder` from a Hugging Face BERT-family checkpoint.
 
     Args:
         encoder: a functional encoder from `zoo.build_encoder` (its
@@ -332,8 +423,9 @@ def load_hf_weights(encoder, path, tensors=None):
         The sorted names of checkpoint tensors that were not used (heads such
         as `cls.predictions.*`, buffers such as `embeddings.position_ids`).
 
-    A checkpoint without a pooler (`BertForMaskedLM`) leaves the encoder's
-    pooler as it was, and logs it.
+    The family's names come from the directory's config.json (BERT's when it
+    has none). A checkpoint without a pooler (`BertForMaskedLM`, DistilBERT,
+    ELECTRA) leaves the encoder's pooler as it was, and logs it.
 
     Raises:
         ValueError: a tensor is missing (named) or has the wrong shape (named,
@@ -344,12 +436,18 @@ def load_hf_weights(encoder, path, tensors=None):
     transformer = transformer_of(encoder)
     if tensors is None:
         tensors = read_hf_weights(directory)
+    family = FAMILIES["bert"]
+    if os.path.isfile(os.path.join(directory, CONFIG_FILE)):
+        family = read_hf_family(directory)
     prefix = _detect_prefix(tensors, directory)
-    with_pooler = prefix + "pooler.dense.weight" in tensors
+    pooler = family.pooler or "pooler.dense"
+    with_pooler = family.pooler is not None and f"{prefix}{pooler}.weight" in tensors
     if not with_pooler:
-        # A `*ForMaskedLM` checkpoint has no pooler; what reads [CLS] through it learns it.
-        logger.info("%s has no pooler (pooler.dense.*): the pooler starts at random", directory)
-    return assign_weights(_weight_plan(transformer, prefix, with_pooler), tensors,
+        # A `*ForMaskedLM` checkpoint (and DistilBERT's, ELECTRA's) has no pooler; what reads
+        # [CLS] through it learns it.
+        logger.info("%s has no pooler (%s): the pooler starts at random", directory,
+                    f"{pooler}.*" if family.pooler else f"{family.model_type} has none")
+    return assign_weights(_weight_plan(transformer, prefix, with_pooler, family), tensors,
                           WeightSource(directory, kind="checkpoint", unit="tensor"))
 
 
@@ -466,7 +564,6 @@ def load_hf_tokenizer(path):
 # --- export ---------------------------------------------------------------------------------
 
 # What transformers' BertModel is, and what our tokenizer is in its terms.
-_ARCHITECTURE = "BertModel"
 _TOKENIZER_CLASS = "BertTokenizer"
 # tokenizer_config.json field → the special token; KerasHub's BertTokenizer needs all five too.
 _SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
@@ -485,40 +582,42 @@ def _hidden_act(gelu_approximate):
     return names[0]
 
 
-def _refuse_non_bert(transformer):
-    """Raises `ValueError` saying why, when BertModel's layout cannot hold `transformer`."""
-    if transformer.embedding_dim != transformer.hidden_dim:
-        raise ValueError(
-            f"factorised embeddings (embedding_dim={transformer.embedding_dim}, hidden_dim="
-            f"{transformer.hidden_dim}, as ALBERT): BertModel's embeddings are hidden_size "
-            "wide and it has no projection to put between them and the first layer")
-    if transformer.share_layers:
-        raise ValueError(
-            "cross-layer sharing (share_layers=True, as ALBERT): BertModel has its own weights "
-            "per layer, so the export would silently stop sharing them")
-    if transformer.norm_first:
-        raise ValueError(
-            "pre-LN blocks (norm_first=True) with a final layer norm: BertModel is post-LN "
-            "and has no final layer norm")
+def _refuse_adapters(transformer, family):
     if transformer.adapter_size:
         raise ValueError(
             f"adapters inside every block (adapter_size={transformer.adapter_size}): "
-            "BertModel has no place for them; export the model in the native format instead")
+            f"{family.architecture} has no place for them; export the model in the native "
+            "format instead")
 
 
-def hf_tensors(encoder):
-    """The tensors of `transformers.BertModel` for `encoder`, by BertModel's names.
+def export_family(encoder, model_type=None):
+    """The `hf_families.HFFamily` that `encoder` exports as.
+
+    `model_type` names it (e.g. "xlm-roberta", which has RoBERTa's layout);
+    None picks it from the encoder's options (`hf_families.family_for_encoder`).
+    """
+    if model_type is not None:
+        return family_for_model_type(model_type)
+    return family_for_encoder(transformer_of(encoder))
+
+
+def hf_tensors(encoder, model_type=None):
+    """The tensors of the family's `transformers` `*Model` for `encoder`, by its names.
 
     Names, layout ([out, in] Linear weights) and LayerNorm `weight`/`bias`
     follow the importer's table read backwards; LoRA updates are merged into
     the kernels they update. Values are float32 numpy arrays, C-contiguous.
+    A family whose `*Model` has no pooler (DistilBERT, ELECTRA) gets none.
 
     Args:
         encoder: a zoo encoder (or its `TransformerEncoder` layer).
+        model_type: the family to write (`hf_families.SUPPORTED_MODEL_TYPES`);
+            None: the one the encoder's options make (`export_family`).
 
     Raises:
-        ValueError: BertModel cannot express the encoder (factorised
-            embeddings, shared layers, pre-LN, adapters); the message says why.
+        ValueError: the family's `*Model` cannot express the encoder
+            (factorised embeddings in BERT, shared layers, pre-LN, adapters);
+            the message says why.
 
     Examples:
     >>> from nlpzoo.zoo import build_encoder
@@ -529,13 +628,16 @@ def hf_tensors(encoder):
     >>> tensors["encoder.layer.0.intermediate.dense.weight"].T.tolist() == (
     ...     encoder.transformer.blocks[0].intermediate_dense.kernel.numpy().tolist())
     True
+    >>> sorted(hf_tensors(build_encoder("distilbert_tiny", vocabulary_size=30)))[-2:]
+    ['transformer.layer.1.sa_layer_norm.bias', 'transformer.layer.1.sa_layer_norm.weight']
     """
     import keras
 
     transformer = transformer_of(encoder)
-    _refuse_non_bert(transformer)
+    family = export_family(transformer, model_type)
+    _refuse_adapters(transformer, family)
     tensors = {}
-    for planned in _weight_plan(transformer, model_prefix=""):
+    for planned in _weight_plan(transformer, "", with_pooler=True, family=family):
         value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
         if planned.to_variable is not None:
             if planned.to_variable is not _LINEAR_TO_DENSE:  # only an involution reads backwards
@@ -546,22 +648,26 @@ def hf_tensors(encoder):
     return tensors
 
 
-def _hf_config(transformer, tokens):
-    """config.json for `transformers.BertConfig`, from the importer's field table."""
+def _hf_config(transformer, tokens, family=None):
+    """config.json for the family's `transformers` config class, from the importer's table."""
+    family = family or FAMILIES["bert"]
     config = {field: getattr(transformer, argument)
-              for field, (argument, _) in _CONFIG_FIELDS.items()}
+              for field, (argument, _) in family.config_fields.items()}
+    pad_token_id = 0
+    if tokens is not None and _SPECIAL_TOKENS["pad_token"] in tokens:
+        pad_token_id = tokens.index(_SPECIAL_TOKENS["pad_token"])
+    if family.positions_after_padding:  # the positions say where padding is
+        pad_token_id = transformer.position_offset - 1
+        config["max_position_embeddings"] = (transformer.max_sequence_length
+                                              + transformer.position_offset)
     config.update(
-        model_type=SUPPORTED_MODEL_TYPES[0],
-        architectures=[_ARCHITECTURE],
-        hidden_act=_hidden_act(transformer.gelu_approximate),
+        model_type=family.model_type,
+        architectures=[family.architecture],
         initializer_range=transformer.initializer_range,
-        pad_token_id=tokens.index(_SPECIAL_TOKENS["pad_token"]),
-        position_embedding_type="absolute",
-        classifier_dropout=None,
-        is_decoder=False,
-        add_cross_attention=False,
-        use_cache=True,
+        pad_token_id=pad_token_id,
     )
+    config[family.activation_field] = _hidden_act(transformer.gelu_approximate)
+    config.update(family.export_fields)
     return config
 
 
@@ -581,16 +687,19 @@ def _hf_tokenizer_config(lowercase, model_max_length):
     return config
 
 
-def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=False):
-    """Writes `encoder` and its tokenizer as a Hugging Face BERT directory.
+def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, overwrite=False,
+                         model_type=None):
+    """Writes `encoder` and its tokenizer as a Hugging Face BERT-family directory.
 
-    The directory holds `config.json` (`model_type` "bert", `architectures`
-    ["BertModel"], every `BertConfig` field; `hidden_act` "gelu" for exact
-    GELU, "gelu_new" for the tanh approximation), `model.safetensors` (the
-    tensors `BertModel` uses, see `hf_tensors`), `vocab.txt` and
-    `tokenizer_config.json` (`BertTokenizer`, `do_lower_case`, the special
-    tokens, `model_max_length`). `transformers.BertModel.from_pretrained`,
-    KerasHub's `BertBackbone.from_preset` and `load_hf_encoder` read it. It is
+    The directory holds `config.json` (the family's `model_type`, e.g. "bert",
+    `architectures` its bare class, e.g. ["BertModel"], every field of its
+    config class; `hidden_act` "gelu" for exact GELU, "gelu_new" for the tanh
+    approximation), `model.safetensors` (the tensors that class uses, see
+    `hf_tensors`) and, with a `vocabulary`, `vocab.txt` and
+    `tokenizer_config.json` (`BertTokenizer`, our WordPiece tokenizer in any
+    family, with `do_lower_case`, the special tokens, `model_max_length`).
+    `transformers.AutoModel.from_pretrained`, for BERT KerasHub's
+    `BertBackbone.from_preset`, and `load_hf_encoder` read it. It is
     written into a temporary sibling and renamed into place. LoRA updates are
     merged into their kernels; a layer mix (`layer_mix`), which feeds a task
     head rather than being part of BERT, is left out with a warning.
@@ -599,12 +708,15 @@ def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=Fa
         encoder: a zoo encoder (or its `TransformerEncoder` layer).
         directory: the directory to create.
         vocabulary: the WordPiece tokens (id = position), as many as the
-            encoder's `vocabulary_size`, with [PAD], [UNK], [CLS], [SEP], [MASK].
+            encoder's `vocabulary_size`, with [PAD], [UNK], [CLS], [SEP], [MASK];
+            None writes the model alone (no tokenizer files).
         lowercase: whether the tokenizer lower-cases (and strips accents).
         overwrite: replace an existing non-empty `directory`.
+        model_type: the family to write (e.g. "xlm-roberta"); None: the one
+            the encoder's options make (`export_family`).
 
     Raises:
-        ValueError: BertModel cannot express the encoder (named, with why),
+        ValueError: the family's class cannot express the encoder (named, with why),
             the vocabulary does not fit, or `directory` exists and is not
             empty (without `overwrite`). Nothing is written then.
 
@@ -627,27 +739,35 @@ def export_hf_checkpoint(encoder, directory, vocabulary, lowercase, overwrite=Fa
     from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
-    tensors = hf_tensors(transformer)  # refuses what BertModel cannot hold
+    family = export_family(transformer, model_type)
+    tensors = hf_tensors(transformer, family.model_type)  # refuses what it cannot hold
+    if family.pooler is None:
+        logger.info("%s has no pooler: the encoder's pooler is not exported",
+                    family.architecture)
     layer_mix = getattr(encoder, "layer_mix", "last")
     if layer_mix != "last":
         # The mix feeds a task head; the encoder's weights are exported exactly.
         logger.warning(
-            "the encoder's layer_mix=%r is not exported: BertModel's last_hidden_state is the "
+            "the encoder's layer_mix=%r is not exported: %s's last_hidden_state is the "
             "last layer; the layers the mix combines are its hidden_states "
-            "(output_hidden_states=True)", layer_mix)
-    tokens = check_vocabulary(vocabulary, transformer)
-    missing = [token for token in _SPECIAL_TOKENS.values() if token not in tokens]
-    if missing:
-        raise ValueError(f"the vocabulary lacks {missing}, which the tokenizer_config.json "
-                         "of a BERT checkpoint names")
-    config = _hf_config(transformer, tokens)
+            "(output_hidden_states=True)", layer_mix, family.architecture)
+    tokens = None
+    if vocabulary is not None:
+        tokens = check_vocabulary(vocabulary, transformer)
+        missing = [token for token in _SPECIAL_TOKENS.values() if token not in tokens]
+        if missing:
+            raise ValueError(f"the vocabulary lacks {missing}, which the tokenizer_config.json "
+                             "of a BERT checkpoint names")
+    config = _hf_config(transformer, tokens, family)
     tokenizer_config = _hf_tokenizer_config(lowercase, transformer.max_sequence_length)
 
     def write(temporary):
         save_file(tensors, os.path.join(temporary, SAFETENSORS_FILE),
                   metadata=_SAFETENSORS_METADATA)
         write_json_atomically(config, os.path.join(temporary, CONFIG_FILE))
-        write_json_atomically(tokenizer_config, os.path.join(temporary, TOKENIZER_CONFIG_FILE))
-        write_vocabulary(tokens, os.path.join(temporary, VOCABULARY_FILE))
+        if tokens is not None:
+            write_json_atomically(tokenizer_config,
+                                  os.path.join(temporary, TOKENIZER_CONFIG_FILE))
+            write_vocabulary(tokens, os.path.join(temporary, VOCABULARY_FILE))
 
     write_directory_atomically(directory, write, overwrite=overwrite)

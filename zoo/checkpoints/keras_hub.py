@@ -213,6 +213,11 @@ def _weight_plan(transformer):
         raise ValueError("norm_first=True: BertBackbone is post-LN (norm_first=False)")
     if transformer.share_layers:
         raise ValueError("share_layers=True: BertBackbone has no cross-layer sharing")
+    if transformer.position_offset or transformer.num_segments < 2:
+        raise ValueError(
+            f"position_offset={transformer.position_offset}, num_segments="
+            f"{transformer.num_segments} (RoBERTa, DistilBERT): BertBackbone's positions start "
+            "at 0 and it has a segment table; export a Hugging Face checkpoint instead")
     embeddings = transformer.embeddings
     add("token_embedding/embeddings", "layers/reversible_embedding", 0,
         embeddings.token_embedding.embeddings)

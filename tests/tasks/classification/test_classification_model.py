@@ -72,6 +72,20 @@ def test_pair_classifier_task_contract():
     assert "f1" in result.history.history  # binary tasks also report F1 of class 1
 
 
+# DistilBERT (no segment table) by default; the others under `-m slow` (the run stays short).
+@pytest.mark.parametrize("encoder", ["distilbert_tiny"] + [
+    pytest.param(name, marks=pytest.mark.slow)
+    for name in ("roberta_tiny", "albert_tiny", "electra_tiny")])
+def test_pair_classifier_task_contract_on_each_family(encoder):
+    """The same contract on the other BERT-family layouts (pairs: segment ids that RoBERTa
+    ignores and DistilBERT has no table for)."""
+    run_task_test(
+        lambda jit_compile: build_model(f"{encoder}_pair_classifier", vocabulary_size=50,
+                                        num_layers=1, jit_compile=jit_compile),
+        _encoder_features(paired=True), np.random.default_rng(1).integers(0, 2, 8),
+        expected_output_shape=(8, 2))
+
+
 def test_run_task_test_catches_a_silent_fallback_from_xla():
     """Keras drops jit_compile=True with only a warning when a layer cannot be compiled."""
 

@@ -62,10 +62,18 @@ def test_crf_loss_is_negative_log_likelihood_per_word():
     assert abs(float(tagger.compute_loss(x, y, tagger(x))) - expected) < 1e-4
 
 
+# The other BERT-family layouts (zoo.presets), with a WordPiece vocabulary: the architecture.
+FAMILY_ENCODERS = ("roberta_tiny", "distilbert_tiny", "albert_tiny", "electra_tiny")
+
+
+# One family runs by default (RoBERTa: offset positions, segment ids ignored); the rest
+# under `-m slow`, to keep the default run short.
+@pytest.mark.parametrize("encoder", ["bert_tiny", "roberta_tiny"] + [
+    pytest.param(name, marks=pytest.mark.slow) for name in FAMILY_ENCODERS[1:]])
 @pytest.mark.parametrize("head", [pytest.param("softmax", marks=pytest.mark.slow), "crf"])
-def test_tagger_task_contract_learns_and_decodes(head):
+def test_tagger_task_contract_learns_and_decodes(head, encoder):
     """XLA training (30 steps), .keras round trip and mixed_bfloat16, then decoding."""
-    preset = "bert_tiny_crf_tagger" if head == "crf" else "bert_tiny_tagger"
+    preset = f"{encoder}_crf_tagger" if head == "crf" else f"{encoder}_tagger"
     x = _inputs(batch=8)
     # Learnable rule: the tag depends on the token id parity.
     y = np.where(x["token_ids"][:, 1:-1] % 2 == 0, 1, 0).astype("int32")

@@ -1,0 +1,162 @@
+"""Every BERT-family checkpoint against `transformers`' own outputs, and back out.
+
+The fixtures (tests/fixtures/families/<model_type>/) are tiny transformers models with
+every parameter perturbed, saved with `save_pretrained`, and their outputs in float32
+eval mode; tests/fixtures/make_family_reference.py makes them (and checks that our
+export of each loads in transformers with identical outputs).
+"""
+
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from nlpzoo.layers import transformer_of
+from nlpzoo.zoo import build_encoder
+from nlpzoo.zoo.checkpoints import export_hf_checkpoint, load_hf_encoder, read_hf_config
+from nlpzoo.zoo.checkpoints.hf_families import FAMILIES, family_for_encoder
+
+from tests.helpers.paths import ROOT
+
+FAMILY_DIR = os.path.join(ROOT, "tests", "fixtures", "families")
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
+TOLERANCE = 1e-5
+
+
+def _reference(model_type):
+    with np.load(os.path.join(FAMILY_DIR, model_type, "reference.npz")) as stored:
+        return {name: stored[name] for name in stored.files}
+
+
+def _outputs(encoder, reference):
+    ids = reference["input_ids"].astype("int32")
+    outputs = encoder({"token_ids": ids,
+                       "segment_ids": reference["token_type_ids"].astype("int32"),
+                       "padding_mask": reference["attention_mask"].astype("int32")})
+    return {"hidden_states": [np.asarray(state) for state in outputs["hidden_states"]],
+            "pooled_output": np.asarray(outputs["pooled_output"])}
+
+
+def _max_difference(states, expected, mask):
+    real = mask.astype(bool)  # padding positions are not compared (HF gives them positions too)
+    return max(float(np.abs(state - reference)[real].max())
+               for state, reference in zip(states, expected))
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {model_type: load_hf_encoder(os.path.join(FAMILY_DIR, model_type), dropout=0.0,
+                                        attention_dropout=0.0)
+            for model_type in MODEL_TYPES}
+
+
+@pytest.mark.parametrize("pack_length", [0, 4])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_every_hidden_state_matches_transformers(loaded, model_type, pack_length):
+    reference = _reference(model_type)
+    encoder = loaded[model_type]
+    transformer_of(encoder).pack_length = pack_length
+    try:
+        outputs = _outputs(encoder, reference)
+    finally:
+        transformer_of(encoder).pack_length = 0
+    assert len(outputs["hidden_states"]) == len(reference["hidden_states"])
+    assert _max_difference(outputs["hidden_states"], reference["hidden_states"],
+                           reference["attention_mask"]) < TOLERANCE
+    if "pooler_output" in reference:
+        np.testing.assert_allclose(outputs["pooled_output"], reference["pooler_output"],
+                                   atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_export_then_import_round_trips(loaded, tmp_path, model_type):
+    encoder = loaded[model_type]
+    directory = tmp_path / "exported"
+    export_hf_checkpoint(encoder, str(directory), model_type=model_type)
+    with open(directory / "config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    assert config["model_type"] == model_type
+    assert config["architectures"] == [FAMILIES[model_type].architecture]
+    original = read_hf_config(os.path.join(FAMILY_DIR, model_type))
+    assert read_hf_config(directory) == dict(original, dropout=0.0, attention_dropout=0.0)
+    again = load_hf_encoder(directory, dropout=0.0, attention_dropout=0.0)
+    reference = _reference(model_type)
+    first, second = _outputs(encoder, reference), _outputs(again, reference)
+    assert _max_difference(second["hidden_states"], first["hidden_states"],
+                           reference["attention_mask"]) == 0.0
+    if FAMILIES[model_type].pooler is not None:
+        np.testing.assert_array_equal(second["pooled_output"], first["pooled_output"])
+
+
+@pytest.mark.parametrize("model_type, family_settings", [
+    ("roberta", dict(position_offset=2, num_segments=1, max_sequence_length=24,
+                     layer_norm_epsilon=1e-5, pooler_activation="tanh")),
+    ("distilbert", dict(num_segments=0, pooler_activation="relu", embedding_dim=None)),
+    ("albert", dict(embedding_dim=16, share_layers=True, gelu_approximate=True)),
+    ("electra", dict(embedding_dim=16, share_layers=False, pooler_activation="gelu")),
+])
+def test_config_gives_the_family_settings(model_type, family_settings):
+    config = read_hf_config(os.path.join(FAMILY_DIR, model_type))
+    assert {name: config[name] for name in family_settings} == family_settings
+
+
+@pytest.mark.parametrize("model_type, tensor", [
+    ("roberta", "embeddings.token_type_embeddings.weight"),
+    ("distilbert", "distilbert.transformer.layer.1.sa_layer_norm.weight"),
+    ("albert", "encoder.embedding_hidden_mapping_in.bias"),
+    ("albert", "encoder.albert_layer_groups.0.albert_layers.0.ffn_output.weight"),
+    ("electra", "electra.embeddings_project.weight"),
+    ("xlm-roberta", "roberta.embeddings.position_embeddings.weight"),
+])
+def test_a_missing_tensor_names_itself(tmp_path, model_type, tensor):
+    from safetensors.numpy import load_file, save_file
+
+    directory = tmp_path / model_type
+    shutil.copytree(os.path.join(FAMILY_DIR, model_type), directory)
+    tensors = load_file(str(directory / "model.safetensors"))
+    del tensors[tensor]
+    save_file(tensors, str(directory / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"lacks 1 tensor\(s\).*: " + tensor.replace(".", r"\.")):
+        load_hf_encoder(directory)
+
+
+def test_a_checkpoint_without_pooler_says_so_in_one_line(caplog):
+    with caplog.at_level(logging.INFO):
+        load_hf_encoder(os.path.join(FAMILY_DIR, "electra"))
+    lines = [record.getMessage() for record in caplog.records if "pooler" in record.getMessage()]
+    assert len(lines) == 1 and "starts at random" in lines[0], lines
+
+
+def test_albert_with_several_layer_groups_is_refused(tmp_path):
+    directory = tmp_path / "albert"
+    shutil.copytree(os.path.join(FAMILY_DIR, "albert"), directory)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps(dict(config, num_hidden_groups=2)))
+    with pytest.raises(ValueError, match="num_hidden_groups=2"):
+        read_hf_config(directory)
+
+
+@pytest.mark.parametrize("preset, model_type", [
+    ("bert_tiny", "bert"), ("roberta_tiny", "roberta"), ("distilbert_tiny", "distilbert"),
+    ("albert_tiny", "albert"), ("electra_tiny", "electra"), ("xlm_roberta_base", "roberta"),
+])
+def test_each_tiny_preset_exports_as_its_family(preset, model_type):
+    encoder = build_encoder(preset, vocabulary_size=30, num_layers=1, hidden_dim=16,
+                            intermediate_dim=32, num_heads=2)
+    assert family_for_encoder(transformer_of(encoder)).model_type == model_type
+
+
+def test_one_segment_type_ignores_segment_ids_and_none_has_no_table():
+    ids = np.array([[2, 9, 7, 3, 8, 3]], "int32")
+    features = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    for preset in ("roberta_tiny", "distilbert_tiny"):
+        encoder = build_encoder(preset, vocabulary_size=30, dropout=0.0)
+        zeros = encoder(dict(features, segment_ids=np.zeros_like(ids)))["sequence_output"]
+        pair = encoder(dict(features, segment_ids=np.array([[0, 0, 0, 0, 1, 1]], "int32")))
+        np.testing.assert_array_equal(np.asarray(zeros), np.asarray(pair["sequence_output"]))
+    distilbert = transformer_of(build_encoder("distilbert_tiny", vocabulary_size=30))
+    assert distilbert.embeddings.segment_embedding is None
+    assert not any("segment" in variable.path for variable in distilbert.weights)
