@@ -1,0 +1,153 @@
+"""Every encoder family fine-tunes from a Hugging Face directory with its own tokenizer.
+
+Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
+beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
+transformers 5.24): RoBERTa with byte-level BPE, XLM-R and ALBERT with SentencePiece,
+DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
+reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras` file and
+predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
+The default run covers each tokenizer scheme once (a SentencePiece classifier, a
+byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else);
+`-m slow` every family.
+"""
+
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+
+from nlpzoo.zoo import build_encoder, load_pretrained, load_tokenizer
+from nlpzoo.zoo.checkpoints import export_hf_checkpoint
+from tests.helpers.binaries import run_tools
+from tests.helpers.paths import ROOT
+
+TOKENIZERS = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
+# family (model_type) → (encoder preset, tokenizer fixture directory)
+FAMILIES = {
+    "roberta": ("roberta_tiny", "roberta_bpe/tokenizer_json"),
+    "xlm-roberta": ("roberta_tiny", "xlm_roberta_spm/tokenizer_json"),
+    "albert": ("albert_tiny", "albert_spm/legacy"),
+    "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
+    "electra": ("electra_tiny", "bert_cased_wordpiece"),
+}
+TREC = os.path.join(ROOT, "samples", "trec", "train.label")
+CONLL = os.path.join(ROOT, "samples", "conll2003")
+HOSTILE = "Café naïve  Zürich\t東京 👍🏽 don't <mask> [MASK]"
+
+
+def _trec(limit=48):
+    with open(TREC, encoding="utf-8") as f:
+        rows = [line.split(" ", 1) for line in f][:limit]
+    return [text.strip() for _, text in rows], [label.split(":")[0] for label, _ in rows]
+
+
+def _conll(name):
+    sentences, words, tags = [], [], []
+    with open(os.path.join(CONLL, name), encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                columns = line.split()
+                words.append(columns[0])
+                tags.append(columns[-1])
+            elif words:
+                sentences.append((words, tags))
+                words, tags = [], []
+    if words:
+        sentences.append((words, tags))
+    return sentences
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """model_type → a Hugging Face directory: a tiny encoder of the family and its tokenizer."""
+    directories = {}
+    for model_type, (preset, tokenizer_dir) in FAMILIES.items():
+        source = os.path.join(TOKENIZERS, tokenizer_dir)
+        tokenizer = load_tokenizer(source)
+        keras.utils.set_random_seed(0)
+        encoder = build_encoder(preset, vocabulary_size=tokenizer.vocabulary_size)
+        directory = str(tmp_path_factory.mktemp("families") / model_type)
+        export_hf_checkpoint(encoder, directory, model_type=model_type)
+        for name in os.listdir(source):
+            if name != "reference.json":
+                shutil.copy(os.path.join(source, name), directory)
+        directories[model_type] = directory
+    return directories
+
+
+def _families(default):
+    """Every family as a test parameter, all but `default` marked slow."""
+    return [pytest.param(name, marks=() if name == default else pytest.mark.slow)
+            for name in sorted(FAMILIES)]
+
+
+@pytest.mark.parametrize("model_type", _families(default="xlm-roberta"))
+def test_a_classifier_of_each_family_reads_raw_text_with_its_tokenizer(
+        model_type, checkpoints, tmp_path):
+    directory = checkpoints[model_type]
+    texts, labels = _trec()
+    model = load_pretrained(directory, "classification", labels=sorted(set(labels)),
+                            max_seq_length=48, learning_rate=1e-3)
+    tokenizer = model.preprocessor.tokenizer()
+    assert tokenizer.kind == load_tokenizer(directory).kind
+    assert tokenizer.encode(HOSTILE) == load_tokenizer(directory).encode(HOSTILE)
+    history = model.fit(texts, labels, epochs=2, batch_size=16, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    before = model.predict(texts[:8], verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.preprocessor.tokenizer().encode(HOSTILE) == tokenizer.encode(HOSTILE)
+    after = loaded.predict(texts[:8], verbose=0)
+    assert [p["label"] for p in after] == [p["label"] for p in before]
+    np.testing.assert_allclose([p["score"] for p in after], [p["score"] for p in before],
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("model_type", _families(default="roberta"))
+def test_a_crf_tagger_of_each_family_aligns_words_with_its_subwords(
+        model_type, checkpoints, tmp_path):
+    sentences = _conll("train.txt")
+    words, tags = [s[0] for s in sentences], [s[1] for s in sentences]
+    model = load_pretrained(checkpoints[model_type], "tagging", head="crf",
+                            labels=sorted({tag for row in tags for tag in row}),
+                            max_seq_length=64, learning_rate=1e-3)
+    model.fit(words, tags, epochs=2, batch_size=4, verbose=0)
+    predictions = model.predict(words[:3], verbose=0)
+    # One tag per word whatever the scheme splits a word into ("Ġ", "▁", "##").
+    assert [len(p["tags"]) for p in predictions] == [len(w) for w in words[:3]]
+    path = str(tmp_path / "tagger.keras")
+    model.save(path)
+    again = keras.saving.load_model(path).predict(words[:3], verbose=0)
+    assert [p["tags"] for p in again] == [p["tags"] for p in predictions]
+
+
+def _train(checkpoints, tmp_path, family, name, *flags):
+    """tools/train.py from `family`'s checkpoint into tmp_path/name; checks the run keeps
+    the checkpoint's tokenizer (its files, and inside the model)."""
+    (result,) = run_tools({name: ("train.py", f"--init_checkpoint={checkpoints[family]}",
+                                  "--epochs=1", f"--model_dir={tmp_path / name}",
+                                  *flags)}).values()
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = tmp_path / name
+    assert json.loads((run / "metrics.json").read_text())
+    assert (run / "tokenizer" / "tokenizer_config.json").exists(), sorted(os.listdir(run))
+    model = keras.saving.load_model(str(run / "best_model.keras"))
+    assert model.preprocessor.tokenizer().encode(HOSTILE) == load_tokenizer(
+        checkpoints[family]).encode(HOSTILE)
+
+
+def test_train_binary_fine_tunes_a_byte_pair_checkpoint(checkpoints, tmp_path):
+    _train(checkpoints, tmp_path, "roberta", "tagger", "--task=tagging", "--head=crf",
+           f"--train_data={CONLL}/train.txt", f"--eval_data={CONLL}/dev.txt",
+           "--batch_size=8", "--max_seq_length=64")
+
+
+@pytest.mark.slow
+def test_train_binary_fine_tunes_a_sentencepiece_checkpoint(checkpoints, tmp_path):
+    _train(checkpoints, tmp_path, "xlm-roberta", "classifier", "--task=classification",
+           f"--train_data={TREC}", f"--eval_data={ROOT}/samples/trec/dev.label",
+           "--batch_size=16", "--max_seq_length=48")
