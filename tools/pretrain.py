@@ -1,4 +1,4 @@
-r"""Pretrains an encoder preset on unlabeled text: MLM, MLM + NSP, or SpanBERT span + SBO.
+r"""Pretrains an encoder preset on unlabeled text: MLM, MLM + NSP or SOP, or SpanBERT + SBO.
 
     python tools/pretrain.py --preset=bert_mini --objective=span_sbo \
         --corpus=wiki.train.txt --vocab=runs/vocab.txt --model_dir=runs/pretrain \
@@ -12,8 +12,8 @@ its vocabulary and lower-casing:
         --learning_rate=5e-5
 
 The MLM decoder is tied to the checkpoint's word embeddings; the MLM (and
-NSP) head of a Hugging Face checkpoint that has one (`cls.predictions.*`,
-`cls.seq_relationship.*`) is loaded, any other head starts at random and the
+NSP, or SOP) head of a checkpoint that has one (`cls.predictions.*`,
+`cls.seq_relationship.*`, `sop_classifier.classifier.*`) is loaded, any other head starts at random and the
 log says so (`zoo.checkpoints.load_pretrainer`).
 
 Writes into --model_dir the resolved config (before training), the
@@ -49,6 +49,7 @@ from nlpzoo.layers import transformer_of  # noqa: E402
 from nlpzoo.tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
 from nlpzoo.tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
 from nlpzoo.tasks.pretraining.model import Pretrainer  # noqa: E402
+from nlpzoo.tasks.pretraining.pair_objectives import pair_objective  # noqa: E402
 from nlpzoo.tasks.pretraining.pipeline import OBJECTIVES  # noqa: E402
 from nlpzoo.tasks.text.masking import default_max_predictions  # noqa: E402
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer  # noqa: E402
@@ -77,8 +78,10 @@ run_setup.define_encoder_flags(preset_default="bert_mini")
 run_setup.define_vocabulary_flags()
 run_setup.define_schedule_flags(learning_rate=1e-4, warmup_fraction=0.1, max_seq_length=128)
 flags.DEFINE_enum("objective", "mlm", OBJECTIVES, "mlm: masked LM; mlm_nsp: masked LM + next "
-                  "sentence prediction; span_sbo: SpanBERT span masking + span boundary "
-                  "objective.")
+                  "sentence prediction (BERT: is segment b the one after a, or from another "
+                  "document?); mlm_sop: masked LM + sentence-order prediction (ALBERT: are "
+                  "two consecutive segments of one document in their order, or swapped?); "
+                  "span_sbo: SpanBERT span masking + span boundary objective.")
 flags.DEFINE_list("corpus", None, "Text file(s), comma-separated: one sentence or paragraph "
                   "per line, documents separated by blank lines or WikiText headings.")
 flags.DEFINE_enum("corpus_format", "auto", CORPUS_FORMATS, "How documents are separated.")
@@ -233,8 +236,9 @@ def _compiled(setup, model, tokens, strategy):
             encoder = build_encoder(FLAGS.preset, vocabulary_size=len(tokens),
                                     **setup.encoder_overrides)
             model = Pretrainer(encoder, objective=FLAGS.objective, name="pretrainer")
-        # The pooler is trained only by NSP; other objectives leave it unused.
-        transformer_of(model.encoder).pooler.trainable = FLAGS.objective == "mlm_nsp"
+        # The pooler is trained only by NSP or SOP; other objectives leave it unused.
+        transformer_of(model.encoder).pooler.trainable = (
+            pair_objective(FLAGS.objective) is not None)
         model.compile(
             optimizer=create_optimizer(FLAGS.learning_rate, setup.total_steps,
                                        int(FLAGS.warmup_fraction * setup.total_steps),

@@ -1,4 +1,4 @@
-"""Pretraining: masked LM (token / whole-word), SpanBERT span masking, NSP pairs.
+"""Pretraining: masked LM (token / whole-word), SpanBERT span masking, NSP and SOP pairs.
 
 The masking functions are TensorFlow-only and meant for `tf.data.Dataset.map`
 (see `tasks.text.masking` for seeding and determinism); the heads live
@@ -18,12 +18,14 @@ from nlpzoo.tasks.text.masking import (
     word_start_flags,
     zip_with_seeds,
 )
+from nlpzoo.tasks.pretraining.sentence_order import make_sop_pairs
 
 __all__ = [
     "KEEP",
     "MASK",
     "RANDOM",
     "make_nsp_pairs",
+    "make_sop_pairs",
     "mlm_mask",
     "span_length_probabilities",
     "span_mask",

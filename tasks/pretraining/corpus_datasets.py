@@ -26,6 +26,7 @@ Examples:
 import numpy as np
 
 from nlpzoo.tasks.text.masking import unigram_distribution
+from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
 from nlpzoo.tasks.pretraining.packing import (
     continuation_flags,
     pack_sentence_pairs,
@@ -42,7 +43,8 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
     Args:
         documents: lists of lines (`tasks.pretraining.corpus.read_corpus`).
         tokenizer: a `WordPieceTokenizer`.
-        objective: "mlm_nsp" packs sentence pairs, the others single segments.
+        objective: "mlm_nsp" and "mlm_sop" pack segment pairs
+            (`pair_objectives`), the others single segments.
         max_seq_length: the packed length T.
         seed: seeds the packing and the held-out draw (NumPy).
         short_sequence_probability: share of sequences packed shorter, as in BERT.
@@ -54,18 +56,21 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
         `pack_sentence_pairs`).
 
     Raises:
-        ValueError: sentence pairs from fewer than two documents, or a corpus
-            too small to hold out `eval_fraction`.
+        ValueError: NSP pairs from fewer than two documents, SOP pairs from
+            documents of one segment each, or a corpus too small to hold out
+            `eval_fraction`.
     """
     rng = np.random.default_rng(seed)
     options = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
                    continuation=continuation_flags(tokenizer.vocabulary), rng=rng,
                    short_sequence_probability=short_sequence_probability)
     tokenized = tokenize_documents(documents, tokenizer)
-    if objective == "mlm_nsp":
-        if len(tokenized) < 2:
-            raise ValueError("the mlm_nsp objective needs at least two documents in the corpus")
-        arrays = pack_sentence_pairs(tokenized, max_seq_length, **options)
+    pair = pair_objective(objective)
+    if pair is not None:
+        if len(tokenized) < pair.min_documents:
+            needed = {1: "one document", 2: "two documents"}[pair.min_documents]
+            raise ValueError(f"the {objective} objective needs at least {needed} in the corpus")
+        arrays = pack_sentence_pairs(tokenized, max_seq_length, objective=objective, **options)
     else:
         arrays = pack_single_segments(tokenized, max_seq_length, **options)
     order = rng.permutation(len(arrays["token_ids"]))
@@ -93,7 +98,7 @@ def masked_datasets(train, held_out, tokenizer, *, objective, batch_size, max_pr
     Args:
         train, held_out: from `pack_corpus`.
         tokenizer: the `WordPieceTokenizer` that packed them.
-        objective: "mlm", "mlm_nsp" or "span_sbo".
+        objective: "mlm", "mlm_nsp", "mlm_sop" or "span_sbo".
         batch_size: sequences per batch.
         max_predictions: prediction slots per sequence.
         seed: masking and shuffling seed (with TensorFlow's global seed,

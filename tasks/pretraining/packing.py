@@ -6,9 +6,12 @@ that must change every epoch runs later, in `tf.data`
 
 - `pack_single_segments`: `[CLS] lines… [SEP]` with consecutive lines of one
   document filling up to `max_length` pieces (MLM and span masking).
-- `pack_sentence_pairs`: `[CLS] a [SEP] b [SEP]` for next sentence prediction,
-  `b` the segment that follows `a` half of the time, a segment of another
-  document otherwise (`make_nsp_pairs`).
+- `pack_sentence_pairs`: `[CLS] a [SEP] b [SEP]` for the segment-pair
+  objectives (`pair_objectives`): next sentence prediction, `b` the segment
+  that follows `a` half of the time, a segment of another document otherwise
+  (`make_nsp_pairs`); or sentence-order prediction, two consecutive segments
+  of one document in their order half of the time, swapped otherwise
+  (`make_sop_pairs`).
 
 As in BERT, a share `short_sequence_probability` of the sequences get a
 shorter random target length, so the encoder also sees the short inputs that
@@ -18,7 +21,7 @@ at a word start.
 
 import numpy as np
 
-from nlpzoo.tasks.text.masking import make_nsp_pairs
+from nlpzoo.tasks.pretraining.pair_objectives import PAIR_OBJECTIVES
 
 
 def tokenize_documents(documents, tokenizer, batch_size=2048):
@@ -130,15 +133,25 @@ def pack_single_segments(documents, max_length, *, cls_id, sep_id, pad_id, conti
 
 
 def pack_sentence_pairs(documents, max_length, *, cls_id, sep_id, pad_id, continuation,
-                        rng, short_sequence_probability=0.1, next_probability=0.5):
-    """`[CLS] a [SEP] b [SEP]` pairs padded to `max_length`, with NSP labels.
+                        rng, short_sequence_probability=0.1, next_probability=0.5,
+                        objective="mlm_nsp"):
+    """`[CLS] a [SEP] b [SEP]` pairs padded to `max_length`, with NSP or SOP labels.
 
     Each document is cut into segments of at most `(max_length - 3) // 2`
-    pieces; consecutive segments make the true pairs (`make_nsp_pairs`).
+    pieces; consecutive segments make the pairs of label 1, and the
+    objective's pair maker the others: a segment of another document for
+    "mlm_nsp" (`make_nsp_pairs`), the two segments swapped for "mlm_sop"
+    (`make_sop_pairs`).
+
+    Args:
+        next_probability: the share of pairs of label 1 (b follows a).
+        objective: "mlm_nsp" or "mlm_sop" (`pair_objectives.PAIR_OBJECTIVES`).
+        The others as in `pack_single_segments`.
 
     Returns:
         A dict of NumPy arrays: `token_ids`, `segment_ids` int32 [N, T] and
-        `next_sentence` int32 [N] (1 = b follows a).
+        the label int32 [N] (1 = b follows a in the document), named
+        `next_sentence` for "mlm_nsp", `sentence_order` for "mlm_sop".
 
     Examples:
     >>> docs = [[np.array([5, 6]), np.array([7])], [np.array([8]), np.array([9])]]
@@ -147,7 +160,13 @@ def pack_sentence_pairs(documents, max_length, *, cls_id, sep_id, pad_id, contin
     ...     short_sequence_probability=0.0)
     >>> out["token_ids"].shape, out["next_sentence"].tolist()
     ((1, 8), [1])
+    >>> out = pack_sentence_pairs(docs, 8, cls_id=2, sep_id=3, pad_id=0,
+    ...     continuation=np.zeros(10, bool), rng=np.random.default_rng(1),
+    ...     short_sequence_probability=0.0, objective="mlm_sop")
+    >>> out["token_ids"].tolist(), out["sentence_order"].tolist()  # [5, 6] then [7], swapped
+    ([[2, 7, 3, 5, 6, 3, 0, 0]], [0])
     """
+    pair = PAIR_OBJECTIVES[objective]
     half = (max_length - 3) // 2
     if half < 1:
         raise ValueError(f"max_length={max_length} is too short for sentence pairs")
@@ -155,7 +174,7 @@ def pack_sentence_pairs(documents, max_length, *, cls_id, sep_id, pad_id, contin
         segment_document(lines, half, rng, continuation, short_sequence_probability)
         for lines in documents
     ]
-    pairs = make_nsp_pairs(segmented, rng, next_probability)
+    pairs = pair.make_pairs(segmented, rng, next_probability)
     rows, segments, labels = [], [], []
     for first, second, is_next in pairs:
         rows.append(np.concatenate([[cls_id], first, [sep_id], second, [sep_id]]))
@@ -164,7 +183,7 @@ def pack_sentence_pairs(documents, max_length, *, cls_id, sep_id, pad_id, contin
     return {
         "token_ids": _pad_rows(rows, max_length, pad_id),
         "segment_ids": _pad_rows(segments, max_length, 0),
-        "next_sentence": np.asarray(labels, np.int32),
+        pair.label: np.asarray(labels, np.int32),
     }
 
 

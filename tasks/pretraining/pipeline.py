@@ -13,7 +13,8 @@ Each element is `(inputs, labels)`:
   `mask_positions` int32 [B, P]; for `span_sbo` also `span_left`,
   `span_right`, `span_offset` int32 [B, P];
 - labels: `mlm_labels` int32 [B, P] (the original ids, -1 in unused slots);
-  `next_sentence` int32 [B] for `mlm_nsp`; `sbo_labels` int32 [B, P] for
+  `next_sentence` int32 [B] for `mlm_nsp`, `sentence_order` int32 [B] for
+  `mlm_sop` (1 = the two segments in their order; `pair_objectives`); `sbo_labels` int32 [B, P] for
   `span_sbo` (-1 where a span touches an edge or in unused slots).
 """
 
@@ -22,9 +23,10 @@ import functools
 import numpy as np
 import tensorflow as tf
 
+from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
 from nlpzoo.tasks.text.masking import mlm_mask, span_mask
 
-OBJECTIVES = ("mlm", "mlm_nsp", "span_sbo")
+OBJECTIVES = ("mlm", "mlm_nsp", "mlm_sop", "span_sbo")
 
 
 def _mask_function(objective, *, vocabulary_size, mask_id, special_ids, max_predictions,
@@ -51,11 +53,12 @@ def make_pretraining_dataset(
     seed=0,
     training=True,
 ):
-    """Batches of masked sequences for `objective` ("mlm", "mlm_nsp", "span_sbo").
+    """Batches of masked sequences for `objective` (one of `OBJECTIVES`).
 
     Args:
         arrays: from `pack_single_segments` or `pack_sentence_pairs` (the
-            latter, with `next_sentence`, for "mlm_nsp").
+            latter, with `next_sentence` for "mlm_nsp" or `sentence_order`
+            for "mlm_sop").
         continuation: bool [V], True for `##` pieces: word starts are the
             other pieces (`continuation_flags`).
         special_ids: ids never selected ([PAD], [CLS], [SEP], [MASK], [UNK]).
@@ -84,8 +87,10 @@ def make_pretraining_dataset(
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if objective == "mlm_nsp" and "next_sentence" not in arrays:
-        raise ValueError("mlm_nsp needs sentence pairs (pack_sentence_pairs)")
+    pair = pair_objective(objective)
+    if pair is not None and pair.label not in arrays:
+        raise ValueError(f"{objective} needs sentence pairs with {pair.label} labels "
+                         f"(pack_sentence_pairs(..., objective={objective!r}))")
     vocabulary_size = len(continuation)
     mask = _mask_function(
         objective, vocabulary_size=vocabulary_size, mask_id=mask_id,
@@ -107,15 +112,15 @@ def make_pretraining_dataset(
             "mask_positions": masked["mask_positions"],
         }
         labels = {"mlm_labels": tf.where(masked["mask_weights"] > 0, masked["target_ids"], -1)}
-        if objective == "mlm_nsp":
-            labels["next_sentence"] = example["next_sentence"]
+        if pair is not None:
+            labels[pair.label] = example[pair.label]
         if objective == "span_sbo":
             for name in ("span_left", "span_right", "span_offset"):
                 inputs[name] = masked[name]
             labels["sbo_labels"] = tf.where(masked["sbo_weights"] > 0, masked["target_ids"], -1)
         return inputs, labels
 
-    keys = ("token_ids", "segment_ids") + (("next_sentence",) if objective == "mlm_nsp" else ())
+    keys = ("token_ids", "segment_ids") + ((pair.label,) if pair is not None else ())
     dataset = tf.data.Dataset.from_tensor_slices({key: arrays[key] for key in keys})
     if training:
         # Pass p has its own order and masks, pure functions of (seed, p): no seed

@@ -12,6 +12,8 @@ heads pretraining trained beside the encoder; they are loaded into our
                                             embeddings, which is what BERT's is
     cls.seq_relationship                 → nsp_head/logits  (its two rows swapped: Hugging
                                             Face's label 0 is "is next", ours is 1)
+    sop_classifier.classifier            → sop_head/logits  (ALBERT's sentence-order head,
+                                            rows swapped likewise: its label 0 is "in order")
 
 A native checkpoint written by tools/pretrain.py keeps its heads under the
 same names and layouts (`head_tensors`, in `pretraining_heads.npz`), so one
@@ -41,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 HF_MLM_PREFIX = "cls.predictions."
 HF_NSP_PREFIX = "cls.seq_relationship."
+HF_SOP_PREFIX = "sop_classifier.classifier."
 # Relative difference above which a stored decoder matrix is not the word embeddings.
 _TIED_TOLERANCE = 1e-5
 
@@ -77,14 +80,18 @@ def _mlm_head_plan(head):
     ]
 
 
-def _nsp_head_plan(head):
+def _nsp_head_plan(head, prefix=HF_NSP_PREFIX):
     dense = head.logits_dense
     return [
-        PlannedWeight(dense.kernel, (HF_NSP_PREFIX + "weight",), tuple(dense.kernel.shape)[::-1],
+        PlannedWeight(dense.kernel, (prefix + "weight",), tuple(dense.kernel.shape)[::-1],
                       to_variable=_swapped_linear),
-        PlannedWeight(dense.bias, (HF_NSP_PREFIX + "bias",), tuple(dense.bias.shape),
+        PlannedWeight(dense.bias, (prefix + "bias",), tuple(dense.bias.shape),
                       to_variable=_swapped),
     ]
+
+
+def _sop_head_plan(head):
+    return _nsp_head_plan(head, HF_SOP_PREFIX)
 
 
 def _check_tied(tensors, embedding, directory):
@@ -100,11 +107,12 @@ def _check_tied(tensors, embedding, directory):
                        "matrix is not used", directory, HF_MLM_PREFIX)
 
 
-_HEAD_PREFIXES = (HF_MLM_PREFIX, HF_NSP_PREFIX)
+_HEAD_PREFIXES = (HF_MLM_PREFIX, HF_NSP_PREFIX, HF_SOP_PREFIX)
 # The heads a checkpoint may carry: their layer name → (tensor prefix, plan, what they are).
 _HEADS = {
     "mlm_head": (HF_MLM_PREFIX, _mlm_head_plan, "masked-LM head"),
     "nsp_head": (HF_NSP_PREFIX, _nsp_head_plan, "next-sentence head"),
+    "sop_head": (HF_SOP_PREFIX, _sop_head_plan, "sentence-order head"),
 }
 def describe_head(name):
     """What a head layer is, for messages: "masked-LM head (cls.predictions.*)".
