@@ -8,26 +8,14 @@ import os
 import numpy as np
 import pytest
 
-from tests.helpers.binaries import finish_processes, start_python
+from tests.helpers.binaries import finish_processes, start_tool
 from tests.helpers.paths import ROOT
 from tests.tasks.training.test_tensorboard import _events
-from nlpzoo.zoo import load_encoder
+from nlpzoo.zoo import ENCODER_PRESETS, load_encoder
 from nlpzoo.zoo.checkpoints import load_pretrainer
 
-STEPS, INTERVAL, HIDDEN = 4, 2, 32
-
-# A preset of our own (tools/pretrain.py takes shapes from presets only): the binary run
-# with it registered, as a user would register one in Python.
-_WITH_TINY_ALBERT = f"""
-import runpy, sys
-from nlpzoo.zoo import ENCODER_PRESETS, EncoderPreset
-ENCODER_PRESETS["albert_sop_test"] = EncoderPreset(
-    2, {HIDDEN}, 2, 64, embedding_dim=8, share_layers=True, gelu_approximate=True,
-    dropout=0.0, attention_dropout=0.0, description="a tiny ALBERT shape for tests")
-sys.argv = ["tools/pretrain.py"] + sys.argv[1:]
-runpy.run_path("tools/pretrain.py", run_name="__main__")
-"""
-
+STEPS, INTERVAL = 4, 2
+HIDDEN = ENCODER_PRESETS["albert_tiny"].hidden_dim
 
 @pytest.fixture(scope="module")
 def sop_run(tmp_path_factory):
@@ -39,8 +27,8 @@ def sop_run(tmp_path_factory):
                                   for i in range(0, len(questions), 10)) + "\n",
                       encoding="utf-8")
     model_dir = str(directory / "model")
-    process = start_python(
-        "-c", _WITH_TINY_ALBERT, "--preset=albert_sop_test", "--objective=mlm_sop",
+    process = start_tool(
+        "pretrain.py", "--preset=albert_tiny", "--objective=mlm_sop", "--dropout=0",
         f"--corpus={corpus}", f"--model_dir={model_dir}", "--vocab_size=400",
         f"--max_steps={STEPS}", f"--steps_per_checkpoint={INTERVAL}", "--batch_size=8",
         "--max_seq_length=32", "--learning_rate=1e-3", "--mixed_precision=float32")
@@ -51,12 +39,14 @@ def sop_run(tmp_path_factory):
 
 def test_it_trains_with_sop_and_logs_its_loss_and_accuracy(sop_run):
     model_dir, result = sop_run
-    assert "pretraining albert_sop_test with mlm_sop" in result.stdout
+    assert "pretraining albert_tiny with mlm_sop" in result.stdout
     config = json.load(open(os.path.join(model_dir, "config.json")))
     assert config["objective"] == "mlm_sop" and config["total_steps"] == STEPS
     metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
     assert {"mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"} <= set(metrics)
-    assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["sop_loss"], rel=1e-4)
+    # Keras averages the total per example and each part per batch: an uneven last batch
+    # parts them slightly.
+    assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["sop_loss"], rel=1e-2)
     train = _events(os.path.join(model_dir, "logs", "train"))
     validation = _events(os.path.join(model_dir, "logs", "validation"))
     for name in ("epoch_sop_loss", "epoch_sop_accuracy"):
@@ -70,7 +60,8 @@ def test_the_encoder_is_albert_shaped_and_its_sop_head_is_kept(sop_run):
     model_dir, _ = sop_run
     checkpoint = os.path.join(model_dir, "encoder")
     transformer = load_encoder(checkpoint).transformer
-    assert transformer.share_layers and transformer.embedding_dim == 8
+    assert transformer.share_layers and transformer.embedding_dim == ENCODER_PRESETS[
+        "albert_tiny"].embedding_dim < HIDDEN
     with np.load(os.path.join(checkpoint, "pretraining_heads.npz")) as stored:
         heads = {name: stored[name] for name in stored.files}
     assert heads["sop_classifier.classifier.weight"].shape == (2, HIDDEN)
