@@ -42,7 +42,7 @@ def list_presets(kind=None, pretrained=False):
     `pretrained=True` lists the well-known pretrained checkpoints instead, as
     `{handle: encoder preset of its architecture}`
     (`zoo.checkpoints.handles.PRETRAINED_CHECKPOINTS`); a handle loads with
-    `build_model(handle, task=...)` or `--init_checkpoint=<handle>`.
+    `load_pretrained(handle, task, ...)` or `--init_checkpoint=<handle>`.
 
     >>> list_presets(pretrained=True)["hf://FacebookAI/roberta-base"]
     'roberta_base'
@@ -227,28 +227,15 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             over the preset's `fine_tuning.warmup_fraction` of the steps, or
             `warmup_steps`). Unknown names or bad values raise `ValueError`.
 
-    A pretrained checkpoint's handle (`hf://<org>/<name>`, `kaggle://…`; see
-    `list_presets(pretrained=True)`) or local directory may stand for the
-    preset, with the task named: `build_model("hf://FacebookAI/roberta-base",
-    task="tagging", labels=[...])` is `zoo.load_pretrained(handle, "tagging", ...)`,
-    the checkpoint's encoder and tokenizer under a new head.
+    A pretrained checkpoint (a directory, or a handle such as
+    `hf://FacebookAI/roberta-base`: `list_presets(pretrained=True)`) takes a head
+    with `load_pretrained(checkpoint, task, ...)`.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
     >>> model.output_shape
     (None, 6)
     """
-    if preset not in TASK_PRESETS and preset not in ENCODER_PRESETS and (
-            "task" in overrides or str(preset).startswith(("hf://", "kaggle://"))):
-        from nlpzoo.zoo.checkpoints import load_pretrained
-
-        if "task" not in overrides:
-            raise ValueError(f"{preset}: a checkpoint has no task; name one, e.g. "
-                             f"build_model({preset!r}, task='classification', num_classes=2)")
-        if encoder is not None or not compile:
-            raise ValueError("a checkpoint given to build_model brings its own encoder and "
-                             "is compiled; use build_task_model for other combinations")
-        return load_pretrained(preset, overrides.pop("task"), **overrides)
     if preset not in TASK_PRESETS:
         if preset in ENCODER_PRESETS:
             raise ValueError(

@@ -26,13 +26,13 @@ from nlpzoo.zoo.checkpoints.huggingface import (
     export_hf_checkpoint,
     hf_tensors,
     load_hf_encoder,
-    load_hf_tokenizer,
     load_hf_weights,
     read_hf_config,
     read_hf_lowercase,
     read_hf_weights,
     read_sentence_transformers_max_seq_length,
 )
+from nlpzoo.zoo.checkpoints.hf_tokenizers import load_hf_tokenizer
 from nlpzoo.zoo.checkpoints.keras_hub import (
     export_keras_hub_preset,
     load_keras_hub_encoder,

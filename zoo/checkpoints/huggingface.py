@@ -549,18 +549,6 @@ def read_sentence_transformers_max_seq_length(path):
     return value
 
 
-def load_hf_tokenizer(path):
-    """A `WordPieceTokenizer` for a Hugging Face BERT checkpoint directory.
-
-    Reads `vocab.txt`; lower-casing and accent stripping follow
-    `tokenizer_config.json` (see `read_hf_lowercase`).
-    """
-    directory = checkpoint_directory(path)
-    return WordPieceTokenizer(
-        os.path.join(directory, VOCABULARY_FILE), lowercase=read_hf_lowercase(directory)
-    )
-
-
 # --- export ---------------------------------------------------------------------------------
 
 # What transformers' BertModel is, and what our tokenizer is in its terms.
