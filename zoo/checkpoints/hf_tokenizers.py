@@ -207,13 +207,29 @@ def export_hf_tokenizer(tokenizer, directory, model_max_length):
     >>> load_hf_tokenizer(directory).encode("cat <mask>") == tokenizer.encode("cat <mask>")
     True
     """
+    return write_hf_tokenizer_files(hf_tokenizer_files(tokenizer, model_max_length), directory)
+
+
+def hf_tokenizer_files(tokenizer, model_max_length):
+    """{file name: its content (a string, or a dict/list written as JSON)}: what
+    `export_hf_tokenizer` writes, made (and refused) before anything is written.
+
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> files = hf_tokenizer_files(WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"]), 64)
+    >>> files["vocab.txt"], files["tokenizer_config.json"]["tokenizer_class"]
+    ('[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n', 'BertTokenizer')
+    """
     writers = {"wordpiece": _export_wordpiece, "byte_pair": _export_byte_pair,
                "sentencepiece": _export_sentencepiece}
     kind = getattr(tokenizer, "kind", None)
     if kind not in writers:
         raise ValueError(f"{type(tokenizer).__name__}: not a tokenizer this version exports "
                          f"(kinds: {', '.join(writers)})")
-    files = writers[kind](tokenizer, int(model_max_length))
+    return writers[kind](tokenizer, int(model_max_length))
+
+
+def write_hf_tokenizer_files(files, directory):
+    """Writes `hf_tokenizer_files`' files into `directory`; returns their names, sorted."""
     for name, content in files.items():
         _write_file(os.path.join(directory, name), content)
     return sorted(files)
@@ -250,6 +266,8 @@ def _export_wordpiece(tokenizer, model_max_length):
     from nlpzoo.zoo.checkpoints.huggingface import _hf_tokenizer_config
 
     config = _hf_tokenizer_config(tokenizer.lowercase, model_max_length)
+    for field in _SPECIAL_FIELDS.values():  # only those the vocabulary has
+        config.pop(field, None)
     config.update(_special_fields(tokenizer))
     return {WORDPIECE_VOCABULARY: "".join(f"{token}\n" for token in tokenizer.vocabulary),
             TOKENIZER_CONFIG_FILE: config}
