@@ -732,7 +732,8 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
             accents); a `SubwordTokenizer` says so itself.
         overwrite: replace an existing non-empty `directory`.
         model_type: the family to write (e.g. "xlm-roberta"); None: the one
-            the encoder's options make (`export_family`).
+            the encoder's options make (`export_family`), XLM-R when a
+            RoBERTa-layout encoder comes with XLM-R's SentencePiece tokenizer.
 
     Raises:
         ValueError: the family's class cannot express the encoder (named, with why),
@@ -758,6 +759,9 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
     from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
+    if model_type is None and getattr(vocabulary, "family", None) == "xlm-roberta" \
+            and export_family(transformer).model_type == "roberta":
+        model_type = "xlm-roberta"  # one layout: XLM-R's tokenizer tells them apart
     family = export_family(transformer, model_type)
     tensors = hf_tensors(transformer, family.model_type)  # refuses what it cannot hold
     if family.pooler is None:
