@@ -20,6 +20,11 @@ anything else          BertModel + head_weights.safetensors  (Keras variable pat
 (span NER, ...)
 =====================  ====================================  ==========================
 
+RoBERTa, XLM-R, DistilBERT, ALBERT and ELECTRA export as their own
+`<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
+and the model's tokenizer of any kind goes with it
+(`hf_tokenizers.export_hf_tokenizer`).
+
 The table is `HEAD_ROWS`, keyed by the encoder family (config.json's
 `model_type`, as `export_hf_checkpoint` writes it) and the head kind
 (`head_kind`); another family is another row (its class names, the prefix
