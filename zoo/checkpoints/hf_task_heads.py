@@ -20,6 +20,11 @@ anything else          BertModel + head_weights.safetensors  (Keras variable pat
 (span NER, ...)
 =====================  ====================================  ==========================
 
+RoBERTa, XLM-R, DistilBERT, ALBERT and ELECTRA export as their own
+`<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
+and the model's tokenizer of any kind goes with it
+(`hf_tokenizers.export_hf_tokenizer`).
+
 The table is `HEAD_ROWS`, keyed by the encoder family (config.json's
 `model_type`, as `export_hf_checkpoint` writes it) and the head kind
 (`head_kind`); another family is another row (its class names, the prefix
@@ -116,7 +121,11 @@ class HeadRow:
     our part of the head → the tensor name (without ".weight"/".bias") or,
     for "mlm", a map from BERT's `cls.predictions.*` names to the family's;
     cls_activation: what a sequence classifier applies after its dense layer
-    over the first token ("tanh" for BERT's pooler).
+    over the first token ("tanh" for BERT's pooler); mlm_activation: the
+    masked-LM head's activation ("hidden_act": the encoder's, or "gelu":
+    exact GELU whatever the encoder's); mlm_epsilon: its LayerNorm's epsilon
+    (None: the encoder's `layer_norm_eps`); dropout_field: the config.json
+    field of the head's dropout.
     """
 
     architecture: str
@@ -125,14 +134,66 @@ class HeadRow:
     pooler: bool = False
     names: tuple = ()
     cls_activation: str = None
+    mlm_activation: str = "hidden_act"
+    mlm_epsilon: float = None
+    dropout_field: str = "classifier_dropout"
 
     def name(self, part):
         return dict(self.names)[part]
 
 
-# (model_type, head kind) → row. Other families are rows (RoBERTa's sequence classifier:
-# prefix "roberta.", names (("cls_dense", "classifier.dense"), ("output",
-# "classifier.out_proj")), cls_activation "tanh"; DistilBERT's: "pre_classifier", "relu").
+def _mlm_names(dense, norm, bias):
+    """BERT's masked-LM tensor names → a family's (its dense, LayerNorm and bias modules)."""
+    bert = "cls.predictions."
+    return tuple((f"{bert}transform.{ours}.{kind}", f"{theirs}.{kind}")
+                 for ours, theirs in (("dense", dense), ("LayerNorm", norm))
+                 for kind in ("weight", "bias")) + ((f"{bert}bias", bias),)
+
+
+def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, mlm=None,
+                 cls_pooler=False, **options):
+    """The four rows of a family: sequence and token classification, QA, masked LM.
+
+    cls_names: the sequence classifier's (dense over the first token, output)
+    modules; mlm: `_mlm_names`' map, None when the family's masked-LM class
+    does not match our head; cls_pooler: the sequence classifier's dense is
+    the encoder's pooler (ALBERT), so that class keeps it.
+    """
+    def row(kind, names, **more):
+        return HeadRow(f"{class_prefix}For{kind}", f"AutoModelFor{kind}", prefix,
+                       names=names, **dict(options, **more))
+
+    rows = {
+        (model_type, SEQUENCE_CLASSIFICATION): row(
+            "SequenceClassification", (("cls_dense", cls_names[0]), ("output", cls_names[1])),
+            cls_activation=cls_activation, pooler=cls_pooler),
+        (model_type, TOKEN_CLASSIFICATION): row("TokenClassification",
+                                                (("output", "classifier"),)),
+        (model_type, QUESTION_ANSWERING): row("QuestionAnswering", (("output", "qa_outputs"),)),
+    }
+    if mlm is not None:
+        rows[(model_type, MASKED_LM)] = row("MaskedLM", (("mlm", mlm),))
+    return rows
+
+
+# (model_type, head kind) → row; checked against transformers 5.24's modeling code
+# (tests/fixtures/check_hf_head_export.py loads each class and compares the logits):
+#
+#   family       sequence classifier                     masked LM (decoder tied)
+#   bert         bert.pooler.dense tanh, classifier      cls.predictions.*
+#   roberta,     classifier.dense tanh,                  lm_head.dense (gelu),
+#   xlm-roberta  classifier.out_proj                     lm_head.layer_norm, lm_head.bias
+#   distilbert   pre_classifier relu, classifier         vocab_transform (activation),
+#                                                        vocab_layer_norm (1e-12),
+#                                                        vocab_projector.bias
+#   albert       albert.pooler tanh, classifier          predictions.dense (hidden_act),
+#                                                        predictions.LayerNorm, .bias
+#   electra      classifier.dense gelu,                  generator_predictions.dense (gelu),
+#                classifier.out_proj                     generator_predictions.LayerNorm,
+#                                                        generator_lm_head.bias
+#
+# Token classification is `classifier`, question answering `qa_outputs` in every family;
+# only BERT has a class with a next-sentence head (ALBERT's is sentence order).
 HEAD_ROWS = {
     ("bert", SEQUENCE_CLASSIFICATION): HeadRow(
         "BertForSequenceClassification", "AutoModelForSequenceClassification", "bert.",
@@ -149,6 +210,25 @@ HEAD_ROWS = {
     ("bert", QUESTION_ANSWERING): HeadRow(
         "BertForQuestionAnswering", "AutoModelForQuestionAnswering", "bert.",
         names=(("output", "qa_outputs"),)),
+    **_family_rows("roberta", "Roberta", "roberta.", ("classifier.dense", "classifier.out_proj"),
+                   "tanh", _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                   mlm_activation="gelu"),
+    **_family_rows("xlm-roberta", "XLMRoberta", "roberta.",
+                   ("classifier.dense", "classifier.out_proj"), "tanh",
+                   _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                   mlm_activation="gelu"),
+    **_family_rows("distilbert", "DistilBert", "distilbert.", ("pre_classifier", "classifier"),
+                   "relu", _mlm_names("vocab_transform", "vocab_layer_norm",
+                                      "vocab_projector.bias"),
+                   mlm_epsilon=1e-12, dropout_field="seq_classif_dropout"),
+    **_family_rows("albert", "Albert", "albert.", ("albert.pooler", "classifier"), "tanh",
+                   _mlm_names("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+                   cls_pooler=True, dropout_field="classifier_dropout_prob"),
+    **_family_rows("electra", "Electra", "electra.", ("classifier.dense", "classifier.out_proj"),
+                   "gelu", _mlm_names("generator_predictions.dense",
+                                      "generator_predictions.LayerNorm",
+                                      "generator_lm_head.bias"),
+                   mlm_activation="gelu"),
 }
 
 # The pipeline tag of each kind (the card's front matter).
@@ -260,9 +340,11 @@ def _sequence_classification(model, row, labels, covered):
             raise ValueError(f"head_hidden_dim={head.hidden_dim}: a hidden layer after the "
                              f"pooler; {row.architecture} has one dense layer over the first "
                              "token, the pooler, and none after it")
-        if row.cls_activation != "tanh":
-            raise ValueError(f"pooling='pooler': BERT's tanh pooler; {row.architecture} "
-                             f"applies {row.cls_activation} to its first-token dense layer")
+        pooler_activation = transformer_of(model.encoder).pooler_activation
+        if pooler_activation != row.cls_activation:
+            raise ValueError(f"pooling='pooler' with pooler_activation={pooler_activation!r}: "
+                             f"{row.architecture} applies {row.cls_activation} to its "
+                             "first-token dense layer")
         pooler = transformer_of(model.encoder).pooler
         _linear(row.name("cls_dense"), pooler, tensors, covered)
     elif model.pooling == "cls" and len(head.hidden_layers) == 1:
@@ -285,7 +367,7 @@ def _sequence_classification(model, row, labels, covered):
     _linear(row.name("output"), head.logits_dense, tensors, covered)
 
     options = _options(model)
-    config, extra = {"classifier_dropout": float(model.dropout)}, {}
+    config, extra = {row.dropout_field: float(model.dropout)}, {}
     if options.get("objective") == "regression" or model.num_classes == 1:
         labels = list(labels) or ["score"]
         config.update(problem_type="regression", num_labels=1, **_label_config(labels[:1]))
@@ -336,7 +418,7 @@ def _token_classification(model, row, labels, covered):
                          f"{row.architecture}'s per-token logits cannot give it")
     tensors = {}
     _linear(row.name("output"), model.get_layer("emissions"), tensors, covered)
-    config = {"classifier_dropout": float(model.dropout), "num_labels": len(labels),
+    config = {row.dropout_field: float(model.dropout), "num_labels": len(labels),
               **_label_config(labels)}
     notes = [f"transformers gives logits for every token; this model labels a word from "
              f"{_SUBWORD_NOTES[aggregation]} (`subword_aggregation={aggregation}`). Read "
@@ -381,15 +463,20 @@ def _masked_lm(model, row, labels, covered):
     transformer = transformer_of(model.encoder)
     head = model.get_layer("mlm_head")
     activation = _activation_name(head.transform)
-    expected = "gelu" if activation == "gelu" and not transformer.gelu_approximate else None
-    if expected is None:
-        raise ValueError(f"the masked-LM head's activation {activation!r} with an encoder of "
-                         f"gelu_approximate={transformer.gelu_approximate}: "
-                         f"{row.architecture}'s head uses the encoder's hidden_act")
-    if abs(head.layer_norm_epsilon - transformer.layer_norm_epsilon) > 1e-15:
-        raise ValueError(f"the masked-LM head's layer_norm_epsilon={head.layer_norm_epsilon} "
-                         f"differs from the encoder's {transformer.layer_norm_epsilon}; "
-                         f"{row.architecture}'s head uses the encoder's")
+    if row.mlm_activation == "gelu":
+        fits, theirs = activation == "gelu", "exact gelu"
+    else:  # the encoder's hidden_act: exact gelu, or its tanh approximation
+        fits = activation == "gelu" and not transformer.gelu_approximate
+        theirs = "the encoder's hidden_act (gelu_approximate=" \
+                 f"{transformer.gelu_approximate})"
+    if not fits:
+        raise ValueError(f"the masked-LM head's activation {activation!r} (exact): "
+                         f"{row.architecture}'s head uses {theirs}")
+    epsilon = transformer.layer_norm_epsilon if row.mlm_epsilon is None else row.mlm_epsilon
+    if abs(head.layer_norm_epsilon - epsilon) > 1e-15:
+        whose = "the encoder's" if row.mlm_epsilon is None else "a fixed"
+        raise ValueError(f"the masked-LM head's layer_norm_epsilon={head.layer_norm_epsilon}: "
+                         f"{row.architecture}'s head uses {whose} {epsilon}")
     renames = dict(row.name("mlm"))
     keep = (HF_MLM_PREFIX, HF_NSP_PREFIX) if row.pooler else (HF_MLM_PREFIX,)
     tensors = {renames.get(name, name): value for name, value in head_tensors(model).items()
@@ -399,7 +486,8 @@ def _masked_lm(model, row, labels, covered):
     for layer in heads:
         # The decoder's table is the encoder's word embeddings (tied), exported with it.
         covered.update(id(variable) for variable in layer.weights)
-    notes = ["The masked-LM decoder is tied to the word embeddings, as in BERT."]
+    notes = [f"The masked-LM decoder is tied to the word embeddings, as in "
+             f"{row.architecture}."]
     if row.pooler:
         notes.append("Next-sentence head: label 0 is \"b follows a\" (transformers' order).")
     return tensors, {}, {}, notes
@@ -468,19 +556,29 @@ def _plan(model, model_type, labels):
 
 
 def _model_metadata(model, vocabulary, lowercase, labels):
+    """(tokenizer, lowercase, labels): the tokenizer as a `SubwordTokenizer` (the model's
+    preprocessor's, of any kind) or a WordPiece token list."""
     preprocessor = getattr(model, "preprocessor", None)
     metadata = getattr(model, "task_metadata", None) or {}
     if vocabulary is None:
         if preprocessor is None:
-            raise ValueError("the model carries no vocabulary: give vocabulary= (and lowercase=)")
-        vocabulary = preprocessor.vocabulary
+            raise ValueError("the model carries no tokenizer: give vocabulary= (a tokenizer, "
+                             "or WordPiece tokens and lowercase=)")
+        vocabulary = preprocessor.tokenizer()
     if lowercase is None:
-        lowercase = preprocessor.lowercase if preprocessor is not None else True
+        lowercase = (vocabulary.lowercase if _is_tokenizer(vocabulary)
+                     else preprocessor.lowercase if preprocessor is not None else True)
     if labels is None:
         labels = metadata.get("labels")
     if labels is None:
         labels = [str(i) for i in range(int(model.output_shape[-1]))]
-    return list(vocabulary), bool(lowercase), [str(label) for label in labels]
+    if not _is_tokenizer(vocabulary):
+        vocabulary = list(vocabulary)
+    return vocabulary, bool(lowercase), [str(label) for label in labels]
+
+
+def _is_tokenizer(vocabulary):
+    return hasattr(vocabulary, "kind") and hasattr(vocabulary, "vocabulary")
 
 
 def _save_extra(path, value):
@@ -527,7 +625,7 @@ def _write_card(directory, result):
 
 
 def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, labels=None,
-                         overwrite=False, write_card=None):
+                         overwrite=False, write_card=None, model_type=None):
     """Writes a task model as a Hugging Face directory its `AutoModelFor...` class loads.
 
     See the module docstring for what maps to which class. The directory
@@ -542,9 +640,15 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
         model: a task model (`Classifier`, `SequenceTagger`, `FillMaskModel`,
             `Pretrainer`, `QuestionAnswerer`, or any model with an encoder).
         directory: the directory to create.
-        vocabulary, lowercase, labels: the tokenizer and label names; by
-            default those the model carries (`attach_metadata`).
+        vocabulary, lowercase, labels: the tokenizer (a `SubwordTokenizer` of
+            any kind, or WordPiece tokens with `lowercase`) and the label
+            names; by default those the model carries (`attach_metadata`).
+            The tokenizer is written as its family's transformers class reads
+            it (`hf_tokenizers.export_hf_tokenizer`).
         overwrite: replace an existing directory of ours.
+        model_type: the family to write (`export_hf_checkpoint`'s); None: the
+            encoder's options decide, XLM-R when a RoBERTa-layout encoder
+            comes with XLM-R's SentencePiece tokenizer.
         write_card: `write_card(directory, result)` writes the model card
             (README.md) into the new directory; by default a short one with
             the class, labels and the notes on reading the outputs.
@@ -572,7 +676,8 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
                                      dir=parent) as scratch:
         encoder_dir = os.path.join(scratch, "encoder")
         with _quiet_layer_mix_warning():
-            export_hf_checkpoint(encoder, encoder_dir, vocabulary, lowercase)
+            export_hf_checkpoint(encoder, encoder_dir, vocabulary, lowercase,
+                                 model_type=model_type)
         with open(os.path.join(encoder_dir, CONFIG_FILE), encoding="utf-8") as file:
             config = json.load(file)
         row, kind, head, config_updates, extra, notes = _plan(model, config["model_type"],

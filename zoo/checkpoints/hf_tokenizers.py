@@ -150,3 +150,222 @@ def has_tokenizer_files(path):
     """Whether a directory holds any tokenizer file this module reads."""
     names = (TOKENIZER_JSON, WORDPIECE_VOCABULARY, BPE_FILES[0], *SENTENCEPIECE_FILES)
     return any(os.path.isfile(os.path.join(path, name)) for name in names)
+
+
+# --- export ------------------------------------------------------------------------------
+
+# Our special-token roles → transformers' tokenizer_config.json fields.
+_SPECIAL_FIELDS = {"unk": "unk_token", "sep": "sep_token", "pad": "pad_token",
+                   "cls": "cls_token", "mask": "mask_token"}
+# The SentencePiece families' transformers classes, and the unknown id each class fixes.
+_SENTENCEPIECE_CLASSES = {"xlm-roberta": ("XLMRobertaTokenizer", 3),
+                          "albert": ("AlbertTokenizer", 1)}
+
+
+def export_hf_tokenizer(tokenizer, directory, model_max_length):
+    """Writes `tokenizer` as files `transformers.AutoTokenizer.from_pretrained` reads to
+    the same ids (`encode(text, text_pair)` = its `input_ids`), and `load_hf_tokenizer` too.
+
+    ==================  ===================================  =========================
+    our tokenizer       files                                transformers class
+    ==================  ===================================  =========================
+    WordPiece           vocab.txt                            BertTokenizer
+    byte-level BPE      vocab.json, merges.txt               RobertaTokenizer
+    SentencePiece       tokenizer.json (a Unigram model:     XLMRobertaTokenizer,
+                        our pieces, ids and scores, the      AlbertTokenizer
+                        model's charsmap)
+    ==================  ===================================  =========================
+
+    Each with `tokenizer_config.json` (the class, special tokens, casing,
+    `add_prefix_space`, the added tokens, `model_max_length`). A SentencePiece
+    tokenizer is written as `tokenizer.json` rather than a legacy `.model`
+    file: its piece ids are the checkpoint's (XLM-R's fairseq specials
+    included), which is what a `tokenizer.json` holds.
+
+    Args:
+        tokenizer: a `SubwordTokenizer` (`WordPieceTokenizer`,
+            `ByteLevelBpeTokenizer`, `SentencePieceTokenizer`).
+        directory: an existing directory to write into.
+        model_max_length: the longest input (tokens) the model takes.
+
+    Returns:
+        The names of the files written.
+
+    Raises:
+        ValueError: a setting the family's transformers class cannot express
+            (a lower-casing or Unicode-normalising byte-level BPE, an XLM-R
+            tokenizer that lower-cases, special tokens in other places); one line.
+
+    Examples:
+    >>> import tempfile
+    >>> from nlpzoo.tasks.text.byte_pair_tokenizer import ByteLevelBpeTokenizer
+    >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "c", "a", "t", "Ġ", "Ġc", "at"]
+    >>> tokenizer = ByteLevelBpeTokenizer(tokens, ["Ġ c", "a t"])
+    >>> directory = tempfile.mkdtemp()
+    >>> export_hf_tokenizer(tokenizer, directory, 512)
+    ['merges.txt', 'tokenizer_config.json', 'vocab.json']
+    >>> load_hf_tokenizer(directory).encode("cat <mask>") == tokenizer.encode("cat <mask>")
+    True
+    """
+    return write_hf_tokenizer_files(hf_tokenizer_files(tokenizer, model_max_length), directory)
+
+
+def hf_tokenizer_files(tokenizer, model_max_length):
+    """{file name: its content (a string, or a dict/list written as JSON)}: what
+    `export_hf_tokenizer` writes, made (and refused) before anything is written.
+
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> files = hf_tokenizer_files(WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"]), 64)
+    >>> files["vocab.txt"], files["tokenizer_config.json"]["tokenizer_class"]
+    ('[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n', 'BertTokenizer')
+    """
+    writers = {"wordpiece": _export_wordpiece, "byte_pair": _export_byte_pair,
+               "sentencepiece": _export_sentencepiece}
+    kind = getattr(tokenizer, "kind", None)
+    if kind not in writers:
+        raise ValueError(f"{type(tokenizer).__name__}: not a tokenizer this version exports "
+                         f"(kinds: {', '.join(writers)})")
+    return writers[kind](tokenizer, int(model_max_length))
+
+
+def write_hf_tokenizer_files(files, directory):
+    """Writes `hf_tokenizer_files`' files into `directory`; returns their names, sorted."""
+    for name, content in files.items():
+        _write_file(os.path.join(directory, name), content)
+    return sorted(files)
+
+
+def _write_file(path, content):
+    from nlpzoo.tasks.io.atomic_files import write_json_atomically, write_text_atomically
+
+    if isinstance(content, (dict, list)):
+        write_json_atomically(content, path)
+    else:
+        write_text_atomically(path, [content])
+
+
+def _special_fields(tokenizer):
+    """tokenizer_config.json's `*_token` fields of our special tokens (those in the vocabulary)."""
+    vocabulary = set(tokenizer.vocabulary)
+    return {field: tokenizer.special_tokens[role] for role, field in _SPECIAL_FIELDS.items()
+            if tokenizer.special_tokens[role] in vocabulary}
+
+
+def _added_token(token_id, content, special, lstrip=False, rstrip=False):
+    return {"id": token_id, "content": content, "single_word": False, "lstrip": lstrip,
+            "rstrip": rstrip, "normalized": False, "special": special}
+
+
+def _added_tokens_decoder(entries):
+    return {str(entry["id"]): {key: value for key, value in entry.items() if key != "id"}
+            for entry in entries}
+
+
+def _export_wordpiece(tokenizer, model_max_length):
+    """vocab.txt + BertTokenizer's tokenizer_config.json (what `export_hf_checkpoint` wrote)."""
+    from nlpzoo.zoo.checkpoints.huggingface import _hf_tokenizer_config
+
+    config = _hf_tokenizer_config(tokenizer.lowercase, model_max_length)
+    for field in _SPECIAL_FIELDS.values():  # only those the vocabulary has
+        config.pop(field, None)
+    config.update(_special_fields(tokenizer))
+    return {WORDPIECE_VOCABULARY: "".join(f"{token}\n" for token in tokenizer.vocabulary),
+            TOKENIZER_CONFIG_FILE: config}
+
+
+def _export_byte_pair(tokenizer, model_max_length):
+    """vocab.json + merges.txt + RobertaTokenizer's tokenizer_config.json."""
+    import json
+
+    if tokenizer.lowercase or tokenizer.normalization:
+        raise ValueError(f"a byte-level BPE with lowercase={tokenizer.lowercase}, "
+                         f"normalization={tokenizer.normalization!r}: RobertaTokenizer has no "
+                         "normaliser")
+    if tuple(tokenizer.template) != (2, 0):
+        raise ValueError(f"template={tuple(tokenizer.template)}: RobertaTokenizer packs "
+                         "<s> a </s></s> b </s> (two separators, one segment id)")
+    index = {}
+    for token_id, token in enumerate(tokenizer.vocabulary):
+        if index.setdefault(token, token_id) != token_id:
+            raise ValueError(f"the token {token!r} has two ids ({index[token]}, {token_id}); "
+                             "vocab.json maps each token to one")
+    specials = set(tokenizer.special_tokens.values())
+    added = [_added_token(index[token["content"]], token["content"],
+                          token["content"] in specials, token["lstrip"], token["rstrip"])
+             for token in tokenizer.added_tokens]
+    config = dict(_special_fields(tokenizer), tokenizer_class="RobertaTokenizer",
+                  bos_token=tokenizer.special_tokens["cls"],
+                  eos_token=tokenizer.special_tokens["sep"],
+                  add_prefix_space=tokenizer.add_prefix_space, trim_offsets=True,
+                  errors="replace", model_max_length=model_max_length,
+                  added_tokens_decoder=_added_tokens_decoder(added))
+    return {BPE_FILES[0]: json.dumps(index, ensure_ascii=False),
+            BPE_FILES[1]: "#version: 0.2\n" + "".join(f"{m}\n" for m in tokenizer.merges),
+            TOKENIZER_CONFIG_FILE: config}
+
+
+def _export_sentencepiece(tokenizer, model_max_length):
+    """tokenizer.json (a Unigram model of our pieces) + the family's tokenizer_config.json."""
+    import base64
+
+    from nlpzoo.tasks.text.sentence_piece_tokenizer import _parse_model
+
+    class_name, unk_id = _SENTENCEPIECE_CLASSES[tokenizer.family]
+    if tokenizer.unk_id != unk_id:
+        raise ValueError(f"the unknown token has id {tokenizer.unk_id}; {class_name} fixes it "
+                         f"at {unk_id}")
+    if tokenizer.family == "xlm-roberta" and (tokenizer.lowercase or not tokenizer.keep_accents):
+        raise ValueError(f"an XLM-R tokenizer with lowercase={tokenizer.lowercase}, "
+                         f"keep_accents={tokenizer.keep_accents}: XLMRobertaTokenizer "
+                         "normalises with the model's charsmap only")
+    proto = _parse_model(tokenizer._model, "the tokenizer's SentencePiece model")
+    types = type(proto.pieces[0])
+    pieces = [[piece.piece, float(piece.score)] for piece in proto.pieces]
+    specials = set(tokenizer.special_tokens.values())
+    index = {}
+    for token_id, (piece, _) in enumerate(pieces):
+        index.setdefault(piece, token_id)
+    added = [_added_token(index[token], token, token in specials)
+             for token in tokenizer.split_tokens]
+    charsmap = proto.normalizer_spec.precompiled_charsmap
+    normalizers = []
+    if tokenizer.family == "albert":
+        normalizers += [{"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
+                        {"type": "Replace", "pattern": {"String": "''"}, "content": '"'}]
+        if not tokenizer.keep_accents:
+            normalizers += [{"type": "NFKD"}, {"type": "StripAccents"}]
+        if tokenizer.lowercase:
+            normalizers.append({"type": "Lowercase"})
+    if charsmap:
+        normalizers.append({"type": "Precompiled",
+                            "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")})
+    cls, sep = tokenizer.special_tokens["cls"], tokenizer.special_tokens["sep"]
+    second = [{"Sequence": {"id": "B", "type_id": tokenizer.template.second_segment_id}},
+              {"SpecialToken": {"id": sep, "type_id": tokenizer.template.second_segment_id}}]
+    middle = [{"SpecialToken": {"id": sep, "type_id": 0}}] * (tokenizer.template.separators - 1)
+    single = [{"SpecialToken": {"id": cls, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+              {"SpecialToken": {"id": sep, "type_id": 0}}]
+    content = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": normalizers},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "WhitespaceSplit"},
+            {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+             "split": True}]},
+        "post_processor": {
+            "type": "TemplateProcessing", "single": single, "pair": single + middle + second,
+            "special_tokens": {token: {"id": token, "ids": [index[token]], "tokens": [token]}
+                               for token in (cls, sep)}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                    "split": True},
+        "model": {"type": "Unigram", "unk_id": tokenizer.unk_id, "vocab": pieces,
+                  "byte_fallback": False},
+    }
+    config = dict(_special_fields(tokenizer), tokenizer_class=class_name,
+                  bos_token=cls, eos_token=sep, model_max_length=model_max_length,
+                  add_prefix_space=True, added_tokens_decoder=_added_tokens_decoder(added))
+    if tokenizer.family == "albert":
+        config.update(do_lower_case=tokenizer.lowercase, keep_accents=tokenizer.keep_accents,
+                      remove_space=True)
+    return {TOKENIZER_JSON: content, TOKENIZER_CONFIG_FILE: config}

@@ -675,6 +675,19 @@ def _hf_tokenizer_config(lowercase, model_max_length):
     return config
 
 
+def _check_tokenizer(tokenizer, transformer, family):
+    """`tokenizer` (a `SubwordTokenizer`), checked to fit the encoder and the family."""
+    if tokenizer.vocabulary_size != transformer.vocabulary_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocabulary_size} tokens but the encoder "
+                         f"has vocabulary_size={transformer.vocabulary_size}")
+    if family.positions_after_padding and tokenizer.pad_id != transformer.position_offset - 1:
+        raise ValueError(f"the tokenizer's padding id is {tokenizer.pad_id}; "
+                         f"{family.architecture} numbers positions after the padding id, which "
+                         f"for this encoder (position_offset={transformer.position_offset}) "
+                         f"is {transformer.position_offset - 1}")
+    return tokenizer
+
+
 def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, overwrite=False,
                          model_type=None):
     """Writes `encoder` and its tokenizer as a Hugging Face BERT-family directory.
@@ -683,9 +696,11 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
     `architectures` its bare class, e.g. ["BertModel"], every field of its
     config class; `hidden_act` "gelu" for exact GELU, "gelu_new" for the tanh
     approximation), `model.safetensors` (the tensors that class uses, see
-    `hf_tensors`) and, with a `vocabulary`, `vocab.txt` and
-    `tokenizer_config.json` (`BertTokenizer`, our WordPiece tokenizer in any
-    family, with `do_lower_case`, the special tokens, `model_max_length`).
+    `hf_tensors`) and, with a `vocabulary`, the tokenizer's files: a token
+    list as `vocab.txt` and `tokenizer_config.json` (`BertTokenizer`, our
+    WordPiece tokenizer in any family, with `do_lower_case`, the special
+    tokens, `model_max_length`), a `SubwordTokenizer` as its kind's files
+    (`hf_tokenizers.export_hf_tokenizer`).
     `transformers.AutoModel.from_pretrained`, for BERT KerasHub's
     `BertBackbone.from_preset`, and `load_hf_encoder` read it. It is
     written into a temporary sibling and renamed into place. LoRA updates are
@@ -695,13 +710,18 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
     Args:
         encoder: a zoo encoder (or its `TransformerEncoder` layer).
         directory: the directory to create.
-        vocabulary: the WordPiece tokens (id = position), as many as the
-            encoder's `vocabulary_size`, with [PAD], [UNK], [CLS], [SEP], [MASK];
-            None writes the model alone (no tokenizer files).
-        lowercase: whether the tokenizer lower-cases (and strips accents).
+        vocabulary: the tokenizer: a `SubwordTokenizer` of any kind (written
+            by `hf_tokenizers.export_hf_tokenizer`: vocab.txt, vocab.json +
+            merges.txt, or tokenizer.json, with the family's
+            tokenizer_config.json), or the WordPiece tokens (id = position)
+            with [PAD], [UNK], [CLS], [SEP], [MASK]; as many tokens as the
+            encoder's `vocabulary_size`. None writes the model alone.
+        lowercase: whether a WordPiece token list lower-cases (and strips
+            accents); a `SubwordTokenizer` says so itself.
         overwrite: replace an existing non-empty `directory`.
         model_type: the family to write (e.g. "xlm-roberta"); None: the one
-            the encoder's options make (`export_family`).
+            the encoder's options make (`export_family`), XLM-R when a
+            RoBERTa-layout encoder comes with XLM-R's SentencePiece tokenizer.
 
     Raises:
         ValueError: the family's class cannot express the encoder (named, with why),
@@ -723,10 +743,13 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
     from safetensors.numpy import save_file
 
     from nlpzoo.tasks.io.atomic_files import write_directory_atomically, write_json_atomically
-    from nlpzoo.tasks.text.tokenizer import write_vocabulary
+    from nlpzoo.zoo.checkpoints.hf_tokenizers import hf_tokenizer_files, write_hf_tokenizer_files
     from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
 
     transformer = transformer_of(as_functional_encoder(encoder))
+    if model_type is None and getattr(vocabulary, "family", None) == "xlm-roberta" \
+            and export_family(transformer).model_type == "roberta":
+        model_type = "xlm-roberta"  # one layout: XLM-R's tokenizer tells them apart
     family = export_family(transformer, model_type)
     tensors = hf_tensors(transformer, family.model_type)  # refuses what it cannot hold
     if family.pooler is None:
@@ -739,23 +762,27 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
             "the encoder's layer_mix=%r is not exported: %s's last_hidden_state is the "
             "last layer; the layers the mix combines are its hidden_states "
             "(output_hidden_states=True)", layer_mix, family.architecture)
-    tokens = None
-    if vocabulary is not None:
+    tokens, tokenizer = None, None
+    if hasattr(vocabulary, "kind") and hasattr(vocabulary, "vocabulary"):  # a SubwordTokenizer
+        tokenizer = _check_tokenizer(vocabulary, transformer, family)
+    elif vocabulary is not None:
         tokens = check_vocabulary(vocabulary, transformer)
         missing = [token for token in _SPECIAL_TOKENS.values() if token not in tokens]
         if missing:
             raise ValueError(f"the vocabulary lacks {missing}, which the tokenizer_config.json "
                              "of a BERT checkpoint names")
+        tokenizer = WordPieceTokenizer(tokens, lowercase=bool(lowercase))
     config = _hf_config(transformer, tokens, family)
-    tokenizer_config = _hf_tokenizer_config(lowercase, transformer.max_sequence_length)
+    if tokenizer is not None and tokens is None and not family.positions_after_padding:
+        config["pad_token_id"] = tokenizer.pad_id
+    # Refuses what the family's tokenizer class cannot express before anything is written.
+    tokenizer_files = ({} if tokenizer is None
+                       else hf_tokenizer_files(tokenizer, transformer.max_sequence_length))
 
     def write(temporary):
         save_file(tensors, os.path.join(temporary, SAFETENSORS_FILE),
                   metadata=_SAFETENSORS_METADATA)
         write_json_atomically(config, os.path.join(temporary, CONFIG_FILE))
-        if tokens is not None:
-            write_json_atomically(tokenizer_config,
-                                  os.path.join(temporary, TOKENIZER_CONFIG_FILE))
-            write_vocabulary(tokens, os.path.join(temporary, VOCABULARY_FILE))
+        write_hf_tokenizer_files(tokenizer_files, temporary)
 
     write_directory_atomically(directory, write, overwrite=overwrite)

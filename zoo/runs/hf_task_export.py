@@ -23,7 +23,8 @@ from nlpzoo.zoo.runs.model_card import conversion_card, write_model_card
 
 
 def load_model_with_head(path):
-    """(model, vocabulary, lowercase, labels) of what `path` holds.
+    """(model, tokenizer, lowercase, labels) of what `path` holds: the tokenizer a
+    `SubwordTokenizer` (a trained run's, of any kind) or WordPiece tokens (a checkpoint's).
 
     `path` is a tools/train.py run directory (its best_model.keras), a
     `.keras` file, or a checkpoint directory (any format; a tools/pretrain.py
@@ -40,8 +41,8 @@ def load_model_with_head(path):
     if os.path.isfile(path) or os.path.exists(md.path(path, md.BEST_MODEL)):
         trained = (md.load_trained(model_path=path) if os.path.isfile(path)
                    else md.load_trained(model_dir=path))
-        tokenizer = trained.preprocessor.tokenizer()
-        return trained.model, tokenizer.vocabulary, tokenizer.lowercase, list(trained.labels)
+        tokenizer = trained.preprocessor.tokenizer()  # of any kind, exported as such
+        return trained.model, tokenizer, tokenizer.lowercase, list(trained.labels)
     if not os.path.isdir(path):
         raise ValueError(f"{path}: no such file or directory")
     checkpoint = md.encoder_checkpoint(path)
