@@ -185,7 +185,7 @@ def _config(setup, task, teacher, train_examples, unlabeled):
         "eval_data": os.path.abspath(FLAGS.eval_data),
         "unlabeled_data": FLAGS.unlabeled_data and os.path.abspath(FLAGS.unlabeled_data),
         "data_format": FLAGS.data_format, "vocab": FLAGS.vocab,
-        "vocabulary_size": setup.tokenizer.vocabulary_size, "lowercase": setup.lowercase,
+        "vocabulary_size": setup.tokenizer.vocabulary_size, "lowercase": setup.tokenizer.lowercase,
         "init_checkpoint": run_setup.checkpoint_reference(FLAGS.init_checkpoint),
         "labels": setup.labels, "epochs": setup.schedule.epochs, "batch_size": FLAGS.batch_size,
         "learning_rate": setup.schedule.learning_rate,
@@ -282,9 +282,8 @@ def main(argv):
     setup.tokenizer = run_setup.resolve_tokenizer(
         FLAGS, lambda: task.texts(examples), resuming, learned_from=FLAGS.train_data)
     run_setup.check_vocabulary_fits(encoder, setup.tokenizer)
-    setup.lowercase = setup.tokenizer.lowercase
-    task = task.for_text_casing(setup.lowercase)
-    setup.preprocessor = task.make_preprocessor(setup.tokenizer, setup.lowercase,
+    task = task.for_text_casing(setup.tokenizer.lowercase)
+    setup.preprocessor = task.make_preprocessor(setup.tokenizer, setup.tokenizer.lowercase,
                                                 setup.max_seq_length)
     _training_data(setup, task, family, teacher, examples, labelled)
     setup.total_steps = setup.steps_per_epoch * setup.schedule.epochs
