@@ -39,6 +39,56 @@ WORDPIECE_VOCABULARY = "vocab.txt"
 BPE_FILES = ("vocab.json", "merges.txt")
 SENTENCEPIECE_FILES = ("sentencepiece.bpe.model", "spiece.model", "spm.model")
 _KIND = "a Hugging Face tokenizer directory"
+# Tokenizer classes that are BERT's basic + WordPiece tokenizer over vocab.txt.
+_WORDPIECE_TOKENIZER_CLASSES = (
+    "BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer", "DistilBertTokenizerFast",
+    "ElectraTokenizer", "ElectraTokenizerFast",
+)
+
+def read_hf_lowercase(path):
+    """Whether a checkpoint's tokenizer lower-cases and strips accents.
+
+    From `tokenizer_config.json`: `do_lower_case` (default True when the
+    file or field is absent, as in BERT's uncased checkpoints); `strip_accents`
+    None follows `do_lower_case`. Settings `WordPieceTokenizer` cannot
+    reproduce (strip_accents different from do_lower_case,
+    tokenize_chinese_chars false, a tokenizer class other than BERT's) raise
+    `ValueError` naming the field.
+    """
+    config_path = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
+    config = {}
+    if os.path.isfile(config_path):
+        config = read_json(config_path, TOKENIZER_CONFIG_FILE, _KIND)
+    tokenizer_class = config.get("tokenizer_class")
+    if tokenizer_class is not None and tokenizer_class not in _WORDPIECE_TOKENIZER_CLASSES:
+        raise ValueError(
+            f"{config_path}: tokenizer_class={tokenizer_class!r} is not BERT's WordPiece "
+            f"tokenizer ({', '.join(_WORDPIECE_TOKENIZER_CLASSES)})"
+        )
+    lowercase = bool(config.get("do_lower_case", True))
+    strip_accents = config.get("strip_accents")
+    if strip_accents is not None and bool(strip_accents) != lowercase:
+        raise ValueError(
+            f"{config_path}: strip_accents={strip_accents!r} with do_lower_case={lowercase!r} "
+            "is not supported: WordPieceTokenizer strips accents exactly when it lower-cases"
+        )
+    if not config.get("tokenize_chinese_chars", True):
+        raise ValueError(
+            f"{config_path}: tokenize_chinese_chars=false is not supported: "
+            "WordPieceTokenizer always splits CJK characters"
+        )
+    if config.get("do_basic_tokenize") is False:
+        raise ValueError(
+            f"{config_path}: do_basic_tokenize=false is not supported: WordPieceTokenizer "
+            "always splits on whitespace and punctuation first"
+        )
+    return lowercase
+
+_WORDPIECE_TOKENIZER_CLASS = "BertTokenizer"  # what our WordPiece tokenizer is in transformers' terms
+
+# tokenizer_config.json field → the special token; KerasHub's BertTokenizer needs all five too.
+WORDPIECE_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
 
 def tokenizer_scheme(path):
@@ -103,7 +153,6 @@ def _tokenizer_json(directory):
 def _wordpiece(directory):
     """A `WordPieceTokenizer` from `vocab.txt` or a WordPiece `tokenizer.json`."""
     from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
-    from nlpzoo.zoo.checkpoints.huggingface import read_hf_lowercase
 
     path = os.path.join(directory, TOKENIZER_JSON)
     if not os.path.isfile(path):
@@ -263,7 +312,6 @@ def _added_tokens_decoder(entries):
 
 def _export_wordpiece(tokenizer, model_max_length):
     """vocab.txt + BertTokenizer's tokenizer_config.json (what `export_hf_checkpoint` wrote)."""
-    from nlpzoo.zoo.checkpoints.huggingface import _hf_tokenizer_config
 
     config = _hf_tokenizer_config(tokenizer.lowercase, model_max_length)
     for field in _SPECIAL_FIELDS.values():  # only those the vocabulary has
@@ -369,3 +417,19 @@ def _export_sentencepiece(tokenizer, model_max_length):
         config.update(do_lower_case=tokenizer.lowercase, keep_accents=tokenizer.keep_accents,
                       remove_space=True)
     return {TOKENIZER_JSON: content, TOKENIZER_CONFIG_FILE: config}
+
+
+def _hf_tokenizer_config(lowercase, model_max_length):
+    """tokenizer_config.json: BERT's tokenizer set up as our `WordPieceTokenizer` runs."""
+    config = dict(WORDPIECE_SPECIAL_TOKENS)
+    config.update(
+        tokenizer_class=_WORDPIECE_TOKENIZER_CLASS,
+        do_lower_case=bool(lowercase),
+        strip_accents=None,  # follows do_lower_case, as ours does
+        tokenize_chinese_chars=True,
+        do_basic_tokenize=True,
+        never_split=None,
+        clean_up_tokenization_spaces=True,
+        model_max_length=int(model_max_length),
+    )
+    return config

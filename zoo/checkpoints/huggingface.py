@@ -64,6 +64,7 @@ import numpy as np
 
 from nlpzoo.layers import transformer_of
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+from nlpzoo.zoo.checkpoints.hf_tokenizers import WORDPIECE_SPECIAL_TOKENS, read_hf_lowercase
 from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
     WeightSource,
@@ -96,10 +97,6 @@ DIRECTORY_KIND = "a Hugging Face checkpoint directory"
 # Files that hold (or usually hold) pickled weights.
 _PICKLE_PATTERNS = ("pytorch_model*.bin", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
 _GELU_APPROXIMATE = GELU_APPROXIMATE
-# Tokenizer classes that are BERT's basic + WordPiece tokenizer over vocab.txt.
-_WORDPIECE_TOKENIZER_CLASSES = (
-    "BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer", "DistilBertTokenizerFast",
-)
 _ANCHOR_TENSOR = "embeddings.word_embeddings.weight"
 
 
@@ -480,46 +477,6 @@ def load_hf_encoder(path, **overrides):
                                    load_hf_weights)
 
 
-def read_hf_lowercase(path):
-    """Whether a checkpoint's tokenizer lower-cases and strips accents.
-
-    From `tokenizer_config.json`: `do_lower_case` (default True when the
-    file or field is absent, as in BERT's uncased checkpoints); `strip_accents`
-    None follows `do_lower_case`. Settings `WordPieceTokenizer` cannot
-    reproduce (strip_accents different from do_lower_case,
-    tokenize_chinese_chars false, a tokenizer class other than BERT's) raise
-    `ValueError` naming the field.
-    """
-    config_path = os.path.join(checkpoint_directory(path), TOKENIZER_CONFIG_FILE)
-    config = {}
-    if os.path.isfile(config_path):
-        config = read_json(config_path, TOKENIZER_CONFIG_FILE, DIRECTORY_KIND)
-    tokenizer_class = config.get("tokenizer_class")
-    if tokenizer_class is not None and tokenizer_class not in _WORDPIECE_TOKENIZER_CLASSES:
-        raise ValueError(
-            f"{config_path}: tokenizer_class={tokenizer_class!r} is not BERT's WordPiece "
-            f"tokenizer ({', '.join(_WORDPIECE_TOKENIZER_CLASSES)})"
-        )
-    lowercase = bool(config.get("do_lower_case", True))
-    strip_accents = config.get("strip_accents")
-    if strip_accents is not None and bool(strip_accents) != lowercase:
-        raise ValueError(
-            f"{config_path}: strip_accents={strip_accents!r} with do_lower_case={lowercase!r} "
-            "is not supported: WordPieceTokenizer strips accents exactly when it lower-cases"
-        )
-    if not config.get("tokenize_chinese_chars", True):
-        raise ValueError(
-            f"{config_path}: tokenize_chinese_chars=false is not supported: "
-            "WordPieceTokenizer always splits CJK characters"
-        )
-    if config.get("do_basic_tokenize") is False:
-        raise ValueError(
-            f"{config_path}: do_basic_tokenize=false is not supported: WordPieceTokenizer "
-            "always splits on whitespace and punctuation first"
-        )
-    return lowercase
-
-
 def read_sentence_transformers_max_seq_length(path):
     """The `max_seq_length` a sentence-transformers model was trained with, or None.
 
@@ -551,11 +508,7 @@ def read_sentence_transformers_max_seq_length(path):
 
 # --- export ---------------------------------------------------------------------------------
 
-# What transformers' BertModel is, and what our tokenizer is in its terms.
-_TOKENIZER_CLASS = "BertTokenizer"
-# tokenizer_config.json field → the special token; KerasHub's BertTokenizer needs all five too.
-_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
+# What transformers' BertModel is.
 # Written so that safetensors readers (transformers among them) know the tensor layout.
 _SAFETENSORS_METADATA = {"format": "pt"}
 
@@ -642,8 +595,8 @@ def _hf_config(transformer, tokens, family=None):
     config = {field: getattr(transformer, argument)
               for field, (argument, _) in family.config_fields.items()}
     pad_token_id = 0
-    if tokens is not None and _SPECIAL_TOKENS["pad_token"] in tokens:
-        pad_token_id = tokens.index(_SPECIAL_TOKENS["pad_token"])
+    if tokens is not None and WORDPIECE_SPECIAL_TOKENS["pad_token"] in tokens:
+        pad_token_id = tokens.index(WORDPIECE_SPECIAL_TOKENS["pad_token"])
     if family.positions_after_padding:  # the positions say where padding is
         pad_token_id = transformer.position_offset - 1
         config["max_position_embeddings"] = (transformer.max_sequence_length
@@ -656,22 +609,6 @@ def _hf_config(transformer, tokens, family=None):
     )
     config[family.activation_field] = _hidden_act(transformer.gelu_approximate)
     config.update(family.export_fields)
-    return config
-
-
-def _hf_tokenizer_config(lowercase, model_max_length):
-    """tokenizer_config.json: BERT's tokenizer set up as our `WordPieceTokenizer` runs."""
-    config = dict(_SPECIAL_TOKENS)
-    config.update(
-        tokenizer_class=_TOKENIZER_CLASS,
-        do_lower_case=bool(lowercase),
-        strip_accents=None,  # follows do_lower_case, as ours does
-        tokenize_chinese_chars=True,
-        do_basic_tokenize=True,
-        never_split=None,
-        clean_up_tokenization_spaces=True,
-        model_max_length=int(model_max_length),
-    )
     return config
 
 
@@ -767,7 +704,7 @@ def export_hf_checkpoint(encoder, directory, vocabulary=None, lowercase=True, ov
         tokenizer = _check_tokenizer(vocabulary, transformer, family)
     elif vocabulary is not None:
         tokens = check_vocabulary(vocabulary, transformer)
-        missing = [token for token in _SPECIAL_TOKENS.values() if token not in tokens]
+        missing = [token for token in WORDPIECE_SPECIAL_TOKENS.values() if token not in tokens]
         if missing:
             raise ValueError(f"the vocabulary lacks {missing}, which the tokenizer_config.json "
                              "of a BERT checkpoint names")
