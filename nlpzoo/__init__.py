@@ -47,7 +47,7 @@ _FRONT_DOOR = {
     "build_encoder": "nlpzoo.zoo.builder",
     "get_preset": "nlpzoo.zoo.builder",
     "list_presets": "nlpzoo.zoo.builder",
-    "load_pretrained": "nlpzoo.zoo.checkpoints",
+    "load_pretrained": "nlpzoo.zoo.builder",
     "load_trained": "nlpzoo.zoo.runs.directory",
     "RunDirectoryError": "nlpzoo.tasks.io.errors",  # what load_trained raises
 }

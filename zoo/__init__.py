@@ -15,13 +15,13 @@ from nlpzoo.zoo.builder import (
     check_adaptation,
     get_preset,
     list_presets,
+    load_pretrained,
 )
 from nlpzoo.zoo.checkpoints import (
     export_hf_task_model,
     load_encoder,
     load_hf_encoder,
     load_hf_tokenizer,
-    load_pretrained,
     load_tokenizer,
 )
 from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS, EncoderPreset, TaskPreset

@@ -1,18 +1,23 @@
 """`build_model` and `build_encoder`: presets plus validated overrides → Keras models."""
 
-import difflib
-
-
-from nlpzoo.layers import LAYER_MIXES, Encoder, rebuild_encoder, transformer_of
+from nlpzoo.layers import LAYER_MIXES, rebuild_encoder, transformer_of
 from nlpzoo.tasks.training.gradual_unfreezing import freeze_below_top_layers
 from nlpzoo.tasks.training.l2sp import attach_l2sp
 from nlpzoo.tasks.training.optimization import SCHEDULES, create_optimizer
 from nlpzoo.tasks.registry import get_task
+from nlpzoo.zoo.checkpoints import (
+    PRETRAINED_CHECKPOINTS,
+    is_handle,
+    load_encoder,
+    load_pretraining_heads,
+    load_tokenizer,
+    matching_encoder_preset,
+)
+from nlpzoo.zoo.encoders import build_encoder, check_number, unknown_name, validated_encoder_config
 from nlpzoo.zoo.hardware import resolve_jit_compile
 from nlpzoo.zoo.presets import ENCODER_FIELDS as _ENCODER_FIELDS
 from nlpzoo.zoo.presets import ENCODER_PRESETS, TASK_PRESETS
 
-ENCODER_INPUTS = Encoder.INPUTS
 _TRAINING_FIELDS = ("learning_rate", "warmup_steps", "total_steps", "weight_decay",
                     "jit_compile", "head_learning_rate", "layer_lr_decay", "schedule",
                     "clip_norm", "gradient_accumulation_steps")
@@ -25,31 +30,18 @@ _EXECUTION_FIELDS = ("pack_length",)
 _PREPROCESSING_FIELDS = ("vocabulary", "tokenizer", "lowercase", "max_seq_length")
 
 
-def _closest_first(name, valid):
-    """`valid` sorted with the names closest to `name` first."""
-    close = difflib.get_close_matches(name, valid, n=len(valid), cutoff=0.0)
-    return close
-
-
-def _unknown(kind, name, valid):
-    names = ", ".join(_closest_first(name, list(valid)))
-    return ValueError(f"unknown {kind} {name!r}; valid names (closest first): {names}")
-
-
 def list_presets(kind=None, pretrained=False):
     """Preset names: "encoder", "task", or both (default), sorted.
 
     `pretrained=True` lists the well-known pretrained checkpoints instead, as
     `{handle: encoder preset of its architecture}`
     (`zoo.checkpoints.handles.PRETRAINED_CHECKPOINTS`); a handle loads with
-    `load_pretrained(handle, task, ...)` or `--init_checkpoint=<handle>`.
+    `build_model(handle, task=...)` or `--init_checkpoint=<handle>`.
 
     >>> list_presets(pretrained=True)["hf://FacebookAI/roberta-base"]
     'roberta_base'
     """
     if pretrained:
-        from nlpzoo.zoo.checkpoints.handles import PRETRAINED_CHECKPOINTS
-
         return dict(PRETRAINED_CHECKPOINTS)
     if kind == "encoder":
         return sorted(ENCODER_PRESETS)
@@ -66,36 +58,7 @@ def get_preset(name):
         return ENCODER_PRESETS[name]
     if name in TASK_PRESETS:
         return TASK_PRESETS[name]
-    raise _unknown("preset", name, list_presets())
-
-
-def _check_number(name, value, kind, low=None, high=None, low_open=False, high_open=False):
-    ok_type = isinstance(value, int) and not isinstance(value, bool)
-    if kind is float:
-        ok_type = ok_type or isinstance(value, float)
-    if not ok_type:
-        raise ValueError(f"{name} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    if high is not None and (value >= high if high_open else value > high):
-        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
-
-
-def _validated_encoder_config(preset, overrides):
-    config = preset.encoder_arguments()
-    config.update({k: v for k, v in overrides.items() if k in config})
-    for name in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim",
-                 "vocabulary_size", "max_sequence_length"):
-        _check_number(name, config[name], int, low=1)
-    for name in ("num_segments", "position_offset"):  # 0: no segment table (DistilBERT)
-        _check_number(name, config[name], int, low=0)
-    for name in ("dropout", "attention_dropout"):
-        _check_number(name, config[name], float, low=0.0, high=1.0, high_open=True)
-    if config["hidden_dim"] % config["num_heads"]:
-        raise ValueError(
-            f"hidden_dim={config['hidden_dim']} is not divisible by num_heads={config['num_heads']}"
-        )
-    return config
+    raise unknown_name("preset", name, list_presets())
 
 
 def check_adaptation(overrides):
@@ -108,14 +71,14 @@ def check_adaptation(overrides):
     adaptation = {name: overrides[name] for name in _ADAPTATION_FIELDS if name in overrides}
     for name in ("adapter_size", "lora_rank"):
         if name in adaptation:
-            _check_number(name, adaptation[name], int, low=0)
+            check_number(name, adaptation[name], int, low=0)
     if adaptation.get("layer_mix", "last") not in LAYER_MIXES:
         raise ValueError(f"layer_mix must be one of {', '.join(LAYER_MIXES)}, "
                          f"got {adaptation['layer_mix']!r}")
     l2sp = adaptation.get("l2sp", 0.0)
-    _check_number("l2sp", l2sp, float, low=0.0)
+    check_number("l2sp", l2sp, float, low=0.0)
     if adaptation.get("trainable_layers") is not None:
-        _check_number("trainable_layers", adaptation["trainable_layers"], int, low=1)
+        check_number("trainable_layers", adaptation["trainable_layers"], int, low=1)
     parameter_efficient = adaptation.get("adapter_size") or adaptation.get("lora_rank")
     if adaptation.get("trainable_layers") is not None and (
             adaptation.get("freeze_encoder") or parameter_efficient):
@@ -151,27 +114,6 @@ def _adapted_encoder(encoder, adaptation):
     if adaptation.get("l2sp"):
         attach_l2sp(transformer_of(encoder).trainable_weights, adaptation["l2sp"])
     return encoder
-
-
-def build_encoder(preset="bert_tiny", **overrides):
-    """A functional encoder model for an encoder preset (random weights).
-
-    Inputs `token_ids`, `segment_ids`, `padding_mask` (int32 [batch, time]);
-    outputs a dict with `sequence_output`, `pooled_output` and `hidden_states`
-    (the embeddings output, then every block's output).
-
-    Examples:
-    >>> encoder = build_encoder("bert_tiny", vocabulary_size=1000)
-    >>> sorted(encoder.output)
-    ['hidden_states', 'pooled_output', 'sequence_output']
-    """
-    if preset not in ENCODER_PRESETS:
-        raise _unknown("encoder preset", preset, ENCODER_PRESETS)
-    for name in overrides:
-        if name not in _ENCODER_FIELDS:
-            raise _unknown("encoder override", name, _ENCODER_FIELDS)
-    config = _validated_encoder_config(ENCODER_PRESETS[preset], overrides)
-    return Encoder(**config, name="encoder")
 
 
 def build_model(preset, encoder=None, compile=True, **overrides):
@@ -227,15 +169,26 @@ def build_model(preset, encoder=None, compile=True, **overrides):
             over the preset's `fine_tuning.warmup_fraction` of the steps, or
             `warmup_steps`). Unknown names or bad values raise `ValueError`.
 
-    A pretrained checkpoint (a directory, or a handle such as
-    `hf://FacebookAI/roberta-base`: `list_presets(pretrained=True)`) takes a head
-    with `load_pretrained(checkpoint, task, ...)`.
+    A pretrained checkpoint's handle (`hf://<org>/<name>`, `kaggle://…`; see
+    `list_presets(pretrained=True)`) or local directory may stand for the
+    preset, with the task named: `build_model("hf://FacebookAI/roberta-base",
+    task="tagging", labels=[...])` is `load_pretrained(handle, "tagging", ...)`,
+    the checkpoint's encoder and tokenizer under a new head.
 
     Examples:
     >>> model = build_model("bert_tiny_classifier", num_classes=6, vocabulary_size=1000)
     >>> model.output_shape
     (None, 6)
     """
+    if preset not in TASK_PRESETS and preset not in ENCODER_PRESETS and (
+            "task" in overrides or is_handle(preset)):
+        if "task" not in overrides:
+            raise ValueError(f"{preset}: a checkpoint has no task; name one, e.g. "
+                             f"build_model({preset!r}, task='classification', num_classes=2)")
+        if encoder is not None or not compile:
+            raise ValueError("a checkpoint brings its own encoder and is compiled: give "
+                             "build_model no encoder and compile=True")
+        return load_pretrained(preset, overrides.pop("task"), **overrides)
     if preset not in TASK_PRESETS:
         if preset in ENCODER_PRESETS:
             raise ValueError(
@@ -243,7 +196,7 @@ def build_model(preset, encoder=None, compile=True, **overrides):
                 f"build_task_model(task, {preset!r}) or a task preset such as "
                 f"{preset + '_classifier'!r}"
             )
-        raise _unknown("task preset", preset, TASK_PRESETS)
+        raise unknown_name("task preset", preset, TASK_PRESETS)
     task_preset = TASK_PRESETS[preset]
     task = get_task(task_preset.task, **task_preset.task_options)
     defaults = dict(task_preset.head_options)
@@ -275,23 +228,23 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
     if isinstance(task, str):
         task = get_task(task)
     if encoder_preset not in ENCODER_PRESETS:
-        raise _unknown("encoder preset", encoder_preset, ENCODER_PRESETS)
+        raise unknown_name("encoder preset", encoder_preset, ENCODER_PRESETS)
     valid = (_ENCODER_FIELDS + tuple(task.head_options) + _TRAINING_FIELDS
              + _ADAPTATION_FIELDS + _EXECUTION_FIELDS + _PREPROCESSING_FIELDS)
     for name in overrides:
         if name not in valid:
-            raise _unknown("override", name, valid)
+            raise unknown_name("override", name, valid)
     preprocessing = {name: overrides.pop(name) for name in _PREPROCESSING_FIELDS
                      if name in overrides}
     vocabulary = _vocabulary_of(preprocessing)
     if vocabulary is not None and encoder is None:
         overrides.setdefault("vocabulary_size", len(getattr(vocabulary, "vocabulary", vocabulary)))
     adaptation = check_adaptation(overrides)
-    encoder_config = _validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
+    encoder_config = validated_encoder_config(ENCODER_PRESETS[encoder_preset], overrides)
     head = {name: value for name, value in overrides.items() if name in task.head_options}
     labels = head.get("labels")
     if "num_classes" in head:
-        _check_number("num_classes", head["num_classes"], int, low=2)
+        check_number("num_classes", head["num_classes"], int, low=2)
         if labels is not None and head["num_classes"] != len(labels):
             raise ValueError(f"num_classes={head['num_classes']} but {len(labels)} labels "
                              "were given")
@@ -302,7 +255,7 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
     encoder = _adapted_encoder(encoder, adaptation)
     jit_compile = resolve_jit_compile(overrides.get("jit_compile", "auto"))
     if "pack_length" in overrides:
-        _check_number("pack_length", overrides["pack_length"], int, low=0)
+        check_number("pack_length", overrides["pack_length"], int, low=0)
         if overrides["pack_length"] and compile and jit_compile:
             raise ValueError(
                 "pack_length needs jit_compile off: the number of packed rows depends on "
@@ -314,26 +267,26 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         total_steps = overrides.get("total_steps")
         warmup_steps = overrides.get("warmup_steps", 0)
         if total_steps is not None:
-            _check_number("total_steps", total_steps, int, low=1)
-            _check_number("warmup_steps", warmup_steps, int, low=0, high=total_steps)
+            check_number("total_steps", total_steps, int, low=1)
+            check_number("warmup_steps", warmup_steps, int, low=0, high=total_steps)
         weight_decay = overrides.get("weight_decay", 0.01)
-        _check_number("weight_decay", weight_decay, float, low=0.0)
+        check_number("weight_decay", weight_decay, float, low=0.0)
         clip_norm = overrides.get("clip_norm", 1.0)
-        _check_number("clip_norm", clip_norm, float, low=0.0)
+        check_number("clip_norm", clip_norm, float, low=0.0)
         accumulation = overrides.get("gradient_accumulation_steps", 1)
-        _check_number("gradient_accumulation_steps", accumulation, int, low=1)
+        check_number("gradient_accumulation_steps", accumulation, int, low=1)
         defaults = ENCODER_PRESETS[encoder_preset].fine_tuning
         learning_rate = overrides.get("learning_rate", defaults.learning_rate)
-        _check_number("learning_rate", learning_rate, float, low=0.0, low_open=True)
+        check_number("learning_rate", learning_rate, float, low=0.0, low_open=True)
         # A fresh head on a pretrained encoder learns at its own, larger rate; when
         # everything starts from random weights, everything learns at one rate.
         head_learning_rate = overrides.get(
             "head_learning_rate", defaults.head_learning_rate if pretrained else None)
         if head_learning_rate is not None:
-            _check_number("head_learning_rate", head_learning_rate, float, low=0.0,
+            check_number("head_learning_rate", head_learning_rate, float, low=0.0,
                           low_open=True)
         layer_lr_decay = overrides.get("layer_lr_decay", 1.0)
-        _check_number("layer_lr_decay", layer_lr_decay, float, low=0.0, high=1.0, low_open=True)
+        check_number("layer_lr_decay", layer_lr_decay, float, low=0.0, high=1.0, low_open=True)
         schedule = overrides.get("schedule", "linear")
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
@@ -384,9 +337,87 @@ def _attach_metadata(model, task, encoder_preset, head, vocabulary, preprocessin
         default_length = ENCODER_PRESETS[encoder_preset].fine_tuning.max_seq_length
         longest = transformer_of(model.encoder).max_sequence_length
         max_seq_length = preprocessing.get("max_seq_length", min(default_length, longest))
-        _check_number("max_seq_length", max_seq_length, int, low=3, high=longest)
+        check_number("max_seq_length", max_seq_length, int, low=3, high=longest)
         preprocessor = task.make_preprocessor(vocabulary, preprocessing.get("lowercase", True),
                                               max_seq_length)
     model.attach_metadata(task=task.name, labels=labels, preprocessor=preprocessor,
                           task_options=task.options_dict(), task_module=type(task).__module__)
     model._task = task  # known here: no registry look-up needed
+
+
+def load_pretrained(path, task, **options):
+    """A compiled task model whose encoder starts from a checkpoint directory.
+
+    The encoder comes from `load_encoder(path)`; the head comes from the task
+    (`zoo.build_task_model`) and the training defaults (learning rate, ...)
+    from the encoder preset with the checkpoint's shape (e.g.
+    "minilm_l6_h384" for all-MiniLM-L6-v2), else the nearest one. The
+    tokenizer to feed it is `load_tokenizer(path)`.
+
+    Args:
+        path: a native, KerasHub or Hugging Face checkpoint directory, or a
+            handle (`hf://<org>/<name>`, `kaggle://…`: `list_presets(pretrained=True)`).
+        task: a registered task name ("classification", "tagging",
+            "span_ner", ... see `tasks.registry.task_names()`) or a `Task`.
+        **options: the task's options (e.g. `paired_input=True` for a pair
+            classifier) and `build_model` overrides: the task's head fields
+            (`num_classes`, `labels`; `head="softmax"` or `"crf"` and
+            `tag_scheme` for tagging; span fields), training fields
+            (`learning_rate`, `total_steps`, `warmup_steps`, `weight_decay`,
+            `jit_compile`, `schedule`, `head_learning_rate`, `layer_lr_decay`),
+            adaptation fields (`freeze_encoder`, `layer_mix`, `adapter_size`,
+            `lora_rank`, `l2sp`; see `zoo.build_model`), encoder fields, which are applied to the
+            loaded encoder (`dropout`, `attention_dropout`,
+            `max_sequence_length`), and `max_seq_length` (the preprocessor's).
+
+    A task with `pretrained_heads` (fill_mask: BERT's masked-LM head) takes
+    them from the checkpoint too, and refuses one that lacks them.
+
+    The model carries the checkpoint's tokenizer as its preprocessor (and its
+    task and labels), so `fit`, `evaluate` and `predict` take raw text and
+    its `.keras` file is all that is needed to use it.
+
+    Returns:
+        The compiled Keras model (a `Classifier`, `SequenceTagger`, `SpanNER`, ...).
+
+    Examples:
+    >>> import os, tempfile
+    >>> from nlpzoo.zoo.checkpoints import save_encoder_checkpoint
+    >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "is", "open", "##s"]
+    >>> directory = os.path.join(tempfile.mkdtemp(), "checkpoint")
+    >>> save_encoder_checkpoint(build_encoder("bert_tiny", vocabulary_size=len(vocabulary)),
+    ...                         directory, vocabulary, lowercase=True)
+    >>> tagger = load_pretrained(directory, "tagging", head="crf", labels=["O", "B-LOC", "I-LOC"])
+    >>> tagger.label_names, list(tagger.preprocessor.vocabulary) == vocabulary
+    (['O', 'B-LOC', 'I-LOC'], True)
+
+    Raises:
+        ValueError: an unknown task, a bad option, or a checkpoint that
+            cannot be loaded (see `load_encoder`).
+    """
+    from nlpzoo.tasks.registry import get_task_class
+
+    task_class = get_task_class(task) if isinstance(task, str) else type(task)
+    option_names = set(task_class.option_names())
+    task_options = {name: value for name, value in options.items() if name in option_names}
+    if isinstance(task, str):
+        task = task_class(**task_options)
+    elif task_options:
+        task = task.with_options(**task_options)
+    encoder_overrides = {name: value for name, value in options.items()
+                         if name in _ENCODER_FIELDS}
+    encoder = load_encoder(path, **encoder_overrides)
+    transformer = transformer_of(encoder)
+    overrides = dict(vocabulary_size=transformer.vocabulary_size,
+                     max_sequence_length=transformer.max_sequence_length,
+                     dropout=transformer.dropout)
+    overrides.update({name: value for name, value in options.items()
+                      if name not in option_names})
+    if "vocabulary" not in overrides and "tokenizer" not in overrides:
+        # The checkpoint's tokenizer becomes the model's preprocessor: it reads raw text.
+        overrides["tokenizer"] = load_tokenizer(path)
+    model = build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
+                             **overrides)
+    if task.pretrained_heads:  # heads the task takes over from the checkpoint (fill-mask's MLM)
+        load_pretraining_heads(model, path, required=task.pretrained_heads)
+    return model

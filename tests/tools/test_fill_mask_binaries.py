@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from nlpzoo.zoo import build_encoder
-from nlpzoo.zoo.checkpoints import export_hf_checkpoint, load_pretrained, read_tokenizer_settings
+from nlpzoo.zoo import load_pretrained
+from nlpzoo.zoo.checkpoints import export_hf_checkpoint, read_tokenizer_settings
 from tests.helpers.binaries import finish_processes, start_python, start_tool
 from tests.helpers.paths import ROOT
 

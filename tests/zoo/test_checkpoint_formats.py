@@ -20,13 +20,12 @@ import pytest
 
 from tests.zoo.test_hf_import import _minilm_dir
 from tests.tools.test_train_binary import SAMPLES, _run
-from nlpzoo.zoo import build_encoder
+from nlpzoo.zoo import build_encoder, load_pretrained
 from nlpzoo.zoo.checkpoints import (
     checkpoint_format,
     export_keras_hub_preset,
     load_encoder,
     load_hf_encoder,
-    load_pretrained,
     load_tokenizer,
     read_keras_hub_config,
     read_tokenizer_settings,

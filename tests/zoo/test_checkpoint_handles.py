@@ -39,8 +39,8 @@ def offline_cache(tmp_path, monkeypatch, minilm_dir):
     handles.resolve_handle.cache_clear()
 
 
-def test_load_pretrained_from_a_handle_resolves_through_the_cache(offline_cache, minilm_dir):
-    model = nlpzoo.load_pretrained(HANDLE, "classification", num_classes=6)
+def test_build_model_from_a_handle_resolves_through_the_cache(offline_cache, minilm_dir):
+    model = nlpzoo.build_model(HANDLE, task="classification", num_classes=6)
     assert model.output_shape == (None, 6)
     assert handles.resolve_handle(HANDLE) == offline_cache
     # The checkpoint's weights and tokenizer came with it.
@@ -65,6 +65,11 @@ def test_a_handle_missing_from_the_offline_cache_is_one_clear_error(offline_cach
 def test_malformed_handles_say_what_a_handle_is(handle):
     with pytest.raises(ValueError, match="handle is"):
         handles.resolve_handle(handle)
+
+
+def test_a_handle_without_a_task_is_refused():
+    with pytest.raises(ValueError, match="a checkpoint has no task; name one"):
+        nlpzoo.build_model(HANDLE, num_classes=2)
 
 
 def test_every_listed_checkpoint_names_an_encoder_preset():

@@ -22,7 +22,7 @@ from nlpzoo.tasks.training.optimization import StartingAt, WarmupLinearDecay
 from nlpzoo.tasks.words.conll import read_column_file
 from nlpzoo.zoo import build_model, build_task_model
 from nlpzoo.zoo.checkpoints import save_encoder_checkpoint
-from nlpzoo.zoo.checkpoints.formats import load_pretrained
+from nlpzoo.zoo import load_pretrained
 from nlpzoo.zoo.runs.directory import load_trained
 from tests.helpers.paths import CONLL, TREC
 

@@ -1,6 +1,6 @@
 """Pretrained encoder checkpoints: load from (and write to) local directories.
 
-`load_encoder`, `load_tokenizer` and `load_pretrained` read any of three
+`load_encoder` and `load_tokenizer` (and `zoo.load_pretrained`) read any of three
 formats, told apart by their files (`checkpoint_format`): our own native
 directory (`save_encoder_checkpoint`), a KerasHub `BertBackbone` preset
 (`export_keras_hub_preset` writes one) and a Hugging Face BERT directory
@@ -17,7 +17,6 @@ FileNotFoundError: /no/such/checkpoint: no such checkpoint directory
 from nlpzoo.zoo.checkpoints.formats import (
     checkpoint_format,
     load_encoder,
-    load_pretrained,
     load_tokenizer,
     matching_encoder_preset,
     read_tokenizer_settings,
@@ -32,6 +31,7 @@ from nlpzoo.zoo.checkpoints.huggingface import (
     read_hf_weights,
     read_sentence_transformers_max_seq_length,
 )
+from nlpzoo.zoo.checkpoints.handles import PRETRAINED_CHECKPOINTS, is_handle, resolve_handle
 from nlpzoo.zoo.checkpoints.hf_tokenizers import load_hf_tokenizer
 from nlpzoo.zoo.checkpoints.keras_hub import (
     export_keras_hub_preset,
@@ -49,6 +49,9 @@ from nlpzoo.zoo.checkpoints.hf_task_heads import (
 from nlpzoo.zoo.checkpoints.pretraining_heads import load_hf_pretraining_heads, load_pretrainer
 
 __all__ = [
+    "PRETRAINED_CHECKPOINTS",
+    "is_handle",
+    "resolve_handle",
     "HEAD_ROWS",
     "checkpoint_format",
     "export_hf_checkpoint",
@@ -65,7 +68,6 @@ __all__ = [
     "load_keras_hub_encoder",
     "load_keras_hub_tokenizer",
     "load_native_encoder",
-    "load_pretrained",
     "load_pretrainer",
     "load_pretraining_heads",
     "load_tokenizer",

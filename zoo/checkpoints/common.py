@@ -366,7 +366,7 @@ def load_checkpoint_encoder(path, overrides, read_config, read_weights, load_wei
     >>> encoder.name, len(encoder.output["hidden_states"])  # embeddings, then 1 block
     ('encoder', 2)
     """
-    from nlpzoo.zoo.builder import build_encoder  # zoo.builder pulls in the task modules
+    from nlpzoo.zoo.encoders import build_encoder
 
     config = read_config(path)
     config.update(overrides)

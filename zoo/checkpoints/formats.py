@@ -11,9 +11,8 @@ Three local directory formats hold a pretrained BERT-family encoder:
   `model.safetensors`, `vocab.txt`, `tokenizer_config.json`.
 
 `load_encoder(path)` and `load_tokenizer(path)` take any of them; the format
-is told by the files (`checkpoint_format`). `load_pretrained(path, task)` puts
-a task head on the loaded encoder and compiles it, with the defaults (learning
-rate, ...) of the encoder preset of the same shape. Each loader keeps the
+is told by the files (`checkpoint_format`); `zoo.load_pretrained(path, task)`
+puts a task head on the loaded encoder. Each loader keeps the
 checkpoint's numerics: an encoder imported from KerasHub uses KerasHub's tanh
 GELU, one from Hugging Face the exact GELU.
 
@@ -29,22 +28,16 @@ Examples (a tiny encoder saved first; any of the three formats loads alike):
 'native'
 >>> load_tokenizer(directory).tokenize_flat(["Café opens"]).to_list()
 [[5, 7, 8]]
->>> model = load_pretrained(directory, "classification", num_classes=3)
->>> model.output_shape
-(None, 3)
->>> tagger = load_pretrained(directory, "tagging", head="crf", labels=["O", "B-LOC", "I-LOC"])
->>> tagger.label_names, list(tagger.preprocessor.vocabulary) == vocabulary
-(['O', 'B-LOC', 'I-LOC'], True)
+>>> load_encoder(directory).output["sequence_output"].shape
+(None, None, 128)
 """
 
 import logging
 import math
 import os
 
-from nlpzoo.layers import transformer_of
 from nlpzoo.zoo.checkpoints import huggingface, keras_hub, native
 from nlpzoo.zoo.checkpoints.common import checkpoint_directory
-from nlpzoo.zoo.checkpoints.heads import load_pretraining_heads
 
 logger = logging.getLogger(__name__)
 
@@ -173,70 +166,3 @@ def matching_encoder_preset(transformer):
     name = min(ENCODER_PRESETS, key=distance)
     logger.info("no encoder preset has the checkpoint's shape; using the defaults of %s", name)
     return name
-
-
-def load_pretrained(path, task, **options):
-    """A compiled task model whose encoder starts from a checkpoint directory.
-
-    The encoder comes from `load_encoder(path)`; the head comes from the task
-    (`zoo.build_task_model`) and the training defaults (learning rate, ...)
-    from the encoder preset with the checkpoint's shape (e.g.
-    "minilm_l6_h384" for all-MiniLM-L6-v2), else the nearest one. The
-    tokenizer to feed it is `load_tokenizer(path)`.
-
-    Args:
-        path: a native, KerasHub or Hugging Face checkpoint directory.
-        task: a registered task name ("classification", "tagging",
-            "span_ner", ... see `tasks.registry.task_names()`) or a `Task`.
-        **options: the task's options (e.g. `paired_input=True` for a pair
-            classifier) and `build_model` overrides: the task's head fields
-            (`num_classes`, `labels`; `head="softmax"` or `"crf"` and
-            `tag_scheme` for tagging; span fields), training fields
-            (`learning_rate`, `total_steps`, `warmup_steps`, `weight_decay`,
-            `jit_compile`, `schedule`, `head_learning_rate`, `layer_lr_decay`),
-            adaptation fields (`freeze_encoder`, `layer_mix`, `adapter_size`,
-            `lora_rank`, `l2sp`; see `zoo.build_model`), encoder fields, which are applied to the
-            loaded encoder (`dropout`, `attention_dropout`,
-            `max_sequence_length`), and `max_seq_length` (the preprocessor's).
-
-    A task with `pretrained_heads` (fill_mask: BERT's masked-LM head) takes
-    them from the checkpoint too, and refuses one that lacks them.
-
-    The model carries the checkpoint's tokenizer as its preprocessor (and its
-    task and labels), so `fit`, `evaluate` and `predict` take raw text and
-    its `.keras` file is all that is needed to use it.
-
-    Returns:
-        The compiled Keras model (a `Classifier`, `SequenceTagger`, `SpanNER`, ...).
-
-    Raises:
-        ValueError: an unknown task, a bad option, or a checkpoint that
-            cannot be loaded (see `load_encoder`).
-    """
-    from nlpzoo.tasks.registry import get_task_class
-    from nlpzoo.zoo.builder import _ENCODER_FIELDS, build_task_model
-
-    task_class = get_task_class(task) if isinstance(task, str) else type(task)
-    option_names = set(task_class.option_names())
-    task_options = {name: value for name, value in options.items() if name in option_names}
-    if isinstance(task, str):
-        task = task_class(**task_options)
-    elif task_options:
-        task = task.with_options(**task_options)
-    encoder_overrides = {name: value for name, value in options.items()
-                         if name in _ENCODER_FIELDS}
-    encoder = load_encoder(path, **encoder_overrides)
-    transformer = transformer_of(encoder)
-    overrides = dict(vocabulary_size=transformer.vocabulary_size,
-                     max_sequence_length=transformer.max_sequence_length,
-                     dropout=transformer.dropout)
-    overrides.update({name: value for name, value in options.items()
-                      if name not in option_names})
-    if "vocabulary" not in overrides and "tokenizer" not in overrides:
-        # The checkpoint's tokenizer becomes the model's preprocessor: it reads raw text.
-        overrides["tokenizer"] = load_tokenizer(path)
-    model = build_task_model(task, matching_encoder_preset(transformer), encoder=encoder,
-                             **overrides)
-    if task.pretrained_heads:  # heads the task takes over from the checkpoint (fill-mask's MLM)
-        load_pretraining_heads(model, path, required=task.pretrained_heads)
-    return model

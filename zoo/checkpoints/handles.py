@@ -1,7 +1,7 @@
 """Pretrained checkpoints by handle: `hf://org/name` and KerasHub's `kaggle://…` presets.
 
 A handle stands for a checkpoint directory wherever one is taken
-(`load_encoder`, `load_tokenizer`, `load_pretrained`,
+(`load_encoder`, `load_tokenizer`, `load_pretrained`, `build_model`,
 `--init_checkpoint`): `checkpoint_directory` resolves it to the local copy
 that the owner's own library fetches and caches, so this project has no
 downloader of its own:

@@ -71,7 +71,7 @@ def is_native_checkpoint(path):
 def as_functional_encoder(encoder):
     """`encoder` as a functional model with a "transformer" layer."""
     from nlpzoo.layers import TransformerEncoder
-    from nlpzoo.zoo.builder import ENCODER_INPUTS
+    from nlpzoo.zoo.encoders import ENCODER_INPUTS
 
     import keras
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from nlpzoo.tasks.fill_mask.evaluation import MaskedLMScores
-from nlpzoo.zoo.checkpoints import load_pretrained
+from nlpzoo.zoo import load_pretrained
 from tests.helpers.paths import ROOT
 
 CHECKPOINT = os.path.join(ROOT, "tests", "fixtures", "tiny_bert_mlm")

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from nlpzoo.tasks.fill_mask.preprocessor import model_inputs
 from nlpzoo.tasks.fill_mask.vocabulary_filter import continuation_token_flags, special_token_flags
-from nlpzoo.zoo.checkpoints import load_pretrained
+from nlpzoo.zoo import load_pretrained
 from tests.helpers.paths import ROOT
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")

@@ -15,11 +15,10 @@ from nlpzoo.tasks.fill_mask.vocabulary_filter import (
     top_k_tokens,
 )
 from nlpzoo.tasks.registry import get_task
-from nlpzoo.zoo import build_encoder
+from nlpzoo.zoo import build_encoder, load_pretrained
 from nlpzoo.zoo.checkpoints import (
     export_hf_checkpoint,
     head_tensors,
-    load_pretrained,
     load_pretrainer,
     read_tokenizer_settings,
     save_encoder_checkpoint,
