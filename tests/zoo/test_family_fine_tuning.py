@@ -151,3 +151,14 @@ def test_train_binary_fine_tunes_a_sentencepiece_checkpoint(checkpoints, tmp_pat
     _train(checkpoints, tmp_path, "xlm-roberta", "classifier", "--task=classification",
            f"--train_data={TREC}", f"--eval_data={ROOT}/samples/trec/dev.label",
            "--batch_size=16", "--max_seq_length=48")
+
+
+def test_each_family_checkpoint_takes_its_own_presets_defaults(checkpoints):
+    """A checkpoint's fine-tuning defaults come from the preset of its family and shape."""
+    from nlpzoo.layers import transformer_of
+    from nlpzoo.zoo import load_encoder
+    from nlpzoo.zoo.checkpoints import matching_encoder_preset
+
+    found = {model_type: matching_encoder_preset(transformer_of(load_encoder(directory)))
+             for model_type, directory in checkpoints.items()}
+    assert found == {model_type: preset for model_type, (preset, _) in FAMILIES.items()}

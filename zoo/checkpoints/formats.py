@@ -46,6 +46,8 @@ FORMATS = (NATIVE, KERAS_HUB, HUGGINGFACE)
 # load_pretrained task → task preset suffix (`<encoder preset>_<suffix>`).
 _SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim",
                  "share_layers", "norm_first")
+# What tells the families apart (a RoBERTa checkpoint takes roberta_base's defaults).
+_FAMILY_FIELDS = ("position_offset", "num_segments", "pooler_activation")
 _LOOKED_FOR = (
     f"{native.ENCODER_FILE} (native, from save_encoder_checkpoint); "
     f"{keras_hub.CONFIG_FILE} naming a keras_hub class with {keras_hub.WEIGHTS_FILE} "
@@ -146,12 +148,14 @@ def load_tokenizer(path):
 
 
 def matching_encoder_preset(transformer):
-    """The encoder preset with `transformer`'s shape, else the nearest in width and depth."""
+    """The encoder preset of `transformer`'s family and shape, else the nearest: of the
+    family, in width and depth."""
     from nlpzoo.zoo.presets import ENCODER_PRESETS
 
-    shape = {field: getattr(transformer, field) for field in _SHAPE_FIELDS}
+    fields = _SHAPE_FIELDS + _FAMILY_FIELDS
+    shape = {field: getattr(transformer, field) for field in fields}
     for name, preset in ENCODER_PRESETS.items():
-        preset_shape = {field: getattr(preset, field) for field in _SHAPE_FIELDS}
+        preset_shape = {field: getattr(preset, field) for field in fields}
         preset_shape["embedding_dim"] = preset.embedding_dim or preset.hidden_dim
         if preset_shape == shape:
             return name
@@ -161,7 +165,9 @@ def matching_encoder_preset(transformer):
         return (abs(math.log(preset.hidden_dim / transformer.hidden_dim))
                 + 0.5 * abs(math.log(preset.num_layers / transformer.num_layers))
                 + (preset.norm_first != transformer.norm_first)
-                + (preset.share_layers != transformer.share_layers))
+                + (preset.share_layers != transformer.share_layers)
+                + 2 * sum(getattr(preset, field) != getattr(transformer, field)
+                          for field in _FAMILY_FIELDS))
 
     name = min(ENCODER_PRESETS, key=distance)
     logger.info("no encoder preset has the checkpoint's shape; using the defaults of %s", name)
