@@ -320,7 +320,8 @@ def test_load_pretrained_crf_tagging_from_native(native_dir):
 def test_encoder_preset_follows_the_checkpoint_shape():
     class Shape:
         def __init__(self, **fields):
-            defaults = dict(embedding_dim=None, share_layers=False, norm_first=False)
+            defaults = dict(embedding_dim=None, share_layers=False, norm_first=False,
+                            position_offset=0, num_segments=2, pooler_activation="tanh")
             defaults.update(fields)
             self.__dict__.update(defaults)
             self.embedding_dim = self.embedding_dim or self.hidden_dim
@@ -331,6 +332,10 @@ def test_encoder_preset_follows_the_checkpoint_shape():
                                          intermediate_dim=512)) == "bert_tiny"
     assert matching_encoder_preset(Shape(num_layers=3, hidden_dim=120, num_heads=2,
                                          intermediate_dim=480)) == "bert_tiny"
+    # The family counts before the size: a small RoBERTa-layout encoder is RoBERTa's.
+    assert matching_encoder_preset(Shape(num_layers=3, hidden_dim=120, num_heads=2,
+                                         intermediate_dim=480, position_offset=2,
+                                         num_segments=1)) == "roberta_tiny"
 
 
 # --- MiniLM (the real checkpoint) ---------------------------------------------------------
