@@ -20,6 +20,7 @@ from safetensors.numpy import load_file
 from nlpzoo.tasks.fill_mask.model import FillMaskModel
 from nlpzoo.zoo import build_encoder, build_model, load_tokenizer
 from nlpzoo.zoo.checkpoints import export_hf_checkpoint, export_hf_task_model, load_hf_encoder
+from tests.zoo.test_hf_task_head_export import perturb
 from nlpzoo.zoo.checkpoints.hf_tokenizers import export_hf_tokenizer, load_hf_tokenizer
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tokenizers")
@@ -46,15 +47,6 @@ TOLERANCE = 1e-4
 
 def _tokenizer(family):
     return load_hf_tokenizer(os.path.join(FIXTURES, FAMILIES[family][1]))
-
-
-def _perturb(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        if variable.dtype == "float32":
-            value = np.asarray(variable.numpy())
-            variable.assign(value + rng.normal(0, 0.2, value.shape).astype("float32"))
-    return model
 
 
 def _inputs(tokenizer):
@@ -84,7 +76,7 @@ def _export(model, tokenizer, directory):
 def test_sequence_classifier_exports_as_the_familys_class(family, tmp_path):
     preset, _, prefix, dense, output, activation = FAMILIES[family]
     tokenizer = _tokenizer(family)
-    model = _perturb(build_model(f"{preset}_classifier", labels=["a", "b", "c"], tokenizer=tokenizer,
+    model = perturb(build_model(f"{preset}_classifier", labels=["a", "b", "c"], tokenizer=tokenizer,
                                  vocabulary_size=tokenizer.vocabulary_size))
     result = export_hf_task_model(model, str(tmp_path / "hf"))  # the model's own tokenizer
     assert result.architecture == f"{prefix}ForSequenceClassification"
@@ -105,7 +97,7 @@ def test_tagger_and_question_answerer_per_family(family, tmp_path):
     tokenizer = _tokenizer(family)
     size = dict(tokenizer=tokenizer, vocabulary_size=tokenizer.vocabulary_size)
     inputs = _inputs(tokenizer)
-    tagger = _perturb(build_model(f"{preset}_tagger", labels=["O", "B-X", "I-X"], **size), 1)
+    tagger = perturb(build_model(f"{preset}_tagger", labels=["O", "B-X", "I-X"], **size), 1)
     assert _export(tagger, tokenizer, tmp_path / "tag").architecture == \
         f"{prefix}ForTokenClassification"
     words = inputs["padding_mask"].sum(1) - 2
@@ -119,7 +111,7 @@ def test_tagger_and_question_answerer_per_family(family, tmp_path):
     rows, columns = np.nonzero(word_inputs["word_mask"])
     np.testing.assert_allclose(token_logits[rows, starts[rows, columns]], ours[rows, columns],
                                atol=TOLERANCE)
-    answerer = _perturb(build_model(f"{preset}_question_answerer", **size), 2)
+    answerer = perturb(build_model(f"{preset}_question_answerer", **size), 2)
     assert _export(answerer, tokenizer, tmp_path / "qa").architecture == \
         f"{prefix}ForQuestionAnswering"
     hidden = _sequence_output(str(tmp_path / "qa"), inputs)
@@ -133,7 +125,7 @@ def test_tagger_and_question_answerer_per_family(family, tmp_path):
 
 def test_distilbert_masked_lm_head_names(tmp_path):
     tokenizer = _tokenizer("distilbert")
-    model = _perturb(FillMaskModel(build_encoder("distilbert_tiny",
+    model = perturb(FillMaskModel(build_encoder("distilbert_tiny",
                                                  vocabulary_size=tokenizer.vocabulary_size)), 3)
     assert _export(model, tokenizer, tmp_path / "hf").architecture == "DistilBertForMaskedLM"
     inputs = _inputs(tokenizer)

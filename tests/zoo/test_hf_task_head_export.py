@@ -35,7 +35,9 @@ TOLERANCE = 1e-4
 SIZE = dict(vocabulary_size=len(VOCABULARY))
 
 
-def _perturb(model, seed):
+def perturb(model, seed=0):
+    """`model` with every float32 weight moved by N(0, 0.2) noise (so a weight mapped to the
+    wrong place shows)."""
     rng = np.random.default_rng(seed)
     for variable in model.weights:
         if variable.dtype == "float32":
@@ -119,7 +121,7 @@ CLASSIFIERS = {
 
 @pytest.mark.parametrize("name", sorted(CLASSIFIERS))
 def test_sequence_classification_logits_and_labels(name, tmp_path):
-    model = _perturb(CLASSIFIERS[name](), seed=len(name))
+    model = perturb(CLASSIFIERS[name](), seed=len(name))
     result = _export(model, tmp_path / "hf")
     config, tensors, encoder = _exported(tmp_path / "hf")
     assert result.architecture == "BertForSequenceClassification"
@@ -162,7 +164,7 @@ def _tagger(head="softmax", aggregation="first"):
 @pytest.mark.parametrize("head,aggregation", [("softmax", "first"), ("softmax", "last"),
                                               ("softmax", "mean"), ("crf", "first")])
 def test_token_classification_logits(head, aggregation, tmp_path):
-    model = _perturb(_tagger(head, aggregation), seed=3)
+    model = perturb(_tagger(head, aggregation), seed=3)
     result = _export(model, tmp_path / "hf")
     config, tensors, encoder = _exported(tmp_path / "hf")
     assert result.architecture == config["architectures"][0] == "BertForTokenClassification"
@@ -181,7 +183,7 @@ def test_token_classification_logits(head, aggregation, tmp_path):
 
 
 def test_crf_transitions_file_round_trip(tmp_path):
-    model = _perturb(_tagger("crf"), seed=5)
+    model = perturb(_tagger("crf"), seed=5)
     _export(model, tmp_path / "hf")
     from safetensors import safe_open
 
@@ -207,7 +209,7 @@ def _gelu(x):
 
 
 def test_masked_lm_logits(tmp_path):
-    model = _perturb(FillMaskModel(build_encoder("bert_tiny", **SIZE)), seed=9)
+    model = perturb(FillMaskModel(build_encoder("bert_tiny", **SIZE)), seed=9)
     assert head_kind(model) == "masked_lm"
     _export(model, tmp_path / "hf")
     config, tensors, encoder = _exported(tmp_path / "hf")
@@ -228,7 +230,7 @@ def test_masked_lm_logits(tmp_path):
 
 
 def test_question_answering_logits(tmp_path):
-    model = _perturb(build_model("bert_tiny_question_answerer", **SIZE), seed=11)
+    model = perturb(build_model("bert_tiny_question_answerer", **SIZE), seed=11)
     _export(model, tmp_path / "hf")
     config, tensors, encoder = _exported(tmp_path / "hf")
     assert config["architectures"] == ["BertForQuestionAnswering"]
@@ -239,7 +241,7 @@ def test_question_answering_logits(tmp_path):
 
 
 def test_span_ner_head_goes_into_an_extra_file(tmp_path):
-    model = _perturb(build_model("bert_tiny_span_ner", **SIZE), seed=13)
+    model = perturb(build_model("bert_tiny_span_ner", **SIZE), seed=13)
     result = _export(model, tmp_path / "hf")
     assert result.architecture == "BertModel" and result.kind is None
     assert set(result.extra_files) == {HEAD_WEIGHTS_FILE, HEAD_CONFIG_FILE}
@@ -302,7 +304,7 @@ def test_existing_directory_needs_overwrite(tmp_path):
 # --- tools/convert.py --with_head ----------------------------------------------------------
 
 def test_convert_binary_with_head(tmp_path):
-    good = _perturb(build_model("bert_tiny_tagger", labels=TAGS, vocabulary=VOCABULARY), 1)
+    good = perturb(build_model("bert_tiny_tagger", labels=TAGS, vocabulary=VOCABULARY), 1)
     good.save(str(tmp_path / "tagger.keras"))
     bad = build_model("bert_tiny_classifier", pooling="max", vocabulary=VOCABULARY)
     bad.save(str(tmp_path / "max.keras"))
@@ -360,7 +362,7 @@ def test_checkpoint_with_masked_lm_head_exports_as_masked_lm(tmp_path):
     from nlpzoo.zoo.checkpoints import head_tensors, save_encoder_checkpoint
     from nlpzoo.zoo.runs.hf_task_export import export_hf_with_head
 
-    model = _perturb(FillMaskModel(build_encoder("bert_tiny", **SIZE)), seed=17)
+    model = perturb(FillMaskModel(build_encoder("bert_tiny", **SIZE)), seed=17)
     save_encoder_checkpoint(model.encoder, str(tmp_path / "ckpt"), VOCABULARY, True,
                             heads=head_tensors(model))
     result = export_hf_with_head(str(tmp_path / "ckpt"), str(tmp_path / "hf"))
