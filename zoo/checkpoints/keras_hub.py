@@ -72,6 +72,9 @@ True
 >>> imported = load_keras_hub_encoder(directory)
 >>> imported.transformer.num_layers
 1
+>>> tokenizer = load_keras_hub_tokenizer(directory)
+>>> tokenizer.kind, tokenizer.encode("The cat")
+('wordpiece', [2, 5, 6, 3])
 """
 
 import json
@@ -171,7 +174,7 @@ def _read_backbone_config(path):
     return family, fields, config_path
 
 
-def _layer_sharing(family, fields, num_layers, where):
+def _layer_sharing(fields, num_layers, where):
     """`share_layers` from ALBERT's `num_groups` and `num_inner_repetitions`."""
     groups = fields.get("num_groups", 1)
     repetitions = fields.get("num_inner_repetitions", 1)
@@ -199,7 +202,7 @@ def read_keras_hub_config(path):
         layer sharing, the pooler's activation; `keras_hub_families`).
 
     Raises:
-        ValueError: the backbone is not one of `SUPPORTED_BACKBONES` (the
+        ValueError: the backbone is not one of `keras_hub_families.SUPPORTED_BACKBONES` (the
             message names config.json's `class_name`), a required field is
             missing, or a field this importer does not know is set (named).
     """
@@ -211,7 +214,7 @@ def read_keras_hub_config(path):
     encoder_config.update(family.settings)
     if family.layer_groups:
         encoder_config["share_layers"] = _layer_sharing(
-            family, fields, encoder_config["num_layers"], config_path)
+            fields, encoder_config["num_layers"], config_path)
     if (family.projection_always
             and encoder_config.get("embedding_dim") == encoder_config["hidden_dim"]):
         raise ValueError(f"{config_path}: embedding_dim equals hidden_dim "
@@ -340,7 +343,8 @@ def read_keras_hub_weights(path):
 
 
 def load_keras_hub_weights(encoder, path, weights=None):
-    """Sets every variable of `encoder` from a KerasHub preset (any `SUPPORTED_BACKBONES`).
+    """Sets every variable of `encoder` from a KerasHub preset (any backbone of
+    `keras_hub_families`).
 
     Args:
         encoder: a zoo encoder (or its `TransformerEncoder` layer) with the
@@ -375,7 +379,7 @@ def load_keras_hub_encoder(path, **overrides):
 
     Args:
         path: a local KerasHub preset directory (config.json naming one of
-            `SUPPORTED_BACKBONES`, model.weights.h5).
+            `keras_hub_families.SUPPORTED_BACKBONES`, model.weights.h5).
         **overrides: `build_encoder` fields that replace the preset's, e.g.
             `dropout=0.0` or `max_sequence_length=128` (at most the preset's).
             Changing `gelu_approximate` or `layer_norm_epsilon` would not

@@ -171,7 +171,11 @@ def saved_layer_groups(family, roles):
 
 
 def saved_block_group(index):
-    """The model.weights.h5 group of the `index`-th distinct block."""
+    """The model.weights.h5 group of the `index`-th distinct block.
+
+    >>> saved_block_group(0), saved_block_group(2)
+    ('layers/transformer_encoder', 'layers/transformer_encoder_2')
+    """
     return "layers/transformer_encoder" + (f"_{index}" if index else "")
 
 
@@ -226,6 +230,13 @@ def family_for_backbone(class_name):
 
     Raises:
         ValueError: not a backbone this project imports (the message lists them).
+
+    >>> family_for_backbone("RobertaBackbone").settings["layer_norm_epsilon"]
+    1e-05
+    >>> family_for_backbone("DebertaV3Backbone")
+    Traceback (most recent call last):
+    ...
+    ValueError: class_name='DebertaV3Backbone' is not supported; only KerasHub BertBackbone, ...
     """
     family = FAMILIES.get(class_name)
     if family is None:
@@ -240,6 +251,9 @@ def family_for_tokenizer(class_name):
 
     Raises:
         ValueError: not a tokenizer this project reads (the message lists them).
+
+    >>> family_for_tokenizer("DistilBertTokenizer").backbone
+    'DistilBertBackbone'
     """
     for family in FAMILIES.values():
         if class_name in family.tokenizer_classes:
