@@ -33,7 +33,8 @@ Examples:
 'group_0_inner_layer_0'
 >>> family_for_tokenizer("XLMRobertaTokenizer").tokenizer
 'sentencepiece'
->>> sorted(saved_layer_groups(family_for_backbone("ElectraBackbone"), ("projection", "pooler")).items())
+>>> electra = family_for_backbone("ElectraBackbone")
+>>> sorted(saved_layer_groups(electra, ("projection", "pooler")).items())
 [('pooler', 'layers/dense_1'), ('projection', 'layers/dense')]
 """
 
