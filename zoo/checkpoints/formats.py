@@ -4,9 +4,10 @@ Three local directory formats hold a pretrained BERT-family encoder:
 
 - "native": ours, written by `save_encoder_checkpoint` (pretraining):
   `encoder.keras`, `vocab.txt`, `tokenizer_config.json`;
-- "keras_hub": a KerasHub `BertBackbone` preset (`save_to_preset`):
-  `config.json` naming a keras_hub class, `model.weights.h5`, `tokenizer.json`,
-  `assets/tokenizer/vocabulary.txt`;
+- "keras_hub": a KerasHub preset (`save_to_preset`) of a BERT, RoBERTa, XLM-R,
+  DistilBERT, ALBERT or ELECTRA backbone: `config.json` naming a keras_hub
+  class, `model.weights.h5`, `tokenizer.json`, `assets/tokenizer/` (the
+  vocabulary, merges or SentencePiece model);
 - "huggingface": a Hugging Face BERT directory: `config.json`,
   `model.safetensors`, `vocab.txt`, `tokenizer_config.json`.
 
@@ -126,8 +127,9 @@ def read_tokenizer_settings(path):
 def load_tokenizer(path):
     """The `SubwordTokenizer` of a checkpoint (or tokenizer) directory of any format.
 
-    KerasHub presets: `assets/tokenizer/vocabulary.txt` and `tokenizer.json`'s
-    settings. Native and Hugging Face directories (a directory holding only
+    KerasHub presets: `tokenizer.json`'s class and settings and the assets
+    in `assets/tokenizer/` (WordPiece, byte-level BPE or SentencePiece), with
+    KerasHub's ids (`zoo.checkpoints.keras_hub.load_keras_hub_tokenizer`). Native and Hugging Face directories (a directory holding only
     tokenizer files too): `tokenizer.json`, or the legacy `vocab.txt` with
     `tokenizer_config.json`'s `do_lower_case`, `vocab.json` + `merges.txt`,
     or a SentencePiece model (`zoo.checkpoints.hf_tokenizers`). Its
