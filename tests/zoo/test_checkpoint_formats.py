@@ -230,18 +230,6 @@ def test_keras_hub_import_names_a_weight_of_the_wrong_shape(keras_hub_dir, tmp_p
         load_encoder(directory)
 
 
-@pytest.mark.parametrize("class_name", ["DistilBertBackbone", "RobertaBackbone"])
-def test_keras_hub_import_refuses_other_backbones(keras_hub_dir, tmp_path, class_name):
-    directory = _copy_preset(keras_hub_dir, tmp_path / "preset")
-    path = os.path.join(directory, "config.json")
-    config = json.load(open(path))
-    config["class_name"] = class_name
-    config["registered_name"] = f"keras_hub>{class_name}"
-    json.dump(config, open(path, "w"))
-    with pytest.raises(ValueError, match=f"class_name='{class_name}' is not supported"):
-        load_encoder(directory)
-
-
 def test_keras_hub_import_refuses_unknown_config_fields(keras_hub_dir, tmp_path):
     directory = _copy_preset(keras_hub_dir, tmp_path / "preset")
     path = os.path.join(directory, "config.json")
