@@ -57,23 +57,32 @@ flags.mark_flags_as_required(["input", "output"])
 
 
 def _source(path):
-    """(encoder, vocabulary, lowercase, what) read from --input."""
-    from nlpzoo.zoo.checkpoints import load_encoder, read_tokenizer_settings
+    """(encoder, tokenizer, what) read from --input."""
+    from nlpzoo.zoo.checkpoints import load_encoder, load_tokenizer
 
     if not os.path.isdir(path):
         raise UserError(f"--input={path}: no such directory")
     path = md.encoder_checkpoint(path)
     if os.path.exists(md.path(path, md.BEST_MODEL)):  # a tools/train.py model directory
         trained = md.load_trained(path)
-        tokenizer = trained.preprocessor.tokenizer()
-        return (trained.model.get_layer("encoder"), tokenizer.vocabulary, tokenizer.lowercase,
+        return (trained.model.get_layer("encoder"), trained.preprocessor.tokenizer(),
                 f"the encoder of {md.path(path, md.BEST_MODEL)}")
     try:
-        encoder = load_encoder(path)
-        vocabulary, lowercase = read_tokenizer_settings(path)
+        return load_encoder(path), load_tokenizer(path), path
     except (ValueError, OSError) as error:
         raise UserError(f"--input={path}: {error}")
-    return encoder, vocabulary, lowercase, path
+
+
+def _written_tokenizer(tokenizer):
+    """What the --output_format's writer takes: any tokenizer for Hugging Face, the
+    WordPiece tokens for our format and KerasHub's BertBackbone."""
+    if FLAGS.output_format == "huggingface":
+        return tokenizer
+    if tokenizer.kind != "wordpiece":
+        raise UserError(f"--output_format={FLAGS.output_format} keeps WordPiece vocabularies "
+                        f"only; --input's tokenizer is {tokenizer.kind} (use "
+                        "--output_format=huggingface)")
+    return tokenizer.vocabulary
 
 
 def _export_with_head(output):
@@ -109,11 +118,13 @@ def main(argv):
     output = os.path.abspath(FLAGS.output)
     if FLAGS.with_head:
         return _export_with_head(output)
-    encoder, vocabulary, lowercase, what = _source(FLAGS.input)
+    encoder, tokenizer, what = _source(FLAGS.input)
+    lowercase = tokenizer.lowercase
     write = {"native": save_encoder_checkpoint, "keras_hub": export_keras_hub_preset,
              "huggingface": export_hf_checkpoint}[FLAGS.output_format]
     try:
-        write(encoder, output, vocabulary, lowercase, overwrite=FLAGS.overwrite)
+        write(encoder, output, _written_tokenizer(tokenizer), lowercase,
+              overwrite=FLAGS.overwrite)
     except NotOurDirectory as error:
         raise UserError(f"--output={FLAGS.output}: {error}")
     except ValueError as error:

@@ -162,3 +162,21 @@ def test_each_family_checkpoint_takes_its_own_presets_defaults(checkpoints):
     found = {model_type: matching_encoder_preset(transformer_of(load_encoder(directory)))
              for model_type, directory in checkpoints.items()}
     assert found == {model_type: preset for model_type, (preset, _) in FAMILIES.items()}
+
+
+def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_format(
+        checkpoints, tmp_path):
+    source = checkpoints["roberta"]
+    results = run_tools({
+        "hf": ("convert.py", f"--input={source}", "--output_format=huggingface",
+               f"--output={tmp_path / 'hf'}"),
+        "native": ("convert.py", f"--input={source}", "--output_format=native",
+                   f"--output={tmp_path / 'native'}"),
+    })
+    assert results["hf"].returncode == 0, results["hf"].stderr[-2000:]
+    assert load_tokenizer(str(tmp_path / "hf")).encode(HOSTILE) == load_tokenizer(
+        source).encode(HOSTILE)
+    refused = results["native"]
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
+    assert not (tmp_path / "native").exists()

@@ -35,8 +35,7 @@ def load_model_with_head(path):
             checkpoint without a masked-LM head (one line each).
     """
     from nlpzoo.tasks.fill_mask.model import FillMaskModel
-    from nlpzoo.zoo.checkpoints import load_encoder, load_pretraining_heads
-    from nlpzoo.zoo.checkpoints import read_tokenizer_settings
+    from nlpzoo.zoo.checkpoints import load_encoder, load_pretraining_heads, load_tokenizer
 
     if os.path.isfile(path) or os.path.exists(md.path(path, md.BEST_MODEL)):
         trained = (md.load_trained(model_path=path) if os.path.isfile(path)
@@ -48,8 +47,8 @@ def load_model_with_head(path):
     checkpoint = md.encoder_checkpoint(path)
     model = FillMaskModel(load_encoder(checkpoint))
     load_pretraining_heads(model, checkpoint, required=("mlm_head",))
-    vocabulary, lowercase = read_tokenizer_settings(checkpoint)
-    return model, vocabulary, lowercase, []
+    tokenizer = load_tokenizer(checkpoint)
+    return model, tokenizer, tokenizer.lowercase, []
 
 
 def task_head_card(result, model, lowercase, argv, source):
