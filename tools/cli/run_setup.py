@@ -286,10 +286,11 @@ def resolve_preset(preset, encoder, task=None, head_options=None):
     >>> from nlpzoo.tasks.registry import get_task
     >>> resolve_preset("bert_tiny_crf_tagger", None, get_task("tagging"))
     ('bert_tiny', 'bert_tiny_crf_tagger', {'head': 'crf'})
-    >>> resolve_preset("bert_tiny_classifier", None)
-    Traceback (most recent call last):
-    ...
-    nlpzoo.tasks.io.errors.UserError: --preset=bert_tiny_classifier is not an encoder preset; one of albert_base, bert_base, bert_large, bert_medium, bert_mini, bert_small, bert_tiny, minilm_l6_h384
+    >>> try:
+    ...     resolve_preset("bert_tiny_classifier", None)
+    ... except UserError as error:
+    ...     print(str(error).split(";")[0])
+    --preset=bert_tiny_classifier is not an encoder preset
     """
     from nlpzoo.layers import transformer_of
     from nlpzoo.zoo import ENCODER_PRESETS, TASK_PRESETS, get_preset
