@@ -35,7 +35,7 @@ import tensorflow_text as tf_text
 
 from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows
+from nlpzoo.tasks.text.ragged_rows import merge_inner_rows
 from nlpzoo.tasks.text.subword_tokenizer import (
     PackTemplate, SubwordTokenizer, regex_literal, regex_split, register_tokenizer)
 
@@ -202,12 +202,11 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         >>> ByteLevelBpeTokenizer(tokens, ["Ġ a"]).word_pieces(["a", "", " a"]).to_list()
         [[7], [3], [7]]
         """
-        pieces = merge_inner_rows(self._tokenize(words, True))
-        empty = tf.equal(pieces.row_lengths(), 0)
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.unk_id),
-            tf.cast(empty, tf.int64), validate=False)
-        return concat_rows([pieces, unk])
+        return super().word_pieces(words)
+
+    def pieces_of_words(self, words):
+        """Each word's pieces after a space (unless it starts with one)."""
+        return merge_inner_rows(self._tokenize(words, True))
 
     def _tokenize(self, texts, add_prefix_space):
         texts = tf.convert_to_tensor(texts, tf.string)

@@ -240,12 +240,19 @@ class SubwordTokenizer(tf.Module):
     def word_pieces(self, words):
         """[N] words → int32 RaggedTensor [N, (pieces)]; a word with no piece (only
         characters the tokenizer drops) is the unknown token, so every word has one."""
-        pieces = self.tokenize_flat(words)
+        pieces = self.pieces_of_words(words)
         empty = tf.equal(pieces.row_lengths(), 0)
         unk = tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.unk_id),
             tf.cast(empty, tf.int64), validate=False)
         return concat_rows([pieces, unk])
+
+    def pieces_of_words(self, words):
+        """[N] pre-split words → int32 [N, (pieces)], each read as a word of running text
+        (possibly none: `word_pieces` gives those the unknown token). The pieces of the word
+        alone here; a scheme that writes a word of running text differently (after a space)
+        overrides this."""
+        return self.tokenize_flat(words)
 
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [B, (pieces)] segments in the family's `template`.
