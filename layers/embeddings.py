@@ -11,6 +11,10 @@ family names (the families themselves are data: `zoo.presets` and
 - ALBERT / ELECTRA: tables `embedding_dim` wide, layer-normalised at that width
   and then projected to `hidden_dim`.
 
+- ModernBERT: no position table (`learned_positions=False`: its rotary
+  positions live in attention), no segment table, a layer norm without bias
+  (`use_bias=False`).
+
 Position schemes that live in attention (DeBERTa's relative positions,
 ModernBERT's rotary ones) plug in as further values of these options (a
 position scheme without an absolute table), read here and by the attention;
@@ -52,6 +56,9 @@ class TextEmbeddings(keras.layers.Layer):
         dropout: dropout rate after the layer norm.
         layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
         initializer_range: stddev of the truncated-normal initialiser.
+        learned_positions: False: no position table (positions are the
+            attention's, e.g. rotary); `position_ids` are then ignored.
+        use_bias: whether the layer norm has a bias (ModernBERT's has none).
 
     Examples:
     >>> import numpy as np
@@ -74,6 +81,8 @@ class TextEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         position_offset=0,
+        learned_positions=True,
+        use_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,6 +98,8 @@ class TextEmbeddings(keras.layers.Layer):
         self.dropout = float(dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
+        self.learned_positions = bool(learned_positions)
+        self.use_bias = bool(use_bias)
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -99,13 +110,15 @@ class TextEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.position_embedding = keras.layers.Embedding(
-            self.max_sequence_length + self.position_offset,
-            self.embedding_dim,
-            embeddings_initializer=initializer,
-            dtype=self.dtype_policy,
-            name="position_embedding",
-        )
+        self.position_embedding = None
+        if self.learned_positions:
+            self.position_embedding = keras.layers.Embedding(
+                self.max_sequence_length + self.position_offset,
+                self.embedding_dim,
+                embeddings_initializer=initializer,
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
         self.segment_embedding = None
         if self.num_segments:
             self.segment_embedding = keras.layers.Embedding(
@@ -117,6 +130,7 @@ class TextEmbeddings(keras.layers.Layer):
             )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
+            center=self.use_bias,
             dtype=self.dtype_policy,
             name="layer_norm",
         )
@@ -134,7 +148,8 @@ class TextEmbeddings(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.position_embedding.build((self.max_sequence_length + self.position_offset,))
+        if self.position_embedding is not None:
+            self.position_embedding.build((self.max_sequence_length + self.position_offset,))
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
         self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_dim,))
@@ -142,16 +157,20 @@ class TextEmbeddings(keras.layers.Layer):
             self.projection.build(tuple(token_ids_shape) + (self.embedding_dim,))
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
+    def _positions(self, token_ids, position_ids):
         if position_ids is None:
             length = ops.shape(token_ids)[1]
-            positions = ops.expand_dims(self.position_embedding(
+            return ops.expand_dims(self.position_embedding(
                 ops.arange(length, dtype="int32") + self.position_offset), 0)
-        else:  # [B, T], e.g. restarting at every example of a packed row
-            if self.position_offset:
-                position_ids = position_ids + self.position_offset
-            positions = self.position_embedding(position_ids)
-        embeddings = self.token_embedding(token_ids) + positions
+        # [B, T], e.g. restarting at every example of a packed row
+        if self.position_offset:
+            position_ids = position_ids + self.position_offset
+        return self.position_embedding(position_ids)
+
+    def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
+        embeddings = self.token_embedding(token_ids)
+        if self.position_embedding is not None:
+            embeddings = embeddings + self._positions(token_ids, position_ids)
         if self.num_segments == 1:  # one segment type: every token gets its row
             embeddings = embeddings + ops.cast(self.segment_embedding.embeddings[0],
                                                embeddings.dtype)
@@ -180,6 +199,8 @@ class TextEmbeddings(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
                 "position_offset": self.position_offset,
+                "learned_positions": self.learned_positions,
+                "use_bias": self.use_bias,
             }
         )
         return config

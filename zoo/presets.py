@@ -46,7 +46,8 @@ class EncoderPreset:
     None means "as `dropout`"). A BERT-family member is a set of values of
     these fields (`layers.transformer_encoder` has the table): RoBERTa's
     `position_offset=2, num_segments=1`, DistilBERT's `num_segments=0`,
-    ALBERT's `embedding_dim` and `share_layers`, ELECTRA's `embedding_dim`.
+    ALBERT's `embedding_dim` and `share_layers`, ELECTRA's `embedding_dim`,
+    ModernBERT's rotary positions, local/global layers, GeGLU and no biases.
     """
 
     num_layers: int
@@ -65,6 +66,13 @@ class EncoderPreset:
     layer_norm_epsilon: float = _ENCODER_DEFAULTS["layer_norm_epsilon"]
     position_offset: int = _ENCODER_DEFAULTS["position_offset"]
     pooler_activation: str = _ENCODER_DEFAULTS["pooler_activation"]
+    global_rope_theta: float = _ENCODER_DEFAULTS["global_rope_theta"]
+    local_rope_theta: float = _ENCODER_DEFAULTS["local_rope_theta"]
+    local_attention: int = _ENCODER_DEFAULTS["local_attention"]
+    global_attn_every_n_layers: int = _ENCODER_DEFAULTS["global_attn_every_n_layers"]
+    gated_feedforward: bool = _ENCODER_DEFAULTS["gated_feedforward"]
+    use_bias: bool = _ENCODER_DEFAULTS["use_bias"]
+    first_attention_norm: bool = _ENCODER_DEFAULTS["first_attention_norm"]
     # Fine-tuning settings that suit this size (smaller models want larger rates).
     fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""
@@ -106,6 +114,15 @@ _DISTILBERT = dict(num_segments=0, pooler_activation="relu")
 _ALBERT = dict(embedding_dim=128, share_layers=True, gelu_approximate=True, dropout=0.0,
                attention_dropout=0.0)
 _ELECTRA = dict(pooler_activation="gelu")
+# ModernBERT (Warner et al. 2024): pre-LN with a final norm, GeGLU, no biases, rotary
+# positions (global layers base 160,000, local ones 10,000), every third layer global and
+# the others a 128-token window, no segments, BPE vocabulary of 50,368 ids.
+_MODERNBERT = dict(num_segments=0, norm_first=True, gated_feedforward=True, use_bias=False,
+                   first_attention_norm=False, pooler_activation="gelu",
+                   global_rope_theta=160_000.0, local_rope_theta=10_000.0,
+                   local_attention=128, global_attn_every_n_layers=3,
+                   layer_norm_epsilon=1e-5, dropout=0.0, attention_dropout=0.0,
+                   vocabulary_size=50368, max_sequence_length=8192)
 
 ENCODER_PRESETS = {
     "bert_tiny": EncoderPreset(2, 128, 2, 512, fine_tuning=FineTuningDefaults(3e-4),
@@ -148,6 +165,13 @@ ENCODER_PRESETS = {
     "electra_base": EncoderPreset(12, 768, 12, 3072, **_ELECTRA,
                                   fine_tuning=FineTuningDefaults(5e-5),
                                   description="ELECTRA-Base discriminator (Clark et al. 2020)"),
+    "modernbert_base": EncoderPreset(22, 768, 12, 1152, **_MODERNBERT,
+                                     fine_tuning=FineTuningDefaults(5e-5),
+                                     description="ModernBERT-base (Warner et al. 2024): rotary, "
+                                                 "local/global attention, GeGLU, 8,192 tokens"),
+    "modernbert_large": EncoderPreset(28, 1024, 16, 2624, **_MODERNBERT,
+                                      fine_tuning=FineTuningDefaults(3e-5),
+                                      description="ModernBERT-large (Warner et al. 2024)"),
     # Tiny members of each family, for tests and quick runs (random weights).
     "roberta_tiny": EncoderPreset(2, 128, 2, 512, **_ROBERTA,
                                   fine_tuning=FineTuningDefaults(3e-4),
@@ -162,6 +186,10 @@ ENCODER_PRESETS = {
                                   fine_tuning=FineTuningDefaults(3e-4),
                                   description="a tiny ELECTRA-layout encoder (factorised "
                                               "embeddings, as ELECTRA-Small)"),
+    "modernbert_tiny": EncoderPreset(3, 128, 2, 192, **dict(_MODERNBERT, local_attention=16),
+                                     fine_tuning=FineTuningDefaults(3e-4),
+                                     description="a tiny ModernBERT-layout encoder (layers 0 "
+                                                 "global, 1-2 a 16-token window)"),
 }
 
 
