@@ -22,7 +22,8 @@ from nlpzoo.zoo.checkpoints.hf_families import FAMILIES, family_for_encoder
 from tests.helpers.paths import ROOT
 
 FAMILY_DIR = os.path.join(ROOT, "tests", "fixtures", "families")
-MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra")
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra",
+               "modernbert")
 TOLERANCE = 1e-5
 
 
@@ -97,6 +98,10 @@ def test_export_then_import_round_trips(loaded, tmp_path, model_type):
     ("distilbert", dict(num_segments=0, pooler_activation="relu", embedding_dim=None)),
     ("albert", dict(embedding_dim=16, share_layers=True, gelu_approximate=True)),
     ("electra", dict(embedding_dim=16, share_layers=False, pooler_activation="gelu")),
+    ("modernbert", dict(norm_first=True, gated_feedforward=True, use_bias=False,
+                        first_attention_norm=False, num_segments=0, global_rope_theta=100.0,
+                        local_rope_theta=10.0, local_attention=4, global_attn_every_n_layers=2,
+                        layer_norm_epsilon=1e-5, pooler_activation="gelu")),
 ])
 def test_config_gives_the_family_settings(model_type, family_settings):
     config = read_hf_config(os.path.join(FAMILY_DIR, model_type))
@@ -110,6 +115,8 @@ def test_config_gives_the_family_settings(model_type, family_settings):
     ("albert", "encoder.albert_layer_groups.0.albert_layers.0.ffn_output.weight"),
     ("electra", "electra.embeddings_project.weight"),
     ("xlm-roberta", "roberta.embeddings.position_embeddings.weight"),
+    ("modernbert", "model.layers.1.attn.Wqkv.weight"),
+    ("modernbert", "model.final_norm.weight"),
 ])
 def test_a_missing_tensor_names_itself(tmp_path, model_type, tensor):
     from safetensors.numpy import load_file, save_file
@@ -142,6 +149,7 @@ def test_albert_with_several_layer_groups_is_refused(tmp_path):
 @pytest.mark.parametrize("preset, model_type", [
     ("bert_tiny", "bert"), ("roberta_tiny", "roberta"), ("distilbert_tiny", "distilbert"),
     ("albert_tiny", "albert"), ("electra_tiny", "electra"), ("xlm_roberta_base", "roberta"),
+    ("modernbert_tiny", "modernbert"),
 ])
 def test_each_tiny_preset_exports_as_its_family(preset, model_type):
     encoder = build_encoder(preset, vocabulary_size=30, num_layers=1, hidden_dim=16,

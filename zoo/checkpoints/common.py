@@ -321,6 +321,7 @@ def assign_weights(plan, tensors, source, refuse_unused=False):
             value = planned.to_variable(value)
         assignments.append((planned.variable, value))
     unused = sorted(set(tensors) - used)
+    missing = list(dict.fromkeys(missing))  # a fused tensor feeds several variables
     if missing:
         raise ValueError(f"{source.location}: the {source.kind} lacks {len(missing)} "
                          f"{source.unit}(s) the encoder needs: {', '.join(missing)}")
