@@ -2,8 +2,8 @@
 
 Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
 beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
-transformers 5.24): RoBERTa with byte-level BPE, XLM-R and ALBERT with SentencePiece,
-DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
+transformers 5.24): RoBERTa and ModernBERT with byte-level BPE, XLM-R and ALBERT with
+SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
 reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras` file and
 predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
 The default run covers each tokenizer scheme once (a SentencePiece classifier, a
@@ -32,6 +32,7 @@ FAMILIES = {
     "albert": ("albert_tiny", "albert_spm/legacy"),
     "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
     "electra": ("electra_tiny", "bert_cased_wordpiece"),
+    "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json"),
 }
 TREC = os.path.join(ROOT, "samples", "trec", "train.label")
 CONLL = os.path.join(ROOT, "samples", "conll2003")
@@ -180,3 +181,21 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_f
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
     assert not (tmp_path / "native").exists()
+
+
+def test_a_modernbert_classifier_and_tagger_take_a_training_step(checkpoints):
+    """ModernBERT (rotary, local/global attention, GeGLU) under the task heads: one step
+    each lowers nothing to NaN and changes the encoder's weights."""
+    texts, labels = _trec(16)
+    sentences = _conll("train.txt")[:8]
+    for task, x, y, options in (
+            ("classification", texts, labels, {"labels": sorted(set(labels))}),
+            ("tagging", [s[0] for s in sentences], [s[1] for s in sentences],
+             {"labels": sorted({tag for s in sentences for tag in s[1]})})):
+        model = load_pretrained(checkpoints["modernbert"], task, max_seq_length=48,
+                                learning_rate=1e-3, **options)
+        before = [np.array(v) for v in model.encoder.trainable_weights]
+        history = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+        assert np.isfinite(history.history["loss"][-1]), task
+        after = [np.array(v) for v in model.encoder.trainable_weights]
+        assert any(not np.array_equal(a, b) for a, b in zip(before, after)), task
