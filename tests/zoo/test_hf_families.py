@@ -168,3 +168,18 @@ def test_one_segment_type_ignores_segment_ids_and_none_has_no_table():
     distilbert = transformer_of(build_encoder("distilbert_tiny", vocabulary_size=30))
     assert distilbert.embeddings.segment_embedding is None
     assert not any("segment" in variable.path for variable in distilbert.weights)
+
+
+def test_a_modernbert_task_model_export_with_its_head_is_refused_in_one_line(tmp_path):
+    """ModernBERT's heads (dense, gelu, LayerNorm) have no row yet; the bare encoder
+    exports (test_export_then_import_round_trips)."""
+    from nlpzoo.zoo import build_model, load_tokenizer
+    from nlpzoo.zoo.checkpoints import export_hf_task_model
+
+    tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
+                                            "modernbert_bpe", "tokenizer_json"))
+    model = build_model("modernbert_tiny_classifier", num_classes=2,
+                        vocabulary_size=tokenizer.vocabulary_size)
+    with pytest.raises(ValueError, match="head on a 'modernbert' encoder here yet"):
+        export_hf_task_model(model, str(tmp_path / "out"), vocabulary=tokenizer)
+    assert not (tmp_path / "out").exists()
