@@ -3,9 +3,9 @@
 Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
 beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
 transformers 5.24): RoBERTa and ModernBERT with byte-level BPE, XLM-R and ALBERT with
-SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
-reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras` file and
-predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
+SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it;
+the model reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras`
+file and predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
 The default run covers each tokenizer scheme once (a SentencePiece classifier, a
 byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else);
 `-m slow` every family.

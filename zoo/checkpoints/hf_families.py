@@ -317,9 +317,9 @@ def family_for_architecture(architectures):
 def family_for_encoder(transformer):
     """The family an encoder exports as, from its options alone.
 
-    Rotary positions → ModernBERT; shared layers → ALBERT; no segment table → DistilBERT; an offset of the
-    positions → RoBERTa; factorised embeddings or a gelu pooler → ELECTRA;
-    else BERT. Options a family cannot hold are refused by the exporter.
+    Rotary positions → ModernBERT; shared layers → ALBERT; no segment table →
+    DistilBERT; an offset of the positions → RoBERTa; factorised embeddings or a
+    gelu pooler → ELECTRA; else BERT. Options a family cannot hold are refused by the exporter.
 
     >>> from nlpzoo.layers import TransformerEncoder
     >>> family_for_encoder(TransformerEncoder(vocabulary_size=9, num_layers=1, num_heads=1,
