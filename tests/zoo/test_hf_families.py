@@ -183,3 +183,26 @@ def test_a_modernbert_task_model_export_with_its_head_is_refused_in_one_line(tmp
     with pytest.raises(ValueError, match="head on a 'modernbert' encoder here yet"):
         export_hf_task_model(model, str(tmp_path / "out"), vocabulary=tokenizer)
     assert not (tmp_path / "out").exists()
+
+
+def test_modernbert_config_of_the_hub_layout_reads_too(tmp_path):
+    """answerdotai/ModernBERT-base's config.json (transformers 4.x) has no layer_types nor
+    rope_parameters: global_attn_every_n_layers and global/local_rope_theta say it."""
+    directory = tmp_path / "modernbert"
+    shutil.copytree(os.path.join(FAMILY_DIR, "modernbert"), directory)
+    config = json.loads((directory / "config.json").read_text())
+    for field in ("layer_types", "rope_parameters"):
+        del config[field]
+    hub = dict(config, global_attn_every_n_layers=3, global_rope_theta=160000.0,
+               local_rope_theta=10000.0, num_hidden_layers=4)
+    (directory / "config.json").write_text(json.dumps(hub))
+    read = read_hf_config(directory)
+    assert (read["global_attn_every_n_layers"], read["global_rope_theta"],
+            read["local_rope_theta"], read["num_layers"]) == (3, 160000.0, 10000.0, 4)
+    odd = dict(config, layer_types=["sliding_attention", "full_attention", "full_attention"])
+    (directory / "config.json").write_text(json.dumps(odd))
+    with pytest.raises(ValueError, match="layer_types=.*not every n-th layer global"):
+        read_hf_config(directory)
+    (directory / "config.json").write_text(json.dumps(dict(config, norm_bias=True)))
+    with pytest.raises(ValueError, match="norm_bias=True is not supported"):
+        read_hf_config(directory)
