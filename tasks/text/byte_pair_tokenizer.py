@@ -64,6 +64,20 @@ _PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{LETTERS}]+| ?[{DIGITS}]+"
 _NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}
 
 
+def _byte_characters():
+    """GPT-2's byte-level alphabet: the character that stands for each byte in a token
+    (printable Latin-1 characters for themselves, the others from U+0100 on)."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+            *range(ord("®"), ord("ÿ") + 1)]
+    shifted = (byte for byte in range(256) if byte not in kept)
+    characters = {byte: chr(byte) for byte in kept}
+    characters.update({byte: chr(256 + n) for n, byte in enumerate(shifted)})
+    return characters
+
+
+_BYTE_OF_CHARACTER = {character: byte for byte, character in _byte_characters().items()}
+
+
 def split_words(texts):
     """[B] strings → ragged [B, (words)] strings: GPT-2's byte-level pre-tokenization.
 
@@ -265,6 +279,23 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         return pieces.with_flat_values(ids)
 
     # -- serialization -------------------------------------------------------------------
+
+    def piece_text(self, token):
+        """The text a token's bytes spell, a leading space ("Ġ") left out; None for the
+        special and added tokens and for bytes that are not whole UTF-8 characters.
+
+        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa", "Ã©"]
+        >>> tokenizer = ByteLevelBpeTokenizer(tokens, ["Ġ a"])
+        >>> tokenizer.piece_text("Ġa"), tokenizer.piece_text("Ã©"), tokenizer.piece_text("Ã")
+        ('a', 'é', None)
+        """
+        if token in {added["content"] for added in self.added_tokens}:
+            return None
+        try:
+            text = bytes(_BYTE_OF_CHARACTER[c] for c in token).decode("utf-8")
+        except (KeyError, UnicodeDecodeError):
+            return None
+        return super().piece_text(text[1:] if text.startswith(" ") else text)
 
     def get_config(self):
         return {"add_prefix_space": self.add_prefix_space, "lowercase": self.lowercase,

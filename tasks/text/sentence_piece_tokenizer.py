@@ -508,6 +508,18 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     # --- serialization ---
 
+    def piece_text(self, token):
+        """A piece's text, its word-start mark ("▁") left out; None for the special and
+        unknown tokens.
+
+        >>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁the", -1),
+        ...           ("s", -2), ("<mask>", 0)]
+        >>> tokenizer = SentencePieceTokenizer(unigram_model_proto(pieces, 3), "xlm-roberta")
+        >>> tokenizer.piece_text("▁the"), tokenizer.piece_text("s"), tokenizer.piece_text("<unk>")
+        ('the', 's', None)
+        """
+        return super().piece_text(token[1:] if token.startswith(WORD_START) else token)
+
     def get_config(self):
         return {"family": self.family, "lowercase": self.lowercase,
                 "keep_accents": self.keep_accents, "special_tokens": dict(self.special_tokens),

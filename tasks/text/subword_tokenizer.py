@@ -17,7 +17,9 @@ ALBERT) are interchangeable behind it:
   `segment_ids` in the family's template (`PackTemplate`), truncated
   longest-first;
 - `encode(text, text_pair=None)`: the ids of one text (or pair) with the
-  special tokens, as Python ints: `transformers`' `input_ids`.
+  special tokens, as Python ints: `transformers`' `input_ids`;
+- `piece_text(token)` / `piece_lengths()`: what each piece spells inside a
+  word, its word-start mark left out (character offsets of pieces).
 
 It also names its special ids (`pad_id`, `unk_id`, `cls_id`, `sep_id`,
 `mask_id`), lists its `vocabulary` (token strings in id order) and says
@@ -32,11 +34,14 @@ import importlib
 import os
 from typing import NamedTuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 
+# The length of a piece that spells no fixed text (`piece_lengths`): longer than any word.
+NO_FIXED_LENGTH = 1 << 20
 # kind → class, filled by `register_tokenizer`.
 TOKENIZER_KINDS = {}
 # kind → the module that registers it, imported when a saved tokenizer of that kind is read.
@@ -253,6 +258,37 @@ class SubwordTokenizer(tf.Module):
         alone here; a scheme that writes a word of running text differently (after a space)
         overrides this."""
         return self.tokenize_flat(words)
+
+    def piece_text(self, token):
+        """What the vocabulary entry `token` spells inside a word, its word-start mark
+        left out; None when it spells no fixed text (the special and unknown tokens).
+
+        The token as written here; a scheme that marks word starts or continuations
+        in its tokens ("##", "Ġ", "▁") or writes bytes as other characters overrides it.
+
+        >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+        >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cafe", "##s"])
+        >>> tokenizer.piece_text("cafe"), tokenizer.piece_text("##s"), tokenizer.piece_text("[UNK]")
+        ('cafe', 's', None)
+        """
+        return None if token in self.special_tokens.values() else token
+
+    def piece_lengths(self):
+        """int32 [vocabulary_size]: how many characters each piece spells inside a word
+        (`piece_text`), or `NO_FIXED_LENGTH`, a length no word has, for one that spells
+        no fixed text. A word's pieces give each piece its characters when their lengths
+        add up to the word's (question answering's character offsets).
+
+        >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+        >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cafe", "##s"]
+        >>> WordPieceTokenizer(tokens).piece_lengths()[4:].tolist()
+        [4, 1]
+        """
+        if getattr(self, "_piece_lengths", None) is None:
+            texts = [self.piece_text(token) for token in self.vocabulary]
+            self._piece_lengths = np.asarray(
+                [NO_FIXED_LENGTH if text is None else len(text) for text in texts], np.int32)
+        return self._piece_lengths
 
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [B, (pieces)] segments in the family's `template`.

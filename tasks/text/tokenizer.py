@@ -337,6 +337,17 @@ class WordPieceTokenizer(SubwordTokenizer):
         """
         return super().word_pieces(words)
 
+    def piece_text(self, token):
+        """A continuation's text without its "##"; None for the special tokens.
+
+        >>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"]).piece_text(
+        ...     "##s")
+        's'
+        """
+        if token.startswith("##") and len(token) > 2:
+            token = token[2:]
+        return super().piece_text(token)
+
     def get_config(self):
         return {"lowercase": self.lowercase}
 
