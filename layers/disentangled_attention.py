@@ -46,7 +46,7 @@ def log_bucket(distance, position_buckets, max_relative_positions):
 
     >>> import numpy as np
     >>> np.asarray(log_bucket(np.array([-511, -3, 0, 4, 5, 100, 511]), 8, 512)).tolist()
-    [-7, -3, 0, 4, 5, 7, 7]
+    [-7, -3, 0, 4, 5, 6, 7]
     """
     distance = ops.convert_to_tensor(distance, "int32")
     mid = position_buckets // 2
