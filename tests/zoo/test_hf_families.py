@@ -192,3 +192,17 @@ def test_one_segment_type_ignores_segment_ids_and_none_has_no_table():
     distilbert = transformer_of(build_encoder("distilbert_tiny", vocabulary_size=30))
     assert distilbert.embeddings.segment_embedding is None
     assert not any("segment" in variable.path for variable in distilbert.weights)
+
+
+def test_deberta_exports_with_a_tokenizer_smaller_than_its_embedding_table(tmp_path):
+    """microsoft/deberta-v3-*: 128,100 embedding rows for 128,001 tokens."""
+    from nlpzoo.zoo import load_tokenizer
+
+    tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
+                                            "deberta_v3_spm", "legacy"))
+    encoder = build_encoder("deberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 99,
+                            num_layers=1)
+    export_hf_checkpoint(encoder, str(tmp_path / "hf"), tokenizer)
+    assert read_hf_config(tmp_path / "hf")["vocabulary_size"] == 2600
+    text = "Café  naïve\tZürich [MASK]."
+    assert load_tokenizer(str(tmp_path / "hf")).encode(text) == tokenizer.encode(text)

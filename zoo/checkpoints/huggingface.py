@@ -1,7 +1,7 @@
 """Hugging Face BERT-family checkpoints (a local directory) ↔ our functional encoder.
 
 The families read and written: `model_type` bert, roberta, xlm-roberta,
-distilbert, albert and electra. What sets them apart (config.json fields, fixed
+distilbert, albert, electra and deberta-v2 (DeBERTa-v3's settings). What sets them apart (config.json fields, fixed
 settings, tensor names, the bare `*Model` class) is one row each of the table in
 `zoo.checkpoints.hf_families`; this module reads and writes through that table
 and never names a family itself. The BERT names below are the bert row's.
@@ -639,8 +639,11 @@ def _hf_config(transformer, tokens, family=None):
 
 
 def _check_tokenizer(tokenizer, transformer, family):
-    """`tokenizer` (a `SubwordTokenizer`), checked to fit the encoder and the family."""
-    if tokenizer.vocabulary_size != transformer.vocabulary_size:
+    """`tokenizer` (a `SubwordTokenizer`), checked to fit the encoder and the family.
+
+    Every id needs an embedding row; a larger table is fine (DeBERTa-v3's 128,100 rows
+    for 128,001 tokens)."""
+    if tokenizer.vocabulary_size > transformer.vocabulary_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocabulary_size} tokens but the encoder "
                          f"has vocabulary_size={transformer.vocabulary_size}")
     if family.positions_after_padding and tokenizer.pad_id != transformer.position_offset - 1:
