@@ -36,6 +36,8 @@ FAMILIES = {
                    "classifier", "relu"),
     "electra": ("electra_tiny", "bert_cased_wordpiece", "Electra", "classifier.dense",
                 "classifier.out_proj", "gelu"),
+    "deberta-v2": ("deberta_tiny", "deberta_v3_spm/tokenizer_json", "DebertaV2", "pooler.dense",
+                   "classifier", "gelu"),
 }
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0),
                "gelu": np.vectorize(lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))))}
