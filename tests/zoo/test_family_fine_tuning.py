@@ -182,3 +182,18 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_f
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
     assert not (tmp_path / "native").exists()
+
+
+@pytest.mark.slow
+def test_train_binary_fine_tunes_deberta_with_more_embeddings_than_tokens(tmp_path):
+    """microsoft/deberta-v3-*'s layout: 128,100 embedding rows for 128,001 tokens; here
+    the fixture's 2,501 tokens beside 2,600 rows."""
+    source = os.path.join(TOKENIZERS, FAMILIES["deberta-v2"][1])
+    tokenizer = load_tokenizer(source)
+    keras.utils.set_random_seed(0)
+    encoder = build_encoder("deberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 99)
+    export_hf_checkpoint(encoder, str(tmp_path / "deberta"), tokenizer)
+    _train({"deberta-v2": str(tmp_path / "deberta")}, tmp_path, "deberta-v2", "classifier",
+           "--task=classification", f"--train_data={TREC}",
+           f"--eval_data={ROOT}/samples/trec/dev.label", "--batch_size=16",
+           "--max_seq_length=48")
