@@ -9,6 +9,10 @@ from nlpzoo.layers.adapter import Adapter
 from nlpzoo.layers.classification_head import ClassificationHead
 from nlpzoo.layers.cosine_similarity import CosineSimilarity, cosine_similarity
 from nlpzoo.layers.crf import CRF
+from nlpzoo.layers.disentangled_attention import (
+    DisentangledSelfAttention,
+    RelativePositionEmbeddings,
+)
 from nlpzoo.layers.embeddings import TextEmbeddings
 from nlpzoo.layers.encoder import Encoder, encoder_config, rebuild_encoder, transformer_of
 from nlpzoo.layers.layer_mix import LAYER_MIXES, LayerMix
@@ -38,6 +42,7 @@ __all__ = [
     "CRF",
     "ClassificationHead",
     "CosineSimilarity",
+    "DisentangledSelfAttention",
     "Encoder",
     "LAYER_MIXES",
     "LayerMix",
@@ -49,6 +54,7 @@ __all__ = [
     "PairFeatures",
     "POOLINGS",
     "PositionGather",
+    "RelativePositionEmbeddings",
     "SequencePooling",
     "SpanBoundaryHead",
     "SpanClassifier",

@@ -52,6 +52,8 @@ class TextEmbeddings(keras.layers.Layer):
         dropout: dropout rate after the layer norm.
         layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
         initializer_range: stddev of the truncated-normal initialiser.
+        absolute_positions: False: no position table (positions live in the
+            attention instead, as DeBERTa's `position_biased_input=False`).
 
     Examples:
     >>> import numpy as np
@@ -74,6 +76,7 @@ class TextEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         position_offset=0,
+        absolute_positions=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,6 +92,7 @@ class TextEmbeddings(keras.layers.Layer):
         self.dropout = float(dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
+        self.absolute_positions = bool(absolute_positions)
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -99,13 +103,15 @@ class TextEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.position_embedding = keras.layers.Embedding(
-            self.max_sequence_length + self.position_offset,
-            self.embedding_dim,
-            embeddings_initializer=initializer,
-            dtype=self.dtype_policy,
-            name="position_embedding",
-        )
+        self.position_embedding = None
+        if self.absolute_positions:
+            self.position_embedding = keras.layers.Embedding(
+                self.max_sequence_length + self.position_offset,
+                self.embedding_dim,
+                embeddings_initializer=initializer,
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
         self.segment_embedding = None
         if self.num_segments:
             self.segment_embedding = keras.layers.Embedding(
@@ -134,7 +140,8 @@ class TextEmbeddings(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.position_embedding.build((self.max_sequence_length + self.position_offset,))
+        if self.position_embedding is not None:
+            self.position_embedding.build((self.max_sequence_length + self.position_offset,))
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
         self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_dim,))
@@ -143,15 +150,17 @@ class TextEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
-        if position_ids is None:
-            length = ops.shape(token_ids)[1]
-            positions = ops.expand_dims(self.position_embedding(
-                ops.arange(length, dtype="int32") + self.position_offset), 0)
-        else:  # [B, T], e.g. restarting at every example of a packed row
-            if self.position_offset:
-                position_ids = position_ids + self.position_offset
-            positions = self.position_embedding(position_ids)
-        embeddings = self.token_embedding(token_ids) + positions
+        embeddings = self.token_embedding(token_ids)
+        if self.position_embedding is not None:
+            if position_ids is None:
+                length = ops.shape(token_ids)[1]
+                positions = ops.expand_dims(self.position_embedding(
+                    ops.arange(length, dtype="int32") + self.position_offset), 0)
+            else:  # [B, T], e.g. restarting at every example of a packed row
+                if self.position_offset:
+                    position_ids = position_ids + self.position_offset
+                positions = self.position_embedding(position_ids)
+            embeddings = embeddings + positions
         if self.num_segments == 1:  # one segment type: every token gets its row
             embeddings = embeddings + ops.cast(self.segment_embedding.embeddings[0],
                                                embeddings.dtype)
@@ -180,6 +189,7 @@ class TextEmbeddings(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
                 "position_offset": self.position_offset,
+                "absolute_positions": self.absolute_positions,
             }
         )
         return config

@@ -161,6 +161,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        return self._attend(scores, value, padding_mask, attention_mask, token_slots, training)
+
+    def _attend(self, scores, value, padding_mask, attention_mask, token_slots, training):
+        """The output from float32 `scores` [B, heads, T, T]: masking, softmax, dropout,
+        the weighted values and the output projection (shared by attention variants that
+        compute their scores otherwise, e.g. `DisentangledSelfAttention`)."""
         if attention_mask is not None:
             allowed = ops.cast(attention_mask, "bool")[:, None, :, :]
             scores = ops.where(allowed, scores, _MASKED_SCORE)

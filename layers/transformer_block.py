@@ -4,9 +4,14 @@ import keras
 from keras import ops
 
 from nlpzoo.layers.adapter import Adapter
+from nlpzoo.layers.disentangled_attention import DisentangledSelfAttention
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_packing import dropout_as_in_rows
 from nlpzoo.layers.serialization import register
+
+
+# Attention with relative positions in its scores (None: plain scaled dot-product).
+RELATIVE_ATTENTIONS = (None, "disentangled")
 
 
 @register
@@ -44,6 +49,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initialiser.
         adapter_size: bottleneck width of the adapters (0: none).
         lora_rank: rank of the attention's LoRA updates (0: none).
+        relative_attention: None (scaled dot-product attention) or
+            "disentangled": DeBERTa-v2/v3's `DisentangledSelfAttention`, called
+            with the encoder's `relative_embeddings` and `relative_index`.
 
     Examples:
     >>> import numpy as np
@@ -73,6 +81,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         initializer_range=0.02,
         adapter_size=0,
         lora_rank=0,
+        relative_attention=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,10 +98,20 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.initializer_range = float(initializer_range)
         self.adapter_size = int(adapter_size or 0)
         self.lora_rank = int(lora_rank or 0)
+        if relative_attention not in RELATIVE_ATTENTIONS:
+            raise ValueError(f"relative_attention must be one of {RELATIVE_ATTENTIONS}, got "
+                             f"{relative_attention!r}")
+        self.relative_attention = relative_attention
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.attention = MultiHeadSelfAttention(
+        attention_options = {}
+        attention_class = MultiHeadSelfAttention
+        if self.relative_attention == "disentangled":
+            attention_class = DisentangledSelfAttention
+            # DeBERTa drops the relative embeddings at its hidden dropout rate.
+            attention_options = dict(position_dropout=self.dropout)
+        self.attention = attention_class(
             self.hidden_dim,
             self.num_heads,
             dropout=self.attention_dropout,
@@ -100,6 +119,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             lora_rank=self.lora_rank,
             dtype=self.dtype_policy,
             name="attention",
+            **attention_options,
         )
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
@@ -137,7 +157,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.feedforward_adapter = adapter("feedforward_adapter")
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
-              token_rows_shape=None, token_slots_shape=None):
+              token_rows_shape=None, token_slots_shape=None, relative_embeddings_shape=None,
+              relative_index_shape=None):
         self.attention.build(inputs_shape)
         self.attention_norm.build(inputs_shape)
         self.feedforward_norm.build(inputs_shape)
@@ -161,10 +182,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.output_dense(x)
 
     def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
-             token_slots=None, training=None):
+             token_slots=None, training=None, relative_embeddings=None, relative_index=None):
         x = inputs
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask,
                      token_rows=token_rows, token_slots=token_slots)
+        if self.relative_attention:
+            where.update(relative_embeddings=relative_embeddings, relative_index=relative_index)
 
         def dropout(y):
             if token_slots is None or not self.dropout_masks_from_rows:
@@ -191,7 +214,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
                              attention_mask_shape=None, token_rows_shape=None,
-                             token_slots_shape=None):
+                             token_slots_shape=None, relative_embeddings_shape=None,
+                             relative_index_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):
@@ -209,6 +233,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "adapter_size": self.adapter_size,
                 "lora_rank": self.lora_rank,
+                "relative_attention": self.relative_attention,
             }
         )
         return config

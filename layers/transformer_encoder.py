@@ -11,8 +11,17 @@ outputs `sequence_output`, `pooled_output`, `hidden_states`):
     DistilBERT    num_segments=0                               post-LN, gelu     relu*
     ALBERT        embedding_dim < hidden_dim (projection)      shared, gelu_new  tanh
     ELECTRA       embedding_dim < hidden_dim (projection)      post-LN, gelu     gelu*
+    DeBERTa-v3    absolute_positions=False, num_segments=0     post-LN, gelu,    gelu*
+                                                               relative_attention=
+                                                               "disentangled"
     (* the pooler of the family's classification head: DistilBERT's
-    `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`.)
+    `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`, DeBERTa's
+    `ContextPooler`.)
+
+DeBERTa-v3's positions live in attention (`layers.disentangled_attention`): one
+table of relative embeddings (`position_buckets`, `max_relative_positions`) is
+layer-normalised once per call and read by every block, at the bucketed distance
+of each token pair's position ids (restarting per example when packed).
 
 The layers know options, never family names: what makes a family (its option
 values, its checkpoint's tensor names, its config.json) is data in one table,
@@ -29,6 +38,10 @@ import inspect
 import keras
 from keras import ops
 
+from nlpzoo.layers.disentangled_attention import (
+    RelativePositionEmbeddings,
+    relative_position_index,
+)
 from nlpzoo.layers.embeddings import TextEmbeddings
 from nlpzoo.layers.sequence_packing import PackedBatch
 from nlpzoo.layers.serialization import register
@@ -81,7 +94,17 @@ class TransformerEncoder(keras.layers.Layer):
         position_offset: first position-table row a token reads (RoBERTa's
             padding_idx + 1 = 2; see `TextEmbeddings`).
         pooler_activation: the pooler's activation: "tanh" (BERT, RoBERTa,
-            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA; exact erf GELU).
+            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA, DeBERTa; exact erf GELU).
+        absolute_positions: False: no learned absolute positions at the input
+            (DeBERTa's `position_biased_input=False`).
+        relative_attention: None, or "disentangled": DeBERTa-v2/v3's
+            disentangled attention with shared keys and layer-normalised
+            relative embeddings; the embeddings of padding are zeroed, as
+            DeBERTa does.
+        position_buckets: log buckets of relative distances (DeBERTa-v3: 256;
+            <= 0: exact distances, clipped at `max_relative_positions`).
+        max_relative_positions: longest distance told apart (< 1: as
+            `max_sequence_length`, as DeBERTa's -1).
 
     Examples:
     >>> import numpy as np
@@ -120,6 +143,10 @@ class TransformerEncoder(keras.layers.Layer):
         pack_length=0,
         position_offset=0,
         pooler_activation="tanh",
+        absolute_positions=True,
+        relative_attention=None,
+        position_buckets=0,
+        max_relative_positions=-1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -151,6 +178,10 @@ class TransformerEncoder(keras.layers.Layer):
             raise ValueError(f"pooler_activation must be one of {', '.join(POOLER_ACTIVATIONS)}, "
                              f"got {pooler_activation!r}")
         self.pooler_activation = pooler_activation
+        self.absolute_positions = bool(absolute_positions)
+        self.relative_attention = relative_attention
+        self.position_buckets = int(position_buckets)
+        self.max_relative_positions = int(max_relative_positions)
 
         # === Layers ===
         self.embeddings = TextEmbeddings(
@@ -163,9 +194,21 @@ class TransformerEncoder(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             position_offset=self.position_offset,
+            absolute_positions=self.absolute_positions,
             dtype=self.dtype_policy,
             name="embeddings",
         )
+        self.relative_embeddings = None
+        if self.relative_attention is not None:
+            self.relative_embeddings = RelativePositionEmbeddings(
+                self.hidden_dim,
+                self.position_buckets,
+                self.relative_distance_limit,
+                layer_norm_epsilon=self.layer_norm_epsilon,
+                initializer_range=self.initializer_range,
+                dtype=self.dtype_policy,
+                name="relative_embeddings",
+            )
         num_distinct_blocks = distinct_block_count(self.num_layers, self.share_layers)
         self.blocks = [
             TransformerEncoderBlock(
@@ -180,6 +223,7 @@ class TransformerEncoder(keras.layers.Layer):
                 initializer_range=self.initializer_range,
                 adapter_size=self.adapter_size,
                 lora_rank=self.lora_rank,
+                relative_attention=self.relative_attention,
                 dtype=self.dtype_policy,
                 name=f"block_{index}",
             )
@@ -230,6 +274,13 @@ class TransformerEncoder(keras.layers.Layer):
         self._pack_length = int(value)
 
     @property
+    def relative_distance_limit(self):
+        """The `max_relative_positions` in force (`max_sequence_length` when < 1)."""
+        if self.max_relative_positions < 1:
+            return self.max_sequence_length
+        return self.max_relative_positions
+
+    @property
     def token_embedding(self):
         """The token embedding table layer (for tied output decoders)."""
         return self.embeddings.token_embedding
@@ -237,6 +288,8 @@ class TransformerEncoder(keras.layers.Layer):
     def build(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
         hidden_shape = tuple(token_ids_shape) + (self.hidden_dim,)
         self.embeddings.build(token_ids_shape)
+        if self.relative_embeddings is not None:
+            self.relative_embeddings.build()
         for block in self.blocks:
             block.build(hidden_shape)
         if self.final_norm is not None:
@@ -259,6 +312,8 @@ class TransformerEncoder(keras.layers.Layer):
         weights = []
         if self.adapter_size:
             norms = [self.embeddings.layer_norm]
+            if self.relative_embeddings is not None:
+                norms.append(self.relative_embeddings.layer_norm)
             if self.final_norm is not None:
                 norms.append(self.final_norm)
             for block in self.blocks:
@@ -284,6 +339,15 @@ class TransformerEncoder(keras.layers.Layer):
         x = self.embeddings(token_ids, segment_ids, position_ids=position_ids,
                             training=training)
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask)
+        if self.relative_embeddings is not None:
+            if packed is None:
+                # DeBERTa zeroes the embeddings of padding (packed, padding is dropped).
+                x = x * ops.cast(padding_mask, x.dtype)[:, :, None]
+                position_ids = ops.arange(ops.shape(token_ids)[1], dtype="int32")
+            where.update(relative_embeddings=self.relative_embeddings.normalized(),
+                         relative_index=relative_position_index(
+                             position_ids, self.position_buckets,
+                             self.relative_distance_limit))
         tokens_only = packed is not None and self.position_wise_on_tokens
         if tokens_only:
             # The blocks compute on the real tokens alone, [M, H], and attend in the rows.
@@ -350,6 +414,10 @@ class TransformerEncoder(keras.layers.Layer):
                 "lora_rank": self.lora_rank,
                 "position_offset": self.position_offset,
                 "pooler_activation": self.pooler_activation,
+                "absolute_positions": self.absolute_positions,
+                "relative_attention": self.relative_attention,
+                "position_buckets": self.position_buckets,
+                "max_relative_positions": self.max_relative_positions,
             }
         )
         return config

@@ -309,7 +309,8 @@ def test_encoder_preset_follows_the_checkpoint_shape():
     class Shape:
         def __init__(self, **fields):
             defaults = dict(embedding_dim=None, share_layers=False, norm_first=False,
-                            position_offset=0, num_segments=2, pooler_activation="tanh")
+                            position_offset=0, num_segments=2, pooler_activation="tanh",
+                            relative_attention=None, absolute_positions=True)
             defaults.update(fields)
             self.__dict__.update(defaults)
             self.embedding_dim = self.embedding_dim or self.hidden_dim
@@ -324,6 +325,10 @@ def test_encoder_preset_follows_the_checkpoint_shape():
     assert matching_encoder_preset(Shape(num_layers=3, hidden_dim=120, num_heads=2,
                                          intermediate_dim=480, position_offset=2,
                                          num_segments=1)) == "roberta_tiny"
+    assert matching_encoder_preset(Shape(num_layers=3, hidden_dim=120, num_heads=2,
+                                         intermediate_dim=480, num_segments=0,
+                                         pooler_activation="gelu", absolute_positions=False,
+                                         relative_attention="disentangled")) == "deberta_tiny"
 
 
 # --- MiniLM (the real checkpoint) ---------------------------------------------------------

@@ -2,12 +2,13 @@
 
 Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
 beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
-transformers 5.24): RoBERTa with byte-level BPE, XLM-R and ALBERT with SentencePiece,
-DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
+transformers 5.24): RoBERTa with byte-level BPE, XLM-R, ALBERT and DeBERTa-v3 with
+SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
 reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras` file and
 predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
 The default run covers each tokenizer scheme once (a SentencePiece classifier, a
-byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else);
+byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else) and
+DeBERTa-v3 (relative attention) with both heads;
 `-m slow` every family.
 """
 
@@ -32,6 +33,7 @@ FAMILIES = {
     "albert": ("albert_tiny", "albert_spm/legacy"),
     "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
     "electra": ("electra_tiny", "bert_cased_wordpiece"),
+    "deberta-v2": ("deberta_tiny", "deberta_v3_spm/legacy"),
 }
 TREC = os.path.join(ROOT, "samples", "trec", "train.label")
 CONLL = os.path.join(ROOT, "samples", "conll2003")
@@ -78,13 +80,13 @@ def checkpoints(tmp_path_factory):
     return directories
 
 
-def _families(default):
-    """Every family as a test parameter, all but `default` marked slow."""
-    return [pytest.param(name, marks=() if name == default else pytest.mark.slow)
+def _families(*defaults):
+    """Every family as a test parameter, all but `defaults` marked slow."""
+    return [pytest.param(name, marks=() if name in defaults else pytest.mark.slow)
             for name in sorted(FAMILIES)]
 
 
-@pytest.mark.parametrize("model_type", _families(default="xlm-roberta"))
+@pytest.mark.parametrize("model_type", _families("xlm-roberta", "deberta-v2"))
 def test_a_classifier_of_each_family_reads_raw_text_with_its_tokenizer(
         model_type, checkpoints, tmp_path):
     directory = checkpoints[model_type]
@@ -107,7 +109,7 @@ def test_a_classifier_of_each_family_reads_raw_text_with_its_tokenizer(
                                atol=1e-5)
 
 
-@pytest.mark.parametrize("model_type", _families(default="roberta"))
+@pytest.mark.parametrize("model_type", _families("roberta", "deberta-v2"))
 def test_a_crf_tagger_of_each_family_aligns_words_with_its_subwords(
         model_type, checkpoints, tmp_path):
     sentences = _conll("train.txt")
@@ -180,3 +182,18 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_f
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
     assert not (tmp_path / "native").exists()
+
+
+@pytest.mark.slow
+def test_train_binary_fine_tunes_deberta_with_more_embeddings_than_tokens(tmp_path):
+    """microsoft/deberta-v3-*'s layout: 128,100 embedding rows for 128,001 tokens; here
+    the fixture's 2,501 tokens beside 2,600 rows."""
+    source = os.path.join(TOKENIZERS, FAMILIES["deberta-v2"][1])
+    tokenizer = load_tokenizer(source)
+    keras.utils.set_random_seed(0)
+    encoder = build_encoder("deberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 99)
+    export_hf_checkpoint(encoder, str(tmp_path / "deberta"), tokenizer)
+    _train({"deberta-v2": str(tmp_path / "deberta")}, tmp_path, "deberta-v2", "classifier",
+           "--task=classification", f"--train_data={TREC}",
+           f"--eval_data={ROOT}/samples/trec/dev.label", "--batch_size=16",
+           "--max_seq_length=48")

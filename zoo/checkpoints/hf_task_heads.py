@@ -191,6 +191,8 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
 #   electra      classifier.dense gelu,                  generator_predictions.dense (gelu),
 #                classifier.out_proj                     generator_predictions.LayerNorm,
 #                                                        generator_lm_head.bias
+#   deberta-v2   pooler.dense gelu (ContextPooler),      cls.predictions.* (BERT's names,
+#                classifier                              config legacy=true)
 #
 # Token classification is `classifier`, question answering `qa_outputs` in every family;
 # only BERT has a class with a next-sentence head (ALBERT's is sentence order).
@@ -229,6 +231,8 @@ HEAD_ROWS = {
                                       "generator_predictions.LayerNorm",
                                       "generator_lm_head.bias"),
                    mlm_activation="gelu"),
+    **_family_rows("deberta-v2", "DebertaV2", "deberta.", ("pooler.dense", "classifier"), "gelu",
+                   (), dropout_field="pooler_dropout"),
 }
 
 # The pipeline tag of each kind (the card's front matter).
