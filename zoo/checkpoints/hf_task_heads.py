@@ -86,7 +86,7 @@ import tempfile
 
 import numpy as np
 
-from nlpzoo.layers import transformer_of
+from nlpzoo.layers import encoder_head_settings, transformer_of
 from nlpzoo.zoo.checkpoints.huggingface import (
     CONFIG_FILE,
     SAFETENSORS_FILE,
@@ -462,15 +462,15 @@ def _masked_lm(model, row, labels, covered):
     _refuse_layer_mix(model.encoder, row.architecture)
     transformer = transformer_of(model.encoder)
     head = model.get_layer("mlm_head")
-    activation = _activation_name(head.transform)
+    activation = head.activation  # "gelu" (exact), GELU_APPROXIMATE or a Keras name
     if row.mlm_activation == "gelu":
         fits, theirs = activation == "gelu", "exact gelu"
     else:  # the encoder's hidden_act: exact gelu, or its tanh approximation
-        fits = activation == "gelu" and not transformer.gelu_approximate
+        fits = activation == encoder_head_settings(transformer)["activation"]
         theirs = "the encoder's hidden_act (gelu_approximate=" \
                  f"{transformer.gelu_approximate})"
     if not fits:
-        raise ValueError(f"the masked-LM head's activation {activation!r} (exact): "
+        raise ValueError(f"the masked-LM head's activation {activation!r}: "
                          f"{row.architecture}'s head uses {theirs}")
     epsilon = transformer.layer_norm_epsilon if row.mlm_epsilon is None else row.mlm_epsilon
     if abs(head.layer_norm_epsilon - epsilon) > 1e-15:
