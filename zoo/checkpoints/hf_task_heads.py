@@ -142,12 +142,33 @@ class HeadRow:
         return dict(self.names)[part]
 
 
-def _mlm_names(dense, norm, bias):
-    """BERT's masked-LM tensor names → a family's (its dense, LayerNorm and bias modules)."""
+def _mlm_names(dense, norm, bias, decoder):
+    """BERT's masked-LM tensor names → a family's (its dense, LayerNorm, bias and decoder
+    modules; the decoder's matrix is the tied word embeddings, named for the importer's
+    check, and its bias, when it has its own name, is the head's bias)."""
     bert = "cls.predictions."
-    return tuple((f"{bert}transform.{ours}.{kind}", f"{theirs}.{kind}")
-                 for ours, theirs in (("dense", dense), ("LayerNorm", norm))
-                 for kind in ("weight", "bias")) + ((f"{bert}bias", bias),)
+    names = tuple((f"{bert}transform.{ours}.{kind}", f"{theirs}.{kind}")
+                  for ours, theirs in (("dense", dense), ("LayerNorm", norm))
+                  for kind in ("weight", "bias")) + ((f"{bert}bias", bias),
+                                                     (f"{bert}decoder.weight", f"{decoder}.weight"))
+    if f"{decoder}.bias" != bias:
+        names += ((f"{bert}decoder.bias", f"{decoder}.bias"),)
+    return names
+
+
+def mlm_import_names(model_type):
+    """A family's masked-LM tensor names → BERT's `cls.predictions.*` names, which the
+    importer reads (`heads.read_head_tensors`); {} for BERT or a family without a row.
+
+    >>> mlm_import_names("roberta")["lm_head.dense.weight"]
+    'cls.predictions.transform.dense.weight'
+    >>> mlm_import_names("bert")
+    {}
+    """
+    row = HEAD_ROWS.get((model_type, MASKED_LM))
+    if row is None:
+        return {}
+    return {theirs: ours for ours, theirs in reversed(row.name("mlm"))}
 
 
 def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, mlm=None,
@@ -211,23 +232,26 @@ HEAD_ROWS = {
         "BertForQuestionAnswering", "AutoModelForQuestionAnswering", "bert.",
         names=(("output", "qa_outputs"),)),
     **_family_rows("roberta", "Roberta", "roberta.", ("classifier.dense", "classifier.out_proj"),
-                   "tanh", _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                   "tanh", _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias",
+                                      "lm_head.decoder"),
                    mlm_activation="gelu"),
     **_family_rows("xlm-roberta", "XLMRoberta", "roberta.",
                    ("classifier.dense", "classifier.out_proj"), "tanh",
-                   _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                   _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias",
+                              "lm_head.decoder"),
                    mlm_activation="gelu"),
     **_family_rows("distilbert", "DistilBert", "distilbert.", ("pre_classifier", "classifier"),
                    "relu", _mlm_names("vocab_transform", "vocab_layer_norm",
-                                      "vocab_projector.bias"),
+                                      "vocab_projector.bias", "vocab_projector"),
                    mlm_epsilon=1e-12, dropout_field="seq_classif_dropout"),
     **_family_rows("albert", "Albert", "albert.", ("albert.pooler", "classifier"), "tanh",
-                   _mlm_names("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+                   _mlm_names("predictions.dense", "predictions.LayerNorm", "predictions.bias",
+                              "predictions.decoder"),
                    cls_pooler=True, dropout_field="classifier_dropout_prob"),
     **_family_rows("electra", "Electra", "electra.", ("classifier.dense", "classifier.out_proj"),
                    "gelu", _mlm_names("generator_predictions.dense",
                                       "generator_predictions.LayerNorm",
-                                      "generator_lm_head.bias"),
+                                      "generator_lm_head.bias", "generator_lm_head"),
                    mlm_activation="gelu"),
 }
 
