@@ -27,6 +27,7 @@ import json
 import os
 from typing import NamedTuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource
@@ -505,6 +506,32 @@ class SentencePieceTokenizer(SubwordTokenizer):
         drops) is the unknown token, so every word has one (transformers gives it none).
         """
         return super().word_pieces(words)
+
+    # --- word starts ---
+
+    # A piece begins a word at the start of a text and after whitespace (every word of
+    # running text gets "▁"), not after punctuation glued to it.
+    word_start_context = r"(?s)(|.*\s)"
+
+    def word_start_pieces(self):
+        """The pieces that begin with "▁", and the special and split tokens.
+
+        >>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁the", -1),
+        ...           ("s", -2), ("<mask>", 0)]
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True]
+        """
+        kept = set(self.split_tokens) | set(self.special_tokens.values())
+        return np.array([token.startswith(WORD_START) or token in kept
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """>>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁a", -1)]
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).piece_text("▁new▁york")
+        'new york'
+        """
+        return token.replace(WORD_START, " ").lstrip(" ") if token.startswith(WORD_START) \
+            else token.replace(WORD_START, " ")
 
     # --- serialization ---
 

@@ -156,6 +156,10 @@ class SubwordTokenizer(tf.Module):
     """
 
     kind = None
+    # The text before a piece after which that piece begins a word (a regex the whole
+    # text before matches): WordPiece's words start after whitespace, punctuation or a
+    # symbol and at the start (BERT's basic tokenizer splits there).
+    word_start_context = r"(?s)(|.*[\s\p{P}\p{S}])"
 
     def __init__(self, vocabulary, *, pad, unk, cls, sep, mask, template=PackTemplate(),
                  lowercase=False, split_tokens=None):
@@ -253,6 +257,20 @@ class SubwordTokenizer(tf.Module):
         alone here; a scheme that writes a word of running text differently (after a space)
         overrides this."""
         return self.tokenize_flat(words)
+
+    def word_start_pieces(self):
+        """bool numpy [V]: True for the pieces that begin a word of running text (and the
+        special tokens); False for those that only continue one (WordPiece's `##` pieces,
+        byte-level BPE's pieces without "Ġ", SentencePiece's without "▁"). Fill-mask
+        proposes only these for a mask that starts a word (`word_start_context`);
+        whole-word masking and pretraining's cuts start words at them."""
+        raise NotImplementedError
+
+    def piece_text(self, token):
+        """The text `token` (a vocabulary string) writes in place of a mask, without its
+        word-start mark or continuation prefix (the text around the mask keeps its own
+        spaces): "##able" → "able", "Ġparis" → "paris", "▁paris" → "paris"."""
+        return token
 
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [B, (pieces)] segments in the family's `template`.
