@@ -20,6 +20,8 @@ import tensorflow as tf
 from nlpzoo.tasks.fill_mask.preprocessor import model_inputs
 from nlpzoo.tasks.fill_mask.vocabulary_filter import token_flags
 from nlpzoo.zoo import load_pretrained
+from nlpzoo.zoo.checkpoints import export_hf_task_model
+from nlpzoo.zoo.checkpoints.huggingface import read_hf_weights
 from tests.helpers.paths import ROOT
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -58,7 +60,7 @@ def case(request, tmp_path_factory):
     sentences = [str(sentence) for sentence in arrays["sentences"]]
     assert sentences == pipeline["sentences"]
     model = load_pretrained(directory, "fill_mask", top_k=10)
-    return family, model, arrays, pipeline, sentences
+    return family, model, arrays, pipeline, sentences, directory
 
 
 def _softmax(logits):
@@ -67,7 +69,7 @@ def _softmax(logits):
 
 
 def test_token_ids_and_logits_equal_transformers(case):
-    family, model, arrays, _, sentences = case
+    family, model, arrays, _, sentences, _ = case
     features = model.preprocessor(tf.constant(sentences))
     logits = model.predict_on_batch(model_inputs(features))
     worst = 0.0
@@ -85,7 +87,7 @@ def test_token_ids_and_logits_equal_transformers(case):
 
 
 def test_top_k_is_the_pipelines_without_refused_tokens(case):
-    family, model, arrays, pipeline, sentences = case
+    family, model, arrays, pipeline, sentences, _ = case
     special, continuation = token_flags(model.preprocessor.tokenizer())
     vocabulary = model.preprocessor.vocabulary
     results = model.predict(sentences)
@@ -110,10 +112,31 @@ def test_top_k_is_the_pipelines_without_refused_tokens(case):
 
 
 def test_the_sequence_writes_the_best_piece_as_text(case):
-    family, model, _, _, sentences = case
+    family, model, _, _, sentences, _ = case
     tokenizer = model.preprocessor.tokenizer()
     mask = tokenizer.special_tokens["mask"]
     result = model.predict(sentences[:1])[0]
     best = result["masks"][0][0]["token"]
     assert result["sequence"] == sentences[0].replace(mask, tokenizer.piece_text(best))
     assert not result["sequence"].startswith(("Ġ", "▁")) and "##" not in result["sequence"]
+
+
+def test_export_gives_back_the_checkpoints_tensors_and_logits(case, tmp_path):
+    """transformers → ours → `export_hf_task_model`: the same class and tensors (head
+    included, under the family's names), and the export reads back to the same logits."""
+    family, model, _, _, sentences, directory = case
+    exported = str(tmp_path / "exported")
+    result = export_hf_task_model(model, exported)
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+        assert result.architecture == json.load(f)["architectures"][0]
+    original, written = read_hf_weights(directory), read_hf_weights(exported)
+    head = {name for name in original if not name.startswith(
+        ("roberta.", "albert.", "distilbert."))}
+    assert head and head <= set(written)
+    for name, value in original.items():
+        if name in written:
+            np.testing.assert_allclose(written[name], value, atol=1e-6, err_msg=name)
+    back = load_pretrained(exported, "fill_mask")
+    features = model.preprocessor(tf.constant(sentences))
+    np.testing.assert_allclose(back.predict_on_batch(model_inputs(features)),
+                               model.predict_on_batch(model_inputs(features)), atol=1e-5)
