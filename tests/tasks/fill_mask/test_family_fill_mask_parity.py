@@ -140,3 +140,18 @@ def test_export_gives_back_the_checkpoints_tensors_and_logits(case, tmp_path):
     features = model.preprocessor(tf.constant(sentences))
     np.testing.assert_allclose(back.predict_on_batch(model_inputs(features)),
                                model.predict_on_batch(model_inputs(features)), atol=1e-5)
+
+
+def test_an_electra_discriminator_is_refused_in_one_line(tmp_path):
+    """ElectraForPreTraining (the discriminator) has no masked-LM head; the message names
+    where ElectraForMaskedLM (a generator) keeps one."""
+    from nlpzoo.zoo import build_encoder
+    from nlpzoo.zoo.checkpoints import export_hf_checkpoint, load_tokenizer
+
+    tokenizer = load_tokenizer(os.path.join(FIXTURES, "tokenizers", "bert_cased_wordpiece"))
+    directory = str(tmp_path / "electra")
+    export_hf_checkpoint(build_encoder("electra_tiny", vocabulary_size=tokenizer.vocabulary_size),
+                         directory, tokenizer)
+    with pytest.raises(ValueError, match="no masked-LM head \\(generator_predictions") as error:
+        load_pretrained(directory, "fill_mask")
+    assert "\n" not in str(error.value) and "ElectraForMaskedLM" in str(error.value)
