@@ -16,9 +16,8 @@ heads pretraining trained beside the encoder; they are loaded into our
                                             rows swapped likewise: its label 0 is "in order")
 
 The other families' `*ForMaskedLM` checkpoints hold the same head under
-their own names, read through their rows of `hf_task_heads.HEAD_ROWS` (the
-names export writes; `hf_task_heads.mlm_import_names`) and renamed to the
-names above on reading: RoBERTa's and XLM-R's `lm_head.dense`,
+their own names (`hf_mlm_head_names`: the names export writes), renamed to
+the names above on reading: RoBERTa's and XLM-R's `lm_head.dense`,
 `lm_head.layer_norm`, `lm_head.bias` (`lm_head.decoder` tied); ALBERT's
 `predictions.dense`, `.LayerNorm`, `.bias` (at the embedding width, tied to
 the factorised word embeddings); DistilBERT's `vocab_transform`,
@@ -49,7 +48,7 @@ from nlpzoo.zoo.checkpoints.common import (
     assign_weights,
     checkpoint_directory,
 )
-from nlpzoo.zoo.checkpoints.hf_task_heads import mlm_import_names
+from nlpzoo.zoo.checkpoints.hf_mlm_head_names import mlm_import_names
 from nlpzoo.zoo.checkpoints.huggingface import CONFIG_FILE, read_hf_family, read_hf_weights
 from nlpzoo.zoo.checkpoints.native import is_native_checkpoint, read_native_heads
 
@@ -140,7 +139,7 @@ def describe_head(name):
 
 def hf_head_tensors(path, tensors=None):
     """The head tensors of a Hugging Face checkpoint directory under BERT's names: a
-    family's masked-LM names (`hf_task_heads.mlm_import_names`) renamed, then those
+    family's masked-LM names (`hf_mlm_head_names.mlm_import_names`) renamed, then those
     `_HEADS` reads ({} when none). `tensors`: all of its tensors, if already read."""
     if tensors is None:
         tensors = read_hf_weights(path)
