@@ -17,7 +17,7 @@ from nlpzoo.layers.embeddings import TextEmbeddings
 from nlpzoo.layers.encoder import Encoder, encoder_config, rebuild_encoder, transformer_of
 from nlpzoo.layers.layer_mix import LAYER_MIXES, LayerMix
 from nlpzoo.layers.lora_dense import LoraDense
-from nlpzoo.layers.masked_lm_head import MaskedLMHead
+from nlpzoo.layers.masked_lm_head import MaskedLMHead, encoder_head_settings
 from nlpzoo.layers.next_sentence_head import NextSentenceHead
 from nlpzoo.layers.pair_features import PAIR_TERMS, PairFeatures
 from nlpzoo.layers.position_gather import PositionGather, gather_positions
@@ -64,6 +64,7 @@ __all__ = [
     "SUBWORD_POOLINGS",
     "SubwordPooling",
     "TextEmbeddings",
+    "encoder_head_settings",
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",

@@ -27,9 +27,11 @@ directory, either `tokenizer.json` (what transformers 5.x saves) or the legacy
 `added_tokens.json`).
 """
 
+import functools
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -62,20 +64,6 @@ DIGITS = r"\p{N}" + _NEW_DIGITS
 _PIECES = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{LETTERS}]+| ?[{DIGITS}]+"
            rf"| ?[^{WHITESPACE}{LETTERS}{DIGITS}]+|[{WHITESPACE}]")
 _NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}
-
-
-def _byte_characters():
-    """GPT-2's byte-level alphabet: the character that stands for each byte in a token
-    (printable Latin-1 characters for themselves, the others from U+0100 on)."""
-    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    shifted = (byte for byte in range(256) if byte not in kept)
-    characters = {byte: chr(byte) for byte in kept}
-    characters.update({byte: chr(256 + n) for n, byte in enumerate(shifted)})
-    return characters
-
-
-_BYTE_OF_CHARACTER = {character: byte for byte, character in _byte_characters().items()}
 
 
 def split_words(texts):
@@ -278,24 +266,41 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         ids = tf.where(ids < 0, self.unk_id, ids)  # a byte the vocabulary lacks
         return pieces.with_flat_values(ids)
 
-    # -- serialization -------------------------------------------------------------------
+    # -- word starts ---------------------------------------------------------------------
+
+    @property
+    def word_start_context(self):
+        """A piece begins a word after whitespace (which a `<mask>` with lstrip takes in),
+        and at the start of a text only with `add_prefix_space`."""
+        return f"(?s)({'|' if self.add_prefix_space else ''}.*[{WHITESPACE}])"
+
+    def word_start_pieces(self):
+        """The pieces that begin with a space ("Ġ"), and the added tokens.
+
+        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa"]
+        >>> ByteLevelBpeTokenizer(tokens, ["Ġ a"]).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True, True]
+        """
+        added = {token["content"] for token in self.added_tokens}
+        return np.array([token.startswith(_SPACE) or token in added
+                         for token in self.vocabulary], bool)
 
     def piece_text(self, token):
-        """The text a token's bytes spell, a leading space ("Ġ") left out; None for the
-        special and added tokens and for bytes that are not whole UTF-8 characters.
+        """The piece's UTF-8 text (GPT-2's byte stand-ins decoded), less its leading space.
 
-        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa", "Ã©"]
-        >>> tokenizer = ByteLevelBpeTokenizer(tokens, ["Ġ a"])
-        >>> tokenizer.piece_text("Ġa"), tokenizer.piece_text("Ã©"), tokenizer.piece_text("Ã")
-        ('a', 'é', None)
+        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa"]
+        >>> ByteLevelBpeTokenizer(tokens, ["Ġ a"]).piece_text("ĠcafÃ©")
+        'café'
         """
         if token in {added["content"] for added in self.added_tokens}:
-            return None
-        try:
-            text = bytes(_BYTE_OF_CHARACTER[c] for c in token).decode("utf-8")
-        except (KeyError, UnicodeDecodeError):
-            return None
-        return super().piece_text(text[1:] if text.startswith(" ") else text)
+            return token
+        decoder = _byte_decoder()
+        if not all(character in decoder for character in token):
+            return token
+        text = bytes(decoder[character] for character in token).decode("utf-8", "replace")
+        return text[1:] if text.startswith(" ") else text
+
+    # -- serialization -------------------------------------------------------------------
 
     def get_config(self):
         return {"add_prefix_space": self.add_prefix_space, "lowercase": self.lowercase,
@@ -335,6 +340,20 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         [0, 5, 10, 8, 4, 2]
         """
         return cls(**read_hf_directory(directory))
+
+
+_SPACE = "\u0120"  # "Ġ": GPT-2's stand-in for the space byte, a word's first piece's mark
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_decoder():
+    """GPT-2's printable stand-in character → the byte it stands for (its `bytes_to_unicode`
+    inverted): printable Latin-1 bytes stand for themselves, the others for 256 + n."""
+    kept = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1))
+            + list(range(ord("\u00ae"), ord("\u00ff") + 1)))
+    others = [byte for byte in range(256) if byte not in kept]
+    return {**{chr(byte): byte for byte in kept},
+            **{chr(256 + n): byte for n, byte in enumerate(others)}}
 
 
 def _tokens_in_id_order(vocabulary, where):

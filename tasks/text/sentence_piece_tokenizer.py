@@ -29,6 +29,7 @@ import json
 import os
 from typing import NamedTuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource
@@ -569,19 +570,33 @@ class SentencePieceTokenizer(SubwordTokenizer):
         """
         return super().word_pieces(words)
 
-    # --- serialization ---
+    # --- word starts ---
 
-    def piece_text(self, token):
-        """A piece's text, its word-start mark ("▁") left out; None for the special and
-        unknown tokens.
+    # A piece begins a word at the start of a text and after whitespace (every word of
+    # running text gets "▁"), not after punctuation glued to it.
+    word_start_context = r"(?s)(|.*\s)"
+
+    def word_start_pieces(self):
+        """The pieces that begin with "▁", and the special and split tokens.
 
         >>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁the", -1),
         ...           ("s", -2), ("<mask>", 0)]
-        >>> tokenizer = SentencePieceTokenizer(unigram_model_proto(pieces, 3), "xlm-roberta")
-        >>> tokenizer.piece_text("▁the"), tokenizer.piece_text("s"), tokenizer.piece_text("<unk>")
-        ('the', 's', None)
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True]
         """
-        return super().piece_text(token[1:] if token.startswith(WORD_START) else token)
+        kept = set(self.split_tokens) | set(self.special_tokens.values())
+        return np.array([token.startswith(WORD_START) or token in kept
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """>>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁a", -1)]
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).piece_text("▁new▁york")
+        'new york'
+        """
+        return token.replace(WORD_START, " ").lstrip(" ") if token.startswith(WORD_START) \
+            else token.replace(WORD_START, " ")
+
+    # --- serialization ---
 
     def get_config(self):
         return {"family": self.family, "lowercase": self.lowercase,

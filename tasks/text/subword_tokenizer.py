@@ -161,6 +161,10 @@ class SubwordTokenizer(tf.Module):
     """
 
     kind = None
+    # The text before a piece after which that piece begins a word (a regex the whole
+    # text before matches): WordPiece's words start after whitespace, punctuation or a
+    # symbol and at the start (BERT's basic tokenizer splits there).
+    word_start_context = r"(?s)(|.*[\s\p{P}\p{S}])"
 
     def __init__(self, vocabulary, *, pad, unk, cls, sep, mask, template=PackTemplate(),
                  lowercase=False, split_tokens=None):
@@ -259,24 +263,26 @@ class SubwordTokenizer(tf.Module):
         overrides this."""
         return self.tokenize_flat(words)
 
+    def word_start_pieces(self):
+        """bool numpy [V]: True for the pieces that begin a word of running text (and the
+        special tokens); False for those that only continue one (WordPiece's `##` pieces,
+        byte-level BPE's pieces without "Ġ", SentencePiece's without "▁"). Fill-mask
+        proposes only these for a mask that starts a word (`word_start_context`);
+        whole-word masking and pretraining's cuts start words at them."""
+        raise NotImplementedError
+
     def piece_text(self, token):
-        """What the vocabulary entry `token` spells inside a word, its word-start mark
-        left out; None when it spells no fixed text (the special and unknown tokens).
-
-        The token as written here; a scheme that marks word starts or continuations
-        in its tokens ("##", "Ġ", "▁") or writes bytes as other characters overrides it.
-
-        >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
-        >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cafe", "##s"])
-        >>> tokenizer.piece_text("cafe"), tokenizer.piece_text("##s"), tokenizer.piece_text("[UNK]")
-        ('cafe', 's', None)
-        """
-        return None if token in self.special_tokens.values() else token
+        """The text `token` (a vocabulary string) writes in place of a mask, or spells
+        inside a word, without its word-start mark or continuation prefix (the text
+        around it keeps its own spaces): "##able" → "able", "Ġparis" → "paris",
+        "▁paris" → "paris"."""
+        return token
 
     def piece_lengths(self):
         """int32 [vocabulary_size]: how many characters each piece spells inside a word
         (`piece_text`), or `NO_FIXED_LENGTH`, a length no word has, for one that spells
-        no fixed text. A word's pieces give each piece its characters when their lengths
+        no fixed text (the special tokens, a byte-level piece that is part of a
+        character). A word's pieces give each piece its characters when their lengths
         add up to the word's (question answering's character offsets).
 
         >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
@@ -285,9 +291,13 @@ class SubwordTokenizer(tf.Module):
         [4, 1]
         """
         if getattr(self, "_piece_lengths", None) is None:
-            texts = [self.piece_text(token) for token in self.vocabulary]
+            special = set(self.special_tokens.values()) | set(self.split_tokens)
+            texts = [None if token in special else self.piece_text(token)
+                     for token in self.vocabulary]
+            # U+FFFD: bytes that are not whole UTF-8 characters (byte-level BPE).
             self._piece_lengths = np.asarray(
-                [NO_FIXED_LENGTH if text is None else len(text) for text in texts], np.int32)
+                [NO_FIXED_LENGTH if text is None or "\ufffd" in text else len(text)
+                 for text in texts], np.int32)
         return self._piece_lengths
 
     def pack(self, segments, max_length):

@@ -3,6 +3,7 @@
 import collections
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -337,16 +338,22 @@ class WordPieceTokenizer(SubwordTokenizer):
         """
         return super().word_pieces(words)
 
-    def piece_text(self, token):
-        """A continuation's text without its "##"; None for the special tokens.
+    def word_start_pieces(self):
+        """Every piece but the `##` ones (a bare "##" is a word).
 
-        >>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "open", "##s"]).piece_text(
-        ...     "##s")
-        's'
+        >>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##able", "##"]
+        ...                    ).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True]
         """
-        if token.startswith("##") and len(token) > 2:
-            token = token[2:]
-        return super().piece_text(token)
+        return np.array([not (token.startswith(JOINER) and len(token) > len(JOINER))
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """>>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"]).piece_text("##able")
+        'able'
+        """
+        return token[len(JOINER):] if token.startswith(JOINER) and len(token) > len(JOINER) \
+            else token
 
     def get_config(self):
         return {"lowercase": self.lowercase}

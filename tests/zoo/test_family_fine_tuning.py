@@ -166,7 +166,7 @@ def test_each_family_checkpoint_takes_its_own_presets_defaults(checkpoints):
     assert found == {model_type: preset for model_type, (preset, _) in FAMILIES.items()}
 
 
-def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_format(
+def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_ours_and_refuses_keras_hub(
         checkpoints, tmp_path):
     source = checkpoints["roberta"]
     results = run_tools({
@@ -174,14 +174,17 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_f
                f"--output={tmp_path / 'hf'}"),
         "native": ("convert.py", f"--input={source}", "--output_format=native",
                    f"--output={tmp_path / 'native'}"),
+        "keras_hub": ("convert.py", f"--input={source}", "--output_format=keras_hub",
+                      f"--output={tmp_path / 'keras_hub'}"),
     })
-    assert results["hf"].returncode == 0, results["hf"].stderr[-2000:]
-    assert load_tokenizer(str(tmp_path / "hf")).encode(HOSTILE) == load_tokenizer(
-        source).encode(HOSTILE)
-    refused = results["native"]
+    for name in ("hf", "native"):
+        assert results[name].returncode == 0, results[name].stderr[-2000:]
+        assert load_tokenizer(str(tmp_path / name)).encode(HOSTILE) == load_tokenizer(
+            source).encode(HOSTILE)
+    refused = results["keras_hub"]
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
-    assert not (tmp_path / "native").exists()
+    assert not (tmp_path / "keras_hub").exists()
 
 
 @pytest.mark.slow

@@ -159,7 +159,9 @@ def test_tokenizer_files_read_back_to_the_same_ids(fixture, tmp_path):
 
 def test_refusals_are_one_line(tmp_path):
     tokenizer = _tokenizer("roberta")
-    model = FillMaskModel(build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size))
+    # A head made with other settings than its encoder's (as before heads followed them).
+    model = FillMaskModel(build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size),
+                          mlm_settings={"activation": "gelu", "layer_norm_epsilon": 1e-12})
     with pytest.raises(ValueError, match="layer_norm_epsilon") as error:
         _export(model, tokenizer, tmp_path / "mlm")
     encoder = build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size - 1)
