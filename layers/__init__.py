@@ -16,6 +16,7 @@ from nlpzoo.layers.lora_dense import LoraDense
 from nlpzoo.layers.masked_lm_head import MaskedLMHead
 from nlpzoo.layers.next_sentence_head import NextSentenceHead
 from nlpzoo.layers.pair_features import PAIR_TERMS, PairFeatures
+from nlpzoo.layers.pattern_rows import PatternRows
 from nlpzoo.layers.position_gather import PositionGather, gather_positions
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_pooling import POOLINGS, SequencePooling
@@ -27,6 +28,7 @@ from nlpzoo.layers.span_representation import SpanRepresentation
 from nlpzoo.layers.subword_pooling import SUBWORD_POOLINGS, SubwordPooling
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
+from nlpzoo.layers.verbalizer_scores import VerbalizerScores
 from nlpzoo.layers.transformer_encoder import (
     TransformerEncoder,
     architecture_defaults,
@@ -47,6 +49,7 @@ __all__ = [
     "NextSentenceHead",
     "PAIR_TERMS",
     "PairFeatures",
+    "PatternRows",
     "POOLINGS",
     "PositionGather",
     "SequencePooling",
@@ -61,6 +64,7 @@ __all__ = [
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "VerbalizerScores",
     "architecture_defaults",
     "distinct_block_count",
     "cosine_similarity",
