@@ -16,7 +16,7 @@ from nlpzoo.layers.lora_dense import LoraDense
 from nlpzoo.layers.masked_lm_head import MaskedLMHead
 from nlpzoo.layers.next_sentence_head import NextSentenceHead
 from nlpzoo.layers.pair_features import PAIR_TERMS, PairFeatures
-from nlpzoo.layers.pattern_rows import PatternRows
+from nlpzoo.layers.pattern_rows import PatternRows, pattern_rows
 from nlpzoo.layers.position_gather import PositionGather, gather_positions
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_pooling import POOLINGS, SequencePooling
@@ -70,6 +70,7 @@ __all__ = [
     "cosine_similarity",
     "encoder_config",
     "gather_positions",
+    "pattern_rows",
     "rebuild_encoder",
     "transformer_of",
 ]

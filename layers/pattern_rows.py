@@ -6,6 +6,17 @@ from keras import ops
 from nlpzoo.layers.serialization import register
 
 
+def pattern_rows(values):
+    """[B, T, P] → [B·P, T]: example b's sequence for pattern p becomes row b·P + p.
+
+    >>> import numpy as np
+    >>> pattern_rows(np.array([[[1, 5], [2, 6]]])).numpy().tolist()
+    [[1, 2], [5, 6]]
+    """
+    values = ops.convert_to_tensor(values)
+    return ops.reshape(ops.transpose(values, (0, 2, 1)), (-1, ops.shape(values)[1]))
+
+
 @register
 class PatternRows(keras.layers.Layer):
     """[B, T, P] → [B·P, T]: example b's sequence for pattern p becomes row b·P + p.
@@ -22,8 +33,7 @@ class PatternRows(keras.layers.Layer):
     """
 
     def call(self, values):
-        length = ops.shape(values)[1]
-        return ops.reshape(ops.transpose(values, (0, 2, 1)), (-1, length))
+        return pattern_rows(values)
 
     def compute_output_shape(self, shape):
         rows = None if shape[0] is None or shape[2] is None else shape[0] * shape[2]

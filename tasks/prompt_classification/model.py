@@ -2,7 +2,7 @@
 
 import keras
 
-from nlpzoo.layers import Encoder, PatternRows, VerbalizerScores
+from nlpzoo.layers import Encoder, PatternRows, VerbalizerScores, pattern_rows
 from nlpzoo.tasks.fill_mask.model import FillMaskModel
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
@@ -73,6 +73,12 @@ class PromptClassifier(EncoderTaskModel):
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.num_patterns = int(num_patterns)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # The padding fraction counts the encoder's rows: one per (example, pattern).
+        if isinstance(x, dict) and "padding_mask" in x:
+            x = {**x, "padding_mask": pattern_rows(x["padding_mask"])}
+        return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def attach_auxiliary_mlm(self, objective):
         raise ValueError("a prompt-based classifier already trains through its masked-LM "
