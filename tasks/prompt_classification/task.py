@@ -168,13 +168,19 @@ class PromptClassificationTask(Task):
                     "{text_pair} slot" if paired else
                     f"{where}: the patterns have a {{text_pair}} slot but the data holds "
                     "single texts")
+        self._check_words(examples)
+        return self.labels()
+
+    def _check_words(self, examples):
+        """Every label of `examples` has a word; the error names the first without one."""
+        examples = list(examples)
         missing = missing_words(self.options.verbalizer or {},
                                 (example.label for example in examples))
         if missing:
-            raise ValueError(f"the verbalizer has no word for the label(s) "
-                             f"{', '.join(map(str, missing))} of the data (--verbalizer="
-                             "label:word,...)")
-        return self.labels()
+            first = next(example for example in examples if example.label == missing[0])
+            raise ValueError(f"{first.source}:{first.line}: the verbalizer has no word for "
+                             f"the label(s) {', '.join(map(str, missing))} of the data "
+                             "(--verbalizer=label:word,...)")
 
     def texts(self, examples):
         return self._classification().texts(examples)
@@ -188,6 +194,7 @@ class PromptClassificationTask(Task):
                      seed=None):
         """Batched `(features, label id)`: the classification pipeline with this task's
         `PromptPreprocessor` features."""
+        self._check_words(examples)
         return make_dataset(examples, self.preprocessor_of(preprocessor), labels,
                             batch_size=batch_size, training=training, seed=seed)
 

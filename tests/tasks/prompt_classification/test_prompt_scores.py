@@ -156,7 +156,7 @@ def test_the_verbalizer_needs_a_word_for_every_label_of_the_data():
     task = _prompt_model(["{text} [MASK]"], {"a": "happy", "b": "sad"}).task
     examples = [ClassificationExample("x", "a", source="d.tsv", line=1),
                 ClassificationExample("y", "c", source="d.tsv", line=2)]
-    with pytest.raises(ValueError, match=r"^the verbalizer has no word for the label\(s\) c "):
+    with pytest.raises(ValueError, match=r"^d.tsv:2: the verbalizer has no word for the label\(s\) c "):
         task.label_names(examples)
     pairs = [ClassificationExample("x", "a", text_pair="z", source="d.tsv", line=1)]
     with pytest.raises(ValueError, match="d.tsv:1: the data holds text pairs but the patterns "

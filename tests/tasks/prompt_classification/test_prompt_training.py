@@ -31,11 +31,13 @@ def trained(tmp_path_factory):
     return model, before, after, path
 
 
+@pytest.mark.slow
 def test_a_few_training_steps_lower_the_loss(trained):
     _, before, after, _ = trained
     assert after < before - 0.05, (before, after)
 
 
+@pytest.mark.slow
 def test_the_saved_model_loads_and_predicts_the_same(trained):
     model, _, _, path = trained
     loaded = keras.saving.load_model(path)
