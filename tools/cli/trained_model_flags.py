@@ -47,10 +47,11 @@ def define(flag_values=flags.FLAGS, argv=None, untrained=False):
     define_model_flags(flag_values, ensemble=True, required=not untrained)
     if untrained:
         flags.DEFINE_string("task", None, "Instead of a trained model: the model of this task, "
-                            "one that needs no training (fill_mask, sentence_embedding), built "
-                            "on the encoder (and the pretraining heads it needs) of "
-                            "--init_checkpoint, of a tools/pretrain.py --model_dir, or of a "
-                            "trained model.",
+                            "one that needs no training (fill_mask, sentence_embedding) or "
+                            "works untrained too (prompt_classification, zero-shot, with its "
+                            "--pattern and --verbalizer), built on the encoder (and the "
+                            "pretraining heads it needs) of --init_checkpoint, of a "
+                            "tools/pretrain.py --model_dir, or of a trained model.",
                             flag_values=flag_values)
         flags.DEFINE_string("init_checkpoint", None, "With --task: a pretrained checkpoint "
                             "directory (Hugging Face BERT, KerasHub, or ours: a "
