@@ -25,7 +25,7 @@ class VerbalizerScores(keras.layers.Layer):
             end (the first piece of every word is real).
 
     Returns:
-        float32 [B, C].
+        float32 [B, C] (it computes in float32 under every dtype policy).
 
     Examples:
     >>> import numpy as np
@@ -33,9 +33,14 @@ class VerbalizerScores(keras.layers.Layer):
     >>> scores = VerbalizerScores()(logits, np.array([[[0, -1], [1, 2]]]))
     >>> [round(float(p), 4) for p in np.exp(scores.numpy())[0]]  # 0.5; sqrt(0.25 · 0.8)
     [0.5, 0.4472]
+    >>> VerbalizerScores(dtype="mixed_bfloat16").dtype_policy.name  # float32 whatever the policy
+    'float32'
     """
 
     def __init__(self, num_patterns=1, **kwargs):
+        # float32 under every dtype policy: a bfloat16 log-softmax over a vocabulary of tens
+        # of thousands keeps 2-3 digits, too few to tell label words apart.
+        kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         if int(num_patterns) < 1:
             raise ValueError(f"num_patterns must be at least 1, got {num_patterns}")
