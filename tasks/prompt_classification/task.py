@@ -106,10 +106,15 @@ class PromptClassificationTask(Task):
 
     @classmethod
     def options_from_flags(cls, flag_values):
-        if not flag_values.pattern or not flag_values.verbalizer:
+        patterns, verbalizer = (flag_values[name].value if name in flag_values else None
+                                for name in ("pattern", "verbalizer"))
+        if "pattern" not in flag_values:
+            raise ValueError(f"this binary has no --pattern and --verbalizer: build a {cls.name} "
+                             "model with tools/train.py, or untrained with tools/evaluate.py "
+                             "or tools/predict.py")
+        if not patterns or not verbalizer:
             raise ValueError("give --pattern (one or more) and --verbalizer=label:word,...")
-        options = {"patterns": tuple(flag_values.pattern),
-                   "verbalizer": parse_verbalizer(flag_values.verbalizer)}
+        options = {"patterns": tuple(patterns), "verbalizer": parse_verbalizer(verbalizer)}
         # --label_smoothing is the classification task's flag (tools/train.py defines both).
         smoothing = flag_values["label_smoothing"].value if "label_smoothing" in flag_values else 0
         if smoothing:
