@@ -101,6 +101,7 @@ class PromptPreprocessor(TextPreprocessor):
                 parts = [[("literal", tokenizer.tokenize_flat(tf.constant([part[1]]))
                            .to_list()[0]) if part[0] == "literal" else part
                           for part in pattern] for pattern in self._parts]
+            self._check_words(pieces, tokenizer.unk_id)
             num_masks = max(len(word) for word in pieces)
             for pattern, pattern_parts in zip(self.patterns, parts):
                 fixed = 2 + num_masks + sum(len(part[1]) for part in pattern_parts
@@ -112,6 +113,19 @@ class PromptPreprocessor(TextPreprocessor):
                                      f"{self.max_seq_length} pieces, leaving no room for text")
             self._constants = (pieces, parts)
         return self._constants
+
+    def _check_words(self, pieces, unk_id):
+        """Refuses a label word the vocabulary cannot spell (an unknown piece) and two
+        words of the same pieces: the scores could not tell their labels apart."""
+        seen = {}
+        for word, word_pieces in zip(self.label_words, pieces):
+            if unk_id in word_pieces:
+                raise ValueError(f"the verbalizer's word {word!r} is not in the vocabulary "
+                                 "(its pieces hold the unknown token); pick another word")
+            other = seen.setdefault(tuple(word_pieces), word)
+            if other != word:
+                raise ValueError(f"the verbalizer's words {other!r} and {word!r} are the same "
+                                 "word pieces; give each label its own word")
 
     @property
     def num_masks(self):

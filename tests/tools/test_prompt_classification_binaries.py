@@ -57,6 +57,8 @@ def runs(data):
     task = "--task=prompt_classification"
     results = finish_processes({
         "zero-shot": start_tool("evaluate.py", task, source, f"--data={path}", *FLAGS),
+        "predict": start_tool("predict.py", task, source, f"--input={path}",
+                              f"--output={base / 'predicted.jsonl'}", *FLAGS),
         "no mask": start_tool("evaluate.py", task, source, f"--data={path}",
                               "--pattern={text} it was .", f"--verbalizer={VERBALIZER}"),
         "unknown label": start_tool("evaluate.py", task, source, f"--data={unknown}", *FLAGS),
@@ -69,12 +71,30 @@ def runs(data):
     return results, path, headless
 
 
+def _zero_shot_model():
+    return load_pretrained(CHECKPOINT, "prompt_classification", patterns=PATTERNS,
+                           verbalizer=VERBALIZER)
+
+
+def test_zero_shot_predict_writes_the_models_probabilities(runs):
+    results, path, _ = runs
+    assert results["predict"].returncode == 0, results["predict"].stderr[-3000:]
+    with open(os.path.join(os.path.dirname(path), "predicted.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    expected = _zero_shot_model().predict([text for text, _ in EXAMPLES])
+    assert [record["text"] for record in records] == [text for text, _ in EXAMPLES]
+    for record, wanted in zip(records, expected):
+        assert record["label"] == wanted["label"]
+        for label in ("neg", "pos"):
+            assert record["probabilities"][label] == pytest.approx(wanted["scores"][label],
+                                                                   abs=1e-5)
+
+
 def test_zero_shot_evaluate_scores_the_pretrained_model(runs):
     results, path, _ = runs
     assert results["zero-shot"].returncode == 0, results["zero-shot"].stderr[-3000:]
     printed = json.loads(results["zero-shot"].stdout.strip().splitlines()[-1])
-    model = load_pretrained(CHECKPOINT, "prompt_classification", patterns=PATTERNS,
-                            verbalizer=VERBALIZER)
+    model = _zero_shot_model()
     probabilities = np.array([[record["scores"][label] for label in ("neg", "pos")]
                               for record in model.predict([text for text, _ in EXAMPLES])])
     gold = np.array([("neg", "pos").index(label) for _, label in EXAMPLES])

@@ -164,6 +164,17 @@ def test_the_verbalizer_needs_a_word_for_every_label_of_the_data():
         task.adapt(pairs)
 
 
+@pytest.mark.parametrize("words, message", [
+    (["happy", "zebra"], "the verbalizer's word 'zebra' is not in the vocabulary"),
+    (["happy", "Happy"], "the verbalizer's words 'happy' and 'Happy' are the same word pieces"),
+])
+def test_label_words_the_vocabulary_cannot_tell_apart_are_refused(words, message):
+    vocabulary = [line.strip() for line in open(os.path.join(CHECKPOINT, "vocab.txt"))]
+    preprocessor = PromptPreprocessor(vocabulary, patterns=["{text} [MASK]"], label_words=words)
+    with pytest.raises(ValueError, match=message):
+        preprocessor(tf.constant(["my dog"]))
+
+
 @pytest.mark.parametrize("pattern, message", [
     ("{text} it was .", "pattern '{text} it was .': 0 [MASK] slots; a pattern has exactly one"),
     ("{text} [MASK] [MASK]", "2 [MASK] slots"),
