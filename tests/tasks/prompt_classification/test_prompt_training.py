@@ -63,3 +63,16 @@ def test_adapters_act_on_the_encoder_as_for_classification():
     assert encoder == {name for name in pooled if name.startswith("transformer/")}
     # The rest is the masked-LM head (pretrained: it keeps training).
     assert {name.split("/")[0] for name in prompt - encoder} == {"mlm_head"}
+
+
+def test_the_pretrained_head_learns_at_the_encoders_rate_unless_told():
+    options = dict(patterns=["{text} [MASK] ."], verbalizer={"pos": "happy", "neg": "sad"})
+    same = load_pretrained(CHECKPOINT, "prompt_classification", **options)
+    assert type(same.optimizer).__name__ == "AdamW"  # one rate: no layer-wise optimizer
+    told = load_pretrained(CHECKPOINT, "prompt_classification", head_learning_rate=1e-3,
+                           learning_rate=1e-4, **options)
+    factors = {v.path: told.optimizer.multiplier(v.path) for v in told.trainable_variables}
+    assert {round(factor, 6) for path, factor in factors.items()
+            if path.startswith("mlm_head/")} == {10.0}
+    assert {factor for path, factor in factors.items()
+            if path.startswith("transformer/")} == {1.0}
