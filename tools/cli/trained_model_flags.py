@@ -71,6 +71,7 @@ def define(flag_values=flags.FLAGS, argv=None, untrained=False):
 def _define_zero_shot_flags(flag_values):
     """The own flags of the trainable tasks that also work untrained (`Task.zero_shot`:
     prompt classification's --pattern, --verbalizer), for `--task`."""
+    from nlpzoo.tasks import builtin  # noqa: F401  (registers the built-in tasks)
     from nlpzoo.tasks.registry import get_task_class, task_names
 
     for name in task_names():
