@@ -20,6 +20,7 @@ from nlpzoo.layers.lora_dense import LoraDense
 from nlpzoo.layers.masked_lm_head import MaskedLMHead, encoder_head_settings
 from nlpzoo.layers.next_sentence_head import NextSentenceHead
 from nlpzoo.layers.pair_features import PAIR_TERMS, PairFeatures
+from nlpzoo.layers.pattern_rows import PatternRows, pattern_rows
 from nlpzoo.layers.position_gather import PositionGather, gather_positions
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_pooling import POOLINGS, SequencePooling
@@ -31,6 +32,7 @@ from nlpzoo.layers.span_representation import SpanRepresentation
 from nlpzoo.layers.subword_pooling import SUBWORD_POOLINGS, SubwordPooling
 from nlpzoo.layers.tied_vocabulary_decoder import TiedVocabularyDecoder
 from nlpzoo.layers.transformer_block import TransformerEncoderBlock
+from nlpzoo.layers.verbalizer_scores import VerbalizerScores
 from nlpzoo.layers.transformer_encoder import (
     TransformerEncoder,
     architecture_defaults,
@@ -52,6 +54,7 @@ __all__ = [
     "NextSentenceHead",
     "PAIR_TERMS",
     "PairFeatures",
+    "PatternRows",
     "POOLINGS",
     "PositionGather",
     "RelativePositionEmbeddings",
@@ -68,11 +71,13 @@ __all__ = [
     "TiedVocabularyDecoder",
     "TransformerEncoder",
     "TransformerEncoderBlock",
+    "VerbalizerScores",
     "architecture_defaults",
     "distinct_block_count",
     "cosine_similarity",
     "encoder_config",
     "gather_positions",
+    "pattern_rows",
     "rebuild_encoder",
     "transformer_of",
 ]
