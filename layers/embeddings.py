@@ -10,8 +10,7 @@ family names (the families themselves are data: `zoo.presets` and
 - DistilBERT: no segment table at all (`num_segments=0`);
 - ALBERT / ELECTRA: tables `embedding_dim` wide, layer-normalised at that width
   and then projected to `hidden_dim`.
-
-- ModernBERT: no position table (`learned_positions=False`: its rotary
+- ModernBERT: no position table (`absolute_positions=False`: its rotary
   positions live in attention), no segment table, a layer norm without bias
   (`use_bias=False`).
 
@@ -56,8 +55,10 @@ class TextEmbeddings(keras.layers.Layer):
         dropout: dropout rate after the layer norm.
         layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
         initializer_range: stddev of the truncated-normal initialiser.
-        learned_positions: False: no position table (positions are the
-            attention's, e.g. rotary); `position_ids` are then ignored.
+        absolute_positions: False: no position table (positions live in the
+            attention instead: DeBERTa's relative positions, as its
+            `position_biased_input=False`, or ModernBERT's rotary ones);
+            `position_ids` are then ignored.
         use_bias: whether the layer norm has a bias (ModernBERT's has none).
 
     Examples:
@@ -81,7 +82,7 @@ class TextEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         position_offset=0,
-        learned_positions=True,
+        absolute_positions=True,
         use_bias=True,
         **kwargs,
     ):
@@ -98,7 +99,7 @@ class TextEmbeddings(keras.layers.Layer):
         self.dropout = float(dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
-        self.learned_positions = bool(learned_positions)
+        self.absolute_positions = bool(absolute_positions)
         self.use_bias = bool(use_bias)
 
         # === Layers ===
@@ -111,7 +112,7 @@ class TextEmbeddings(keras.layers.Layer):
             name="token_embedding",
         )
         self.position_embedding = None
-        if self.learned_positions:
+        if self.absolute_positions:
             self.position_embedding = keras.layers.Embedding(
                 self.max_sequence_length + self.position_offset,
                 self.embedding_dim,
@@ -199,7 +200,7 @@ class TextEmbeddings(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
                 "position_offset": self.position_offset,
-                "learned_positions": self.learned_positions,
+                "absolute_positions": self.absolute_positions,
                 "use_bias": self.use_bias,
             }
         )

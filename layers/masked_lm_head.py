@@ -4,7 +4,31 @@ import keras
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin
+from nlpzoo.layers.tied_vocabulary_decoder import (
+    GELU_APPROXIMATE,
+    TiedHeadMixin,
+    head_activation,
+)
+
+# What a head saved before it followed its encoder was made with (BERT's settings).
+LEGACY_HEAD_SETTINGS = {"activation": "gelu", "layer_norm_epsilon": 1e-12}
+
+
+def encoder_head_settings(transformer):
+    """The `activation` and `layer_norm_epsilon` of a masked-LM head on `transformer`: its
+    blocks' GELU (exact, or the tanh form with `gelu_approximate`) and LayerNorm epsilon,
+    what BERT's, ALBERT's and DistilBERT's heads use (RoBERTa's: exact GELU and its epsilon).
+
+    Examples:
+    >>> from nlpzoo.layers.transformer_encoder import TransformerEncoder
+    >>> encoder = TransformerEncoder(vocabulary_size=9, num_layers=1, num_heads=1, hidden_dim=4,
+    ...                              intermediate_dim=8, gelu_approximate=True,
+    ...                              layer_norm_epsilon=1e-5)
+    >>> encoder_head_settings(encoder)
+    {'activation': 'gelu_approximate', 'layer_norm_epsilon': 1e-05}
+    """
+    return {"activation": GELU_APPROXIMATE if transformer.gelu_approximate else "gelu",
+            "layer_norm_epsilon": float(transformer.layer_norm_epsilon)}
 
 
 @register
@@ -38,7 +62,9 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
             `embedding_layer is not None`.
         embedding_dim: width of the dense layer and of the table; taken from
             `embedding_layer` when given, else the input width (untied).
-        activation: activation of the dense layer (exact GELU by default).
+        activation: activation of the dense layer: exact GELU by default,
+            "gelu_approximate" for its tanh form (`encoder_head_settings`
+            gives an encoder's), or any Keras activation.
         layer_norm_epsilon: epsilon of the LayerNorm.
         initializer_range: stddev of the truncated-normal initialiser.
 
@@ -78,7 +104,7 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         width = self.embedding_dim or sequence_output_shape[-1]
         self.transform = keras.layers.Dense(
             width,
-            activation=self.activation,
+            activation=head_activation(self.activation),
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=self.initializer_range
             ),

@@ -213,23 +213,38 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 query * scale, key, value, padding_mask, self.window,
                 dropout=lambda p: self.dropout_layer(p, training=training),
                 compute_dtype=self.compute_dtype)
-        else:
-            scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-            scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
-            allowed = None
-            if attention_mask is not None:
-                allowed = ops.cast(attention_mask, "bool")
-            elif padding_mask is not None:
-                allowed = ops.cast(padding_mask, "bool")[:, None, :]
-            if self.window:  # inside each example: position ids restart per example
-                band = window_mask(position_ids, position_ids, self.window)
-                allowed = band if allowed is None else ops.logical_and(allowed, band)
-            if allowed is not None:
-                scores = ops.where(allowed[:, None, :, :], scores, _MASKED_SCORE)
-            probabilities = ops.softmax(scores, axis=-1)
-            probabilities = ops.cast(self.dropout_layer(probabilities, training=training),
-                                     self.compute_dtype)
-            context = ops.matmul(probabilities, value)  # [B, heads, T, head_dim]
+            return self._output(context, token_slots)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        return self._attend(scores, value, padding_mask, attention_mask, token_slots, training,
+                            position_ids)
+
+    def _attend(self, scores, value, padding_mask, attention_mask, token_slots, training,
+                position_ids=None):
+        """The output from float32 `scores` [B, heads, T, T]: masking, softmax, dropout,
+        the weighted values and the output projection (shared by attention variants that
+        compute their scores otherwise, e.g. `DisentangledSelfAttention`). With `window`
+        > 0 it also masks keys more than `window` positions (of `position_ids`) away: the
+        dense band; `call` takes the block-by-block path before any scores exist."""
+        allowed = None
+        if attention_mask is not None:
+            allowed = ops.cast(attention_mask, "bool")
+        elif padding_mask is not None:
+            allowed = ops.cast(padding_mask, "bool")[:, None, :]
+        if self.window:  # inside each example: position ids restart per example
+            if position_ids is None:
+                position_ids = ops.arange(ops.shape(scores)[2], dtype="int32")[None, :]
+            band = window_mask(position_ids, position_ids, self.window)
+            allowed = band if allowed is None else ops.logical_and(allowed, band)
+        if allowed is not None:
+            scores = ops.where(allowed[:, None, :, :], scores, _MASKED_SCORE)
+        probabilities = ops.softmax(scores, axis=-1)
+        probabilities = ops.cast(self.dropout_layer(probabilities, training=training),
+                                 self.compute_dtype)
+        return self._output(ops.matmul(probabilities, value), token_slots)
+
+    def _output(self, context, token_slots):
+        """Heads [B, heads, T, head_dim] merged and projected (on the real tokens when packed)."""
         context = ops.transpose(context, (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))

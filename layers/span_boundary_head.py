@@ -5,7 +5,7 @@ from keras import ops
 
 from nlpzoo.layers.position_gather import gather_positions
 from nlpzoo.layers.serialization import register
-from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin
+from nlpzoo.layers.tied_vocabulary_decoder import TiedHeadMixin, head_activation
 
 
 @register
@@ -107,14 +107,14 @@ class SpanBoundaryHead(TiedHeadMixin, keras.layers.Layer):
         )
         self.hidden_dense = keras.layers.Dense(
             intermediate,
-            activation=self.activation,
+            activation=head_activation(self.activation),
             kernel_initializer=initializer,
             dtype=self.dtype_policy,
             name="hidden_dense",
         )
         self.output_dense = keras.layers.Dense(
             width,
-            activation=self.activation,
+            activation=head_activation(self.activation),
             kernel_initializer=initializer,
             dtype=self.dtype_policy,
             name="output_dense",

@@ -179,6 +179,30 @@ def tying_config(layer):
             "embedding_dim": layer.embedding_dim}
 
 
+# Our name for GELU's tanh approximation as a head's activation (Hugging Face's "gelu_new",
+# the encoder's `gelu_approximate=True`): Keras's "gelu" string is the exact form only.
+GELU_APPROXIMATE = "gelu_approximate"
+
+
+def head_activation(activation):
+    """The function of a head's `activation` setting: `GELU_APPROXIMATE` or a Keras one.
+
+    Examples:
+    >>> import numpy as np
+    >>> x = np.array([1.0], "float32")
+    >>> exact, tanh = head_activation("gelu")(x), head_activation(GELU_APPROXIMATE)(x)
+    >>> round(float(exact[0]), 5), round(float(tanh[0]), 5)
+    (0.84134, 0.84119)
+    """
+    if activation == GELU_APPROXIMATE:
+        return _gelu_approximate
+    return keras.activations.get(activation)
+
+
+def _gelu_approximate(x):
+    return ops.gelu(x, approximate=True)
+
+
 class TiedHeadMixin:
     """`tie`, `is_tied`, `get_embedding_layer`, `tied` and `embedding_dim` for a
     head whose output layer is a `TiedVocabularyDecoder` in `self.decoder`.
@@ -188,7 +212,8 @@ class TiedHeadMixin:
 
     def _set_head_settings(self, activation, layer_norm_epsilon, initializer_range):
         """Sets what the head's dense layers and LayerNorms are made with."""
-        self.activation = keras.activations.serialize(keras.activations.get(activation))
+        self.activation = (activation if activation == GELU_APPROXIMATE else
+                           keras.activations.serialize(keras.activations.get(activation)))
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
 

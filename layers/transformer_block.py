@@ -4,10 +4,15 @@ import keras
 from keras import ops
 
 from nlpzoo.layers.adapter import Adapter
+from nlpzoo.layers.disentangled_attention import DisentangledSelfAttention
 from nlpzoo.layers.gated_feedforward import gated_gelu
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_packing import dropout_as_in_rows
 from nlpzoo.layers.serialization import register
+
+
+# Attention with relative positions in its scores (None: plain scaled dot-product).
+RELATIVE_ATTENTIONS = (None, "disentangled")
 
 
 @register
@@ -45,6 +50,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initialiser.
         adapter_size: bottleneck width of the adapters (0: none).
         lora_rank: rank of the attention's LoRA updates (0: none).
+        relative_attention: None (scaled dot-product attention) or
+            "disentangled": DeBERTa-v2/v3's `DisentangledSelfAttention`, called
+            with the encoder's `relative_embeddings` and `relative_index`.
         gated_feedforward: GeGLU (ModernBERT): the intermediate projection
             is 2 × intermediate_dim wide and gelu(first half) gates the
             second half (`layers.gated_feedforward`).
@@ -87,6 +95,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         initializer_range=0.02,
         adapter_size=0,
         lora_rank=0,
+        relative_attention=None,
         gated_feedforward=False,
         use_bias=True,
         attention_norm=True,
@@ -108,6 +117,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.initializer_range = float(initializer_range)
         self.adapter_size = int(adapter_size or 0)
         self.lora_rank = int(lora_rank or 0)
+        if relative_attention not in RELATIVE_ATTENTIONS:
+            raise ValueError(f"relative_attention must be one of {RELATIVE_ATTENTIONS}, got "
+                             f"{relative_attention!r}")
+        self.relative_attention = relative_attention
         self.gated_feedforward = bool(gated_feedforward)
         self.use_bias = bool(use_bias)
         self.rope_theta = float(rope_theta or 0.0)
@@ -115,10 +128,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if not attention_norm and not self.norm_first:
             raise ValueError("attention_norm=False needs norm_first=True (a post-LN block "
                              "normalises the attention's output)")
+        if self.relative_attention and (self.rope_theta or self.attention_window):
+            raise ValueError("relative_attention takes no rope_theta or attention_window")
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.attention = MultiHeadSelfAttention(
+        attention_options = {}
+        attention_class = MultiHeadSelfAttention
+        if self.relative_attention == "disentangled":
+            attention_class = DisentangledSelfAttention
+            # DeBERTa drops the relative embeddings at its hidden dropout rate.
+            attention_options = dict(position_dropout=self.dropout)
+        self.attention = attention_class(
             self.hidden_dim,
             self.num_heads,
             dropout=self.attention_dropout,
@@ -129,6 +150,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             window=self.attention_window,
             dtype=self.dtype_policy,
             name="attention",
+            **attention_options,
         )
         self.attention_norm = None
         if attention_norm:
@@ -172,7 +194,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.feedforward_adapter = adapter("feedforward_adapter")
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
-              token_rows_shape=None, token_slots_shape=None, position_ids_shape=None):
+              token_rows_shape=None, token_slots_shape=None, relative_embeddings_shape=None,
+              relative_index_shape=None, position_ids_shape=None):
         self.attention.build(inputs_shape)
         if self.attention_norm is not None:
             self.attention_norm.build(inputs_shape)
@@ -199,11 +222,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.output_dense(x)
 
     def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
-             token_slots=None, training=None, position_ids=None):
+             token_slots=None, training=None, relative_embeddings=None, relative_index=None,
+             position_ids=None):
         x = inputs
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask,
                      token_rows=token_rows, token_slots=token_slots)
-        if position_ids is not None:
+        if self.relative_attention:
+            where.update(relative_embeddings=relative_embeddings, relative_index=relative_index)
+        if position_ids is not None and not self.relative_attention:
             where["position_ids"] = position_ids
 
         def dropout(y):
@@ -232,7 +258,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
                              attention_mask_shape=None, token_rows_shape=None,
-                             token_slots_shape=None, position_ids_shape=None):
+                             token_slots_shape=None, relative_embeddings_shape=None,
+                             relative_index_shape=None, position_ids_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):
@@ -250,6 +277,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "adapter_size": self.adapter_size,
                 "lora_rank": self.lora_rank,
+                "relative_attention": self.relative_attention,
                 "gated_feedforward": self.gated_feedforward,
                 "use_bias": self.use_bias,
                 "attention_norm": self.attention_norm is not None,

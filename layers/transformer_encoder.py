@@ -11,12 +11,22 @@ outputs `sequence_output`, `pooled_output`, `hidden_states`):
     DistilBERT    num_segments=0                               post-LN, gelu     relu*
     ALBERT        embedding_dim < hidden_dim (projection)      shared, gelu_new  tanh
     ELECTRA       embedding_dim < hidden_dim (projection)      post-LN, gelu     gelu*
-    ModernBERT    no position table (global_rope_theta > 0),   pre-LN, GeGLU,    gelu**
-                  num_segments=0, use_bias=False               rotary, local/global
+    DeBERTa-v3    absolute_positions=False, num_segments=0     post-LN, gelu,    gelu*
+                                                               relative_attention=
+                                                               "disentangled"
+    ModernBERT    absolute_positions=False (rotary:            pre-LN, GeGLU,    gelu**
+                  global_rope_theta > 0), num_segments=0,      rotary, local/global
+                  use_bias=False
     (* the pooler of the family's classification head: DistilBERT's
-    `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`.
+    `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`, DeBERTa's
+    `ContextPooler`.
     ** the dense + gelu of ModernBERT's `ModernBertPredictionHead`; the layer
     norm that follows it there has no place in the pooler.)
+
+DeBERTa-v3's positions live in attention (`layers.disentangled_attention`): one
+table of relative embeddings (`position_buckets`, `max_relative_positions`) is
+layer-normalised once per call and read by every block, at the bucketed distance
+of each token pair's position ids (restarting per example when packed).
 
 ModernBERT's blocks are options of the same blocks: `norm_first=True` with
 the final norm, `gated_feedforward=True` (GeGLU), `use_bias=False` (no bias
@@ -43,6 +53,10 @@ import inspect
 import keras
 from keras import ops
 
+from nlpzoo.layers.disentangled_attention import (
+    RelativePositionEmbeddings,
+    relative_position_index,
+)
 from nlpzoo.layers.embeddings import TextEmbeddings
 from nlpzoo.layers.sequence_packing import PackedBatch
 from nlpzoo.layers.serialization import register
@@ -95,10 +109,22 @@ class TransformerEncoder(keras.layers.Layer):
         position_offset: first position-table row a token reads (RoBERTa's
             padding_idx + 1 = 2; see `TextEmbeddings`).
         pooler_activation: the pooler's activation: "tanh" (BERT, RoBERTa,
-            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA; exact erf GELU).
+            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA, DeBERTa, ModernBERT;
+            exact erf GELU).
+        absolute_positions: False: no learned absolute positions at the input
+            (DeBERTa's `position_biased_input=False`; ModernBERT, whose
+            positions are rotary).
+        relative_attention: None, or "disentangled": DeBERTa-v2/v3's
+            disentangled attention with shared keys and layer-normalised
+            relative embeddings; the embeddings of padding are zeroed, as
+            DeBERTa does.
+        position_buckets: log buckets of relative distances (DeBERTa-v3: 256;
+            <= 0: exact distances, clipped at `max_relative_positions`).
+        max_relative_positions: longest distance told apart (< 1: as
+            `max_sequence_length`, as DeBERTa's -1).
         global_rope_theta: > 0: rotary position embeddings of this base in
-            every layer (the local layers' base is `local_rope_theta`) and no
-            learned position table; 0: learned absolute positions.
+            every layer (the local layers' base is `local_rope_theta`), usually
+            with `absolute_positions=False`; 0: none.
         local_rope_theta: the rotary base of the local layers (0: as
             `global_rope_theta`).
         local_attention: > 0: the layers that are not global attend to a
@@ -149,6 +175,10 @@ class TransformerEncoder(keras.layers.Layer):
         pack_length=0,
         position_offset=0,
         pooler_activation="tanh",
+        absolute_positions=True,
+        relative_attention=None,
+        position_buckets=0,
+        max_relative_positions=-1,
         global_rope_theta=0.0,
         local_rope_theta=0.0,
         local_attention=0,
@@ -187,6 +217,10 @@ class TransformerEncoder(keras.layers.Layer):
             raise ValueError(f"pooler_activation must be one of {', '.join(POOLER_ACTIVATIONS)}, "
                              f"got {pooler_activation!r}")
         self.pooler_activation = pooler_activation
+        self.absolute_positions = bool(absolute_positions)
+        self.relative_attention = relative_attention
+        self.position_buckets = int(position_buckets)
+        self.max_relative_positions = int(max_relative_positions)
         self.global_rope_theta = float(global_rope_theta or 0.0)
         self.local_rope_theta = float(local_rope_theta or 0.0)
         self.local_attention = int(local_attention or 0)
@@ -215,11 +249,22 @@ class TransformerEncoder(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             position_offset=self.position_offset,
-            learned_positions=not self.global_rope_theta,
+            absolute_positions=self.absolute_positions,
             use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="embeddings",
         )
+        self.relative_embeddings = None
+        if self.relative_attention is not None:
+            self.relative_embeddings = RelativePositionEmbeddings(
+                self.hidden_dim,
+                self.position_buckets,
+                self.relative_distance_limit,
+                layer_norm_epsilon=self.layer_norm_epsilon,
+                initializer_range=self.initializer_range,
+                dtype=self.dtype_policy,
+                name="relative_embeddings",
+            )
         num_distinct_blocks = distinct_block_count(self.num_layers, self.share_layers)
         self.blocks = [
             TransformerEncoderBlock(
@@ -234,6 +279,7 @@ class TransformerEncoder(keras.layers.Layer):
                 initializer_range=self.initializer_range,
                 adapter_size=self.adapter_size,
                 lora_rank=self.lora_rank,
+                relative_attention=self.relative_attention,
                 gated_feedforward=self.gated_feedforward,
                 use_bias=self.use_bias,
                 attention_norm=self.first_attention_norm or index > 0,
@@ -304,6 +350,13 @@ class TransformerEncoder(keras.layers.Layer):
         return self.local_rope_theta
 
     @property
+    def relative_distance_limit(self):
+        """The `max_relative_positions` in force (`max_sequence_length` when < 1)."""
+        if self.max_relative_positions < 1:
+            return self.max_sequence_length
+        return self.max_relative_positions
+
+    @property
     def token_embedding(self):
         """The token embedding table layer (for tied output decoders)."""
         return self.embeddings.token_embedding
@@ -311,6 +364,8 @@ class TransformerEncoder(keras.layers.Layer):
     def build(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
         hidden_shape = tuple(token_ids_shape) + (self.hidden_dim,)
         self.embeddings.build(token_ids_shape)
+        if self.relative_embeddings is not None:
+            self.relative_embeddings.build()
         for block in self.blocks:
             block.build(hidden_shape)
         if self.final_norm is not None:
@@ -333,6 +388,8 @@ class TransformerEncoder(keras.layers.Layer):
         weights = []
         if self.adapter_size:
             norms = [self.embeddings.layer_norm]
+            if self.relative_embeddings is not None:
+                norms.append(self.relative_embeddings.layer_norm)
             if self.final_norm is not None:
                 norms.append(self.final_norm)
             for block in self.blocks:
@@ -361,6 +418,15 @@ class TransformerEncoder(keras.layers.Layer):
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask)
         if position_ids is not None and (self.global_rope_theta or self.local_attention):
             where["position_ids"] = position_ids  # rotary angles and windows per example
+        if self.relative_embeddings is not None:
+            if packed is None:
+                # DeBERTa zeroes the embeddings of padding (packed, padding is dropped).
+                x = x * ops.cast(padding_mask, x.dtype)[:, :, None]
+                position_ids = ops.arange(ops.shape(token_ids)[1], dtype="int32")
+            where.update(relative_embeddings=self.relative_embeddings.normalized(),
+                         relative_index=relative_position_index(
+                             position_ids, self.position_buckets,
+                             self.relative_distance_limit))
         tokens_only = packed is not None and self.position_wise_on_tokens
         if tokens_only:
             # The blocks compute on the real tokens alone, [M, H], and attend in the rows.
@@ -427,6 +493,10 @@ class TransformerEncoder(keras.layers.Layer):
                 "lora_rank": self.lora_rank,
                 "position_offset": self.position_offset,
                 "pooler_activation": self.pooler_activation,
+                "absolute_positions": self.absolute_positions,
+                "relative_attention": self.relative_attention,
+                "position_buckets": self.position_buckets,
+                "max_relative_positions": self.max_relative_positions,
                 "global_rope_theta": self.global_rope_theta,
                 "local_rope_theta": self.local_rope_theta,
                 "local_attention": self.local_attention,

@@ -13,10 +13,12 @@ True
 from nlpzoo.tasks.bi_encoder.task import BiEncoderTask
 from nlpzoo.tasks.classification.task import ClassificationTask
 from nlpzoo.tasks.fill_mask.task import FillMaskTask
+from nlpzoo.tasks.prompt_classification.task import PromptClassificationTask
 from nlpzoo.tasks.question_answering.task import QuestionAnsweringTask
 from nlpzoo.tasks.sentence_embedding.task import SentenceEmbeddingTask
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.tagging.task import TaggingTask
 
 BUILTIN_TASKS = (ClassificationTask, TaggingTask, SpanNERTask, SentenceEmbeddingTask,
-                 BiEncoderTask, QuestionAnsweringTask, FillMaskTask)
+                 BiEncoderTask, QuestionAnsweringTask, FillMaskTask,
+                 PromptClassificationTask)

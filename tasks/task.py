@@ -77,6 +77,10 @@ class Task:
         metrics_in_percent: `evaluate` gives its scores in percent (SQuAD's
             exact match and F1, as the official script prints them), not as
             fractions: a difference of 1 is one point.
+        zero_shot: a trainable task whose model also works untrained, built on
+            a pretrained checkpoint with its `pretrained_heads` (prompt-based
+            classification): tools/evaluate.py, predict.py and export.py
+            `--task` build it, with its options from its own flags.
 
     Args:
         **options: fields of `Options`; unknown names raise `ValueError`.
@@ -96,6 +100,7 @@ class Task:
     metrics_in_percent = False
     evaluates_without_labels = False
     pretrained_heads = ()
+    zero_shot = False
 
     def __init__(self, **options):
         if self.Options is None:

@@ -54,6 +54,8 @@ TASKS_RANKS = [
     (("task", "registry"), True),        # the Task interface and the name → task map
     (FAMILIES, False),                   # task families: none imports another
     (("distillation",), False),          # adapts families (classification, tagging)
+    # classification's data and outputs with fill-mask's masked-LM head
+    (("prompt_classification",), False),
     (("builtin",), False),               # imports the built-in families so they register
 ]
 

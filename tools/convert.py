@@ -8,7 +8,8 @@ r"""Converts an encoder checkpoint between formats.
 tools/pretrain.py (its `encoder/` is used), or one of tools/train.py (the
 encoder of its `best_model.keras`, e.g. to share a fine-tuned encoder).
 --output_format is `native` (ours: `encoder.keras`, `vocab.txt`,
-`tokenizer_config.json`), `keras_hub` (loads with
+`tokenizer_config.json`; a BPE or SentencePiece tokenizer as its Hugging Face
+files), `keras_hub` (loads with
 `keras_hub.models.BertBackbone.from_preset`) or `huggingface` (`config.json`,
 `model.safetensors`, `vocab.txt`, `tokenizer_config.json`; loads with
 `transformers.BertModel.from_pretrained`). The output is written to a
@@ -74,14 +75,15 @@ def _source(path):
 
 
 def _written_tokenizer(tokenizer):
-    """What the --output_format's writer takes: any tokenizer for Hugging Face, the
-    WordPiece tokens for our format and KerasHub's BertBackbone."""
-    if FLAGS.output_format == "huggingface":
+    """What the --output_format's writer takes: any tokenizer for Hugging Face and our
+    format (which keeps a BPE or SentencePiece one as its Hugging Face files), the
+    WordPiece tokens for KerasHub's BertBackbone."""
+    if FLAGS.output_format in ("huggingface", "native"):
         return tokenizer
     if tokenizer.kind != "wordpiece":
         raise UserError(f"--output_format={FLAGS.output_format} keeps WordPiece vocabularies "
                         f"only; --input's tokenizer is {tokenizer.kind} (use "
-                        "--output_format=huggingface)")
+                        "--output_format=huggingface or native)")
     return tokenizer.vocabulary
 
 

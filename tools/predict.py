@@ -62,8 +62,9 @@ flags.DEFINE_boolean("n_best", False, "Question answering: also write each quest
                      "answers (the model's n_best_size), best first, as `n_best`.")
 flags.DEFINE_integer("top_k", 5, "Fill-mask: tokens proposed per [MASK], best first.",
                      lower_bound=1)
-flags.DEFINE_boolean("allow_continuations", False, "Fill-mask: also propose ## pieces for a "
-                     "[MASK] that starts a word (one glued to the letters before it always "
+flags.DEFINE_boolean("allow_continuations", False, "Fill-mask: also propose pieces that only "
+                     "continue a word (## pieces; BPE's without Ġ, SentencePiece's without ▁) "
+                     "for a mask that starts a word (one glued to the letters before it always "
                      "may take them).")
 flags.mark_flags_as_required(["input", "output"])
 

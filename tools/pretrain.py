@@ -13,8 +13,12 @@ its vocabulary and lower-casing:
 
 The MLM decoder is tied to the checkpoint's word embeddings; the MLM (and
 NSP, or SOP) head of a checkpoint that has one (`cls.predictions.*`,
-`cls.seq_relationship.*`, `sop_classifier.classifier.*`) is loaded, any other head starts at random and the
-log says so (`zoo.checkpoints.load_pretrainer`).
+`cls.seq_relationship.*`, `sop_classifier.classifier.*`; another family's
+masked-LM head, RoBERTa's `lm_head.*`, ...) is loaded, any other head starts at random and the
+log says so (`zoo.checkpoints.load_pretrainer`). The checkpoint's tokenizer may be
+of any kind (WordPiece, byte-level BPE, SentencePiece): its own mask token is
+used, and --whole_word finds words by its word-start pieces
+(`SubwordTokenizer.word_start_pieces`); the encoder checkpoint keeps it.
 
 Writes into --model_dir the resolved config (before training), the
 vocabulary, TensorBoard logs (logs/train, logs/validation: per checkpoint
@@ -118,21 +122,18 @@ def _read_documents():
 
 
 def _checkpoint_tokenizer():
-    """(vocabulary, lowercase) of --init_checkpoint; flags that would contradict it fail."""
+    """(tokenizer, lowercase) of --init_checkpoint, a tokenizer of any kind (WordPiece,
+    byte-level BPE, SentencePiece); flags that would contradict it fail."""
     for name in ("vocab", "vocab_size"):
         if FLAGS[name].present:
             raise UserError(f"--{name} cannot be combined with --init_checkpoint: continued "
                             "pretraining keeps the checkpoint's vocabulary")
     tokenizer = run_setup.checkpoint_tokenizer(FLAGS.init_checkpoint)
-    if not isinstance(tokenizer, WordPieceTokenizer):
-        raise UserError(f"--init_checkpoint={FLAGS.init_checkpoint}: its tokenizer is "
-                        f"{tokenizer.kind}; pretraining masks WordPiece vocabularies only "
-                        "(whole words are found by their ## pieces)")
-    tokens, lowercase = list(tokenizer.vocabulary), tokenizer.lowercase
+    lowercase = tokenizer.lowercase
     if FLAGS["lowercase"].present and FLAGS.lowercase != lowercase:
         raise UserError(f"--lowercase={FLAGS.lowercase} contradicts --init_checkpoint, whose "
                         f"tokenizer has lowercase={lowercase}; leave --lowercase out")
-    return tokens, lowercase
+    return tokenizer, lowercase
 
 
 def _load_checkpoint(encoder_overrides):
@@ -179,9 +180,11 @@ def _starting_model(setup, strategy):
     return model, loaded_heads
 
 
-def _tokens(setup, model, documents, resuming):
+def _tokenizer(setup, model, documents, resuming):
+    """The checkpoint's tokenizer (of any kind), or a WordPiece one of --vocab or the corpus."""
     if FLAGS.init_checkpoint:
-        tokens = setup.checkpoint_tokens
+        tokenizer = setup.checkpoint_tokenizer
+        tokens = tokenizer.vocabulary
         if transformer_of(model.encoder).vocabulary_size != len(tokens):
             raise UserError(f"--init_checkpoint: its vocabulary has {len(tokens)} tokens but "
                             f"its encoder {transformer_of(model.encoder).vocabulary_size} "
@@ -190,9 +193,11 @@ def _tokens(setup, model, documents, resuming):
         tokens = list(run_setup.resolve_tokenizer(
             FLAGS, lambda: (line for document in documents for line in document), resuming,
             learned_from="the corpus").vocabulary)
-    if "[MASK]" not in tokens:
-        raise UserError("the vocabulary has no [MASK] token")
-    return tokens
+        tokenizer = WordPieceTokenizer(tokens, lowercase=setup.lowercase)
+    mask = tokenizer.special_tokens["mask"]
+    if mask not in tokenizer.vocabulary:
+        raise UserError(f"the vocabulary has no {mask} token")
+    return tokenizer
 
 
 def _steps(num_train):
@@ -263,9 +268,9 @@ def _announce(setup, model, loaded_heads, num_train, steps_per_pass, strategy):
           f"{distribution.describe(strategy)}", flush=True)
 
 
-def _save_encoder(setup, model, tokens, metrics):
+def _save_encoder(setup, model, tokenizer, metrics):
     transformer_of(model.encoder).pooler.trainable = True  # fine-tuning trains it
-    save_encoder_checkpoint(model.encoder, md.path(FLAGS.model_dir, md.ENCODER), tokens,
+    save_encoder_checkpoint(model.encoder, md.path(FLAGS.model_dir, md.ENCODER), tokenizer,
                             setup.lowercase, overwrite=True, heads=head_tensors(model))
     md.write_json(metrics, md.path(FLAGS.model_dir, md.METRICS))
     write_model_card(FLAGS.model_dir, pretraining_card(FLAGS.model_dir, sys.argv))
@@ -280,7 +285,7 @@ def main(argv):
     _check_flags()
     setup = types.SimpleNamespace(lowercase=FLAGS.lowercase)
     if run_setup.normalize_init_checkpoint():
-        setup.checkpoint_tokens, setup.lowercase = _checkpoint_tokenizer()
+        setup.checkpoint_tokenizer, setup.lowercase = _checkpoint_tokenizer()
     setup.hardware = run_setup.apply_hardware_flags(FLAGS, strategy)
     setup.encoder_overrides = run_setup.dropout_overrides(FLAGS.dropout)
     model, loaded_heads = _starting_model(setup, strategy)
@@ -289,8 +294,8 @@ def main(argv):
     except DataFormatError as error:
         raise UserError(f"--corpus: {error}")
     resuming = md.prepare(FLAGS.model_dir, FLAGS.overwrite)
-    tokens = _tokens(setup, model, documents, resuming)
-    tokenizer = WordPieceTokenizer(tokens, lowercase=setup.lowercase)
+    tokenizer = _tokenizer(setup, model, documents, resuming)
+    tokens = list(tokenizer.vocabulary)
     train_arrays, eval_arrays = _pack(documents, tokenizer, FLAGS.max_seq_length)
     num_train = len(train_arrays["token_ids"])
     setup.total_steps, setup.steps_per_checkpoint, num_checkpoints = _steps(num_train)
@@ -300,7 +305,7 @@ def main(argv):
     if resuming:
         md.check_resumable(FLAGS.model_dir, config, _RESUME_KEYS)
     md.write_json(config, md.path(FLAGS.model_dir, md.CONFIG))
-    md.save_vocabulary(FLAGS.model_dir, tokens)
+    md.save_run_tokenizer(FLAGS.model_dir, tokenizer)
 
     train_dataset, eval_dataset = masked_datasets(
         train_arrays, eval_arrays, tokenizer, objective=FLAGS.objective,
@@ -323,7 +328,7 @@ def main(argv):
     if eval_dataset is not None:
         metrics.update(model.evaluate(distribution.shard_by_data(eval_dataset),
                                       return_dict=True, verbose=0))
-    _save_encoder(setup, model, tokens, metrics)
+    _save_encoder(setup, model, tokenizer, metrics)
     print({key: round(float(value), 4) for key, value in metrics.items()})
     print(f"encoder checkpoint: {os.path.abspath(md.path(FLAGS.model_dir, md.ENCODER))} "
           f"(tools/train.py --init_checkpoint=...)")

@@ -48,6 +48,7 @@ from nlpzoo.zoo.runs.ewc_anchor import anchor_with_ewc  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
 from nlpzoo.zoo.runs.training_loop import train_resumably  # noqa: E402
 from nlpzoo.zoo import ENCODER_PRESETS, build_task_model, check_adaptation  # noqa: E402
+from nlpzoo.zoo.checkpoints import load_pretraining_heads  # noqa: E402
 
 FLAGS = flags.FLAGS
 define_task_module_flag()
@@ -142,6 +143,9 @@ def _task():
                              f"tools/export.py --task={FLAGS.task} --init_checkpoint=<dir>")
         task_options, head_options = task_class.options_from_flags(FLAGS)
         task = task_class(**task_options)
+        if task.pretrained_heads and not FLAGS.init_checkpoint:
+            raise ValueError(f"it starts from the pretrained {', '.join(task.pretrained_heads)}"
+                             " of a checkpoint: give --init_checkpoint")
     except ValueError as error:
         raise UserError(f"--task={FLAGS.task}: {error}")
     if FLAGS.data_format and FLAGS.data_format not in task.formats:
@@ -322,6 +326,7 @@ def _build_model(setup, task, encoder, head_options, strategy):
     try:
         with strategy.scope():  # mirrored variables, optimizer and metrics
             model = build_task_model(task, setup.encoder_preset, encoder=encoder, **overrides)
+            _load_pretrained_heads(task, model)
             if FLAGS.ewc:  # before the auxiliary MLM: the Fisher is the task loss's
                 _anchor_with_ewc(setup, model)
             if FLAGS.auxiliary_mlm_weight:
@@ -338,6 +343,13 @@ def _build_model(setup, task, encoder, head_options, strategy):
                           task_options=task.options_dict(), preset=setup.preset,
                           data_format=FLAGS.data_format, task_module=type(task).__module__)
     return model
+
+
+def _load_pretrained_heads(task, model):
+    """The heads a task takes over from --init_checkpoint (`Task.pretrained_heads`: prompt
+    classification's masked-LM head); a resumed run then restores its own trained ones."""
+    if task.pretrained_heads:  # --init_checkpoint is there: `_task` checked
+        load_pretraining_heads(model, FLAGS.init_checkpoint, required=task.pretrained_heads)
 
 
 def _anchor_with_ewc(setup, model):

@@ -279,9 +279,11 @@ def build_task_model(task, encoder_preset, encoder=None, compile=True, **overrid
         learning_rate = overrides.get("learning_rate", defaults.learning_rate)
         check_number("learning_rate", learning_rate, float, low=0.0, low_open=True)
         # A fresh head on a pretrained encoder learns at its own, larger rate; when
-        # everything starts from random weights, everything learns at one rate.
+        # everything starts from random weights, or the head is pretrained too (a task's
+        # `pretrained_heads`: prompt classification's MLM head), everything learns at one rate.
+        fresh_head = pretrained and not task.pretrained_heads
         head_learning_rate = overrides.get(
-            "head_learning_rate", defaults.head_learning_rate if pretrained else None)
+            "head_learning_rate", defaults.head_learning_rate if fresh_head else None)
         if head_learning_rate is not None:
             check_number("head_learning_rate", head_learning_rate, float, low=0.0,
                           low_open=True)

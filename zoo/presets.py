@@ -47,7 +47,8 @@ class EncoderPreset:
     these fields (`layers.transformer_encoder` has the table): RoBERTa's
     `position_offset=2, num_segments=1`, DistilBERT's `num_segments=0`,
     ALBERT's `embedding_dim` and `share_layers`, ELECTRA's `embedding_dim`,
-    ModernBERT's rotary positions, local/global layers, GeGLU and no biases.
+    DeBERTa-v3's relative attention without absolute positions, ModernBERT's
+    rotary positions, local/global layers, GeGLU and no biases.
     """
 
     num_layers: int
@@ -66,6 +67,10 @@ class EncoderPreset:
     layer_norm_epsilon: float = _ENCODER_DEFAULTS["layer_norm_epsilon"]
     position_offset: int = _ENCODER_DEFAULTS["position_offset"]
     pooler_activation: str = _ENCODER_DEFAULTS["pooler_activation"]
+    absolute_positions: bool = _ENCODER_DEFAULTS["absolute_positions"]
+    relative_attention: str = _ENCODER_DEFAULTS["relative_attention"]
+    position_buckets: int = _ENCODER_DEFAULTS["position_buckets"]
+    max_relative_positions: int = _ENCODER_DEFAULTS["max_relative_positions"]
     global_rope_theta: float = _ENCODER_DEFAULTS["global_rope_theta"]
     local_rope_theta: float = _ENCODER_DEFAULTS["local_rope_theta"]
     local_attention: int = _ENCODER_DEFAULTS["local_attention"]
@@ -114,10 +119,18 @@ _DISTILBERT = dict(num_segments=0, pooler_activation="relu")
 _ALBERT = dict(embedding_dim=128, share_layers=True, gelu_approximate=True, dropout=0.0,
                attention_dropout=0.0)
 _ELECTRA = dict(pooler_activation="gelu")
+# DeBERTa-v3 (microsoft/deberta-v3-*): disentangled attention over 256 log buckets of
+# distances up to 512, no absolute positions, no segment table, no pooler in the
+# checkpoints (its ContextPooler is dense + gelu).
+_DEBERTA_V3 = dict(absolute_positions=False, relative_attention="disentangled",
+                   position_buckets=256, max_relative_positions=512, num_segments=0,
+                   layer_norm_epsilon=1e-7, pooler_activation="gelu", vocabulary_size=128100)
 # ModernBERT (Warner et al. 2024): pre-LN with a final norm, GeGLU, no biases, rotary
-# positions (global layers base 160,000, local ones 10,000), every third layer global and
-# the others a 128-token window, no segments, BPE vocabulary of 50,368 ids.
-_MODERNBERT = dict(num_segments=0, norm_first=True, gated_feedforward=True, use_bias=False,
+# positions (global layers base 160,000, local ones 10,000; no position table), every
+# third layer global and the others a 128-token window, no segments, BPE vocabulary of
+# 50,368 ids.
+_MODERNBERT = dict(num_segments=0, absolute_positions=False, norm_first=True,
+                   gated_feedforward=True, use_bias=False,
                    first_attention_norm=False, pooler_activation="gelu",
                    global_rope_theta=160_000.0, local_rope_theta=10_000.0,
                    local_attention=128, global_attn_every_n_layers=3,
@@ -165,6 +178,17 @@ ENCODER_PRESETS = {
     "electra_base": EncoderPreset(12, 768, 12, 3072, **_ELECTRA,
                                   fine_tuning=FineTuningDefaults(5e-5),
                                   description="ELECTRA-Base discriminator (Clark et al. 2020)"),
+    "deberta_v3_base": EncoderPreset(12, 768, 12, 3072, **_DEBERTA_V3,
+                                     fine_tuning=FineTuningDefaults(2e-5),
+                                     description="DeBERTa-v3-Base (He et al. 2023): "
+                                                 "disentangled relative attention"),
+    "deberta_v3_small": EncoderPreset(6, 768, 12, 3072, **_DEBERTA_V3,
+                                      fine_tuning=FineTuningDefaults(3e-5),
+                                      description="DeBERTa-v3-Small: 6 layers of "
+                                                  "DeBERTa-v3-Base's width"),
+    "deberta_v3_xsmall": EncoderPreset(12, 384, 6, 1536, **_DEBERTA_V3,
+                                       fine_tuning=FineTuningDefaults(5e-5),
+                                       description="DeBERTa-v3-XSmall: 12 layers, 384 wide"),
     "modernbert_base": EncoderPreset(22, 768, 12, 1152, **_MODERNBERT,
                                      fine_tuning=FineTuningDefaults(5e-5),
                                      description="ModernBERT-base (Warner et al. 2024): rotary, "
@@ -186,6 +210,11 @@ ENCODER_PRESETS = {
                                   fine_tuning=FineTuningDefaults(3e-4),
                                   description="a tiny ELECTRA-layout encoder (factorised "
                                               "embeddings, as ELECTRA-Small)"),
+    "deberta_tiny": EncoderPreset(2, 128, 2, 512,
+                                  **dict(_DEBERTA_V3, vocabulary_size=30522,
+                                         position_buckets=32, max_relative_positions=128),
+                                  fine_tuning=FineTuningDefaults(3e-4),
+                                  description="a tiny DeBERTa-v3-layout encoder"),
     "modernbert_tiny": EncoderPreset(3, 128, 2, 192, **dict(_MODERNBERT, local_attention=16),
                                      fine_tuning=FineTuningDefaults(3e-4),
                                      description="a tiny ModernBERT-layout encoder (layers 0 "

@@ -2,7 +2,8 @@
 
 import keras
 
-from nlpzoo.layers import Encoder, MaskedLMHead, transformer_of
+from nlpzoo.layers import Encoder, MaskedLMHead, encoder_head_settings, transformer_of
+from nlpzoo.layers.masked_lm_head import LEGACY_HEAD_SETTINGS
 from nlpzoo.tasks.fill_mask.preprocessor import MODEL_INPUTS
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
@@ -13,14 +14,19 @@ class FillMaskModel(EncoderTaskModel):
 
     The head is BERT's masked-LM head (`layers.MaskedLMHead`, named
     "mlm_head": dense + GELU + LayerNorm, decoded with the encoder's word
-    embeddings and its own bias), the head `tools/pretrain.py` trains and
-    Hugging Face's `*ForMaskedLM` checkpoints carry as `cls.predictions.*`.
+    embeddings and its own bias), with the encoder's GELU form and LayerNorm
+    epsilon (`layers.encoder_head_settings`): the head `tools/pretrain.py`
+    trains and Hugging Face's `*ForMaskedLM` checkpoints carry
+    (`cls.predictions.*`, RoBERTa's `lm_head.*`, ...; `zoo.checkpoints.heads`).
     Built here it starts at random: `zoo.load_pretrained(path, "fill_mask")`
     and the binaries load it from the checkpoint, and refuse a checkpoint
     without one. Nothing of it trains here (the task's `trainable` is False).
 
     Args:
         encoder: an `Encoder` (anything `transformer_of` accepts).
+        mlm_settings: the head's `activation` and `layer_norm_epsilon`; None:
+            the encoder's. A `.keras` file saved before the head followed its
+            encoder reloads with BERT's (exact GELU, 1e-12), as it was made.
 
     Examples:
     >>> import numpy as np
@@ -37,13 +43,15 @@ class FillMaskModel(EncoderTaskModel):
 
     reads_pooled_output = False
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, mlm_settings=None, **kwargs):
         transformer = transformer_of(encoder)
         kwargs.setdefault("name", "fill_mask")
+        mlm_settings = dict(mlm_settings or encoder_head_settings(transformer))
 
         # === Layers ===
         mlm_head = MaskedLMHead(transformer.vocabulary_size,
-                                embedding_layer=transformer.token_embedding, name="mlm_head")
+                                embedding_layer=transformer.token_embedding, name="mlm_head",
+                                **mlm_settings)
 
         # === Functional Model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
@@ -54,6 +62,11 @@ class FillMaskModel(EncoderTaskModel):
 
         # === Config ===
         self.encoder = encoder
+        self.mlm_settings = mlm_settings
 
     def _task_config(self):
-        return {}
+        return {"mlm_settings": dict(self.mlm_settings)}
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config({"mlm_settings": LEGACY_HEAD_SETTINGS, **config})

@@ -6,9 +6,8 @@ import tensorflow as tf
 from nlpzoo.tasks.fill_mask.preprocessor import model_inputs
 from nlpzoo.tasks.fill_mask.vocabulary_filter import (
     allowed_tokens,
-    continuation_token_flags,
     proposable_k,
-    special_token_flags,
+    token_flags,
     top_k_tokens,
 )
 from nlpzoo.tasks.text.tokenizer import JOINER, MASK
@@ -18,8 +17,8 @@ def _where(example):
     return f"{example.source}:{example.line}" if example.source else "text"
 
 
-def require_masks(examples):
-    """Raises `ValueError` naming the first text without a mask token.
+def require_masks(examples, mask=MASK):
+    """Raises `ValueError` naming the first text without a mask token (`mask`).
 
     >>> from nlpzoo.tasks.text.sentences import Sentence
     >>> require_masks([Sentence("A [MASK] day", "in.txt", 1), Sentence("No mask", "in.txt", 2)])
@@ -28,37 +27,41 @@ def require_masks(examples):
     ValueError: in.txt:2: no [MASK] in the text; put [MASK] where a word is to be predicted: 'No mask'
     """
     for example in examples:
-        if MASK not in example.text:
-            raise ValueError(f"{_where(example)}: no {MASK} in the text; put {MASK} where a "
+        if mask not in example.text:
+            raise ValueError(f"{_where(example)}: no {mask} in the text; put {mask} where a "
                              f"word is to be predicted: {example.text[:60]!r}")
 
 
-def check_kept_masks(examples, num_masks, kept_masks, max_seq_length):
+def check_kept_masks(examples, num_masks, kept_masks, max_seq_length, mask=MASK):
     """Raises `ValueError` naming the first text whose masks fall past `max_seq_length`."""
     for example, given, kept in zip(examples, num_masks, kept_masks):
         if kept < given:
-            raise ValueError(f"{_where(example)}: {given - kept} of its {given} {MASK} tokens "
+            raise ValueError(f"{_where(example)}: {given - kept} of its {given} {mask} tokens "
                              f"lie past max_seq_length={max_seq_length} word pieces")
 
 
 def predict_top_k(model, preprocessor, examples, k, allow_continuations=False, batch_size=32):
     """The `k` best tokens of every mask of every example: a list (one per example) of
-    `(ids [M, k], probabilities [M, k], tokens)`, numpy arrays and the tokens' strings
-    (M lists of k), M its masks in text order.
+    `(ids [M, k], probabilities [M, k], tokens, sequence)`, numpy arrays, the tokens'
+    strings (M lists of k), M its masks in text order, and the text with each mask's best
+    token written in (`filled_text` with the tokenizer's `piece_text`).
 
     Raises:
         ValueError: an example has no mask, or masks past `max_seq_length`.
     """
-    require_masks(examples)
+    mask = preprocessor.mask_token
+    require_masks(examples, mask)
     vocabulary = preprocessor.vocabulary
-    special, continuation = special_token_flags(vocabulary), continuation_token_flags(vocabulary)
+    tokenizer = preprocessor.tokenizer()
+    special, continuation = token_flags(tokenizer)
     k = proposable_k(k, special, continuation, allow_continuations)
     results = []
     for start in range(0, len(examples), batch_size):
         batch = examples[start:start + batch_size]
         features = preprocessor(tf.constant([example.text for example in batch]))
         kept = features["num_masks_kept"].numpy()
-        check_kept_masks(batch, features["num_masks"].numpy(), kept, preprocessor.max_seq_length)
+        check_kept_masks(batch, features["num_masks"].numpy(), kept, preprocessor.max_seq_length,
+                         mask)
         logits = model.predict_on_batch(model_inputs(features))
         allowed = allowed_tokens(special, continuation, features["mask_starts_word"],
                                  allow_continuations)
@@ -66,12 +69,20 @@ def predict_top_k(model, preprocessor, examples, k, allow_continuations=False, b
         probabilities, ids = np.asarray(probabilities), np.asarray(ids)
         for row, count in enumerate(kept):
             tokens = [[vocabulary[i] for i in mask] for mask in ids[row, :count].tolist()]
-            results.append((ids[row, :count], probabilities[row, :count], tokens))
+            sequence = filled_text(batch[row].text, [mask[0] for mask in tokens], mask,
+                                   tokenizer.piece_text)
+            results.append((ids[row, :count], probabilities[row, :count], tokens, sequence))
     return results
 
 
-def filled_text(text, tokens):
-    """`text` with its masks replaced by `tokens` in order (a `##` piece joins the word).
+def _wordpiece_text(token):
+    return token[len(JOINER):] if token.startswith(JOINER) else token
+
+
+def filled_text(text, tokens, mask=MASK, piece_text=_wordpiece_text):
+    """`text` with its masks (`mask`) replaced by `tokens` in order, each written as
+    `piece_text` gives it (the tokenizer's `piece_text`; by default a `##` piece joins
+    the word).
 
     Examples:
     >>> filled_text("Paris is [MASK] [MASK] .", ["a", "city"])
@@ -79,18 +90,20 @@ def filled_text(text, tokens):
     >>> filled_text("un[MASK] day", ["##able"])
     'unable day'
     """
-    parts = text.split(MASK)
+    parts = text.split(mask)
     pieces = [parts[0]]
     for token, after in zip(tokens, parts[1:]):
-        pieces += [token[len(JOINER):] if token.startswith(JOINER) else token, after]
+        pieces += [piece_text(token), after]
     return "".join(pieces)
 
 
-def prediction_record(example, ids, probabilities, tokens):
+def prediction_record(example, ids, probabilities, tokens, sequence=None):
     """One text's result: `text`, `sequence` (the text with each mask's best token) and
     `masks`, per mask its tokens best first (`token`, `token_id`, `probability`).
 
-    `ids`, `probabilities` and `tokens` are one element of `predict_top_k`.
+    `ids`, `probabilities`, `tokens` and `sequence` are one element of
+    `predict_top_k` (`sequence` None: the best tokens put in with `filled_text`'s
+    WordPiece defaults).
 
     Examples:
     >>> from nlpzoo.tasks.text.sentences import Sentence
@@ -103,5 +116,6 @@ def prediction_record(example, ids, probabilities, tokens):
               for i, p, token in zip(mask_ids, mask_probabilities, mask_tokens)]
              for mask_ids, mask_probabilities, mask_tokens in zip(ids, probabilities, tokens)]
     return {"text": example.text,
-            "sequence": filled_text(example.text, [mask[0]["token"] for mask in masks]),
+            "sequence": (sequence if sequence is not None else
+                         filled_text(example.text, [mask[0]["token"] for mask in masks])),
             "masks": masks}

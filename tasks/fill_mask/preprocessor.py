@@ -1,25 +1,24 @@
 """Raw text with mask tokens → encoder features plus where the masks are.
 
-The mask token ("[MASK]") is found in the raw text before tokenization: BERT's
-basic tokenizer would split it into "[", "mask", "]". The text between masks
-is tokenized as usual (cleaned, lower-cased for an uncased vocabulary) and
-the mask id put back between the pieces, as Hugging Face's tokenizer treats
-its special tokens. The same `encode` runs in Python prediction and inside
-the exported SavedModel.
+The mask token is the tokenizer's ("[MASK]" for WordPiece and ALBERT,
+"<mask>" for RoBERTa and XLM-R). The tokenizer cuts it out of the raw text
+whole, as Hugging Face's tokenizers treat their special tokens (BERT's basic
+tokenizer would split it into "[", "mask", "]"; RoBERTa's `<mask>` takes the
+whitespace before it); the text between masks is tokenized as usual. Whether
+a mask starts a word is read from the text before it
+(`SubwordTokenizer.word_start_context`). The same `encode` runs in Python
+prediction and inside the exported SavedModel.
 """
 
 import keras
 import tensorflow as tf
 
 from nlpzoo.tasks.text.preprocessor import TextPreprocessor
-from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, row_prefix
+from nlpzoo.tasks.text.ragged_rows import row_prefix
 from nlpzoo.tasks.text.tokenizer import MASK
 
 # The features the encoder and its MLM head read; the others serve decoding.
 MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask", "mask_positions")
-# A mask starts a word when the text before it is empty or ends in whitespace,
-# punctuation or a symbol (what BERT's basic tokenizer splits words at).
-_WORD_BOUNDARY_BEFORE = r"(?s)(|.*[\s\p{P}\p{S}])"
 
 
 @keras.saving.register_keras_serializable(package="nlpzoo")
@@ -62,34 +61,40 @@ class FillMaskPreprocessor(TextPreprocessor):
         if MASK not in self.vocabulary:
             raise ValueError(f"the vocabulary has no {MASK} token: a fill-mask model needs one")
 
+    def set_tokenizer(self, tokenizer):
+        super().set_tokenizer(tokenizer)
+        mask = tokenizer.special_tokens["mask"]
+        if mask not in self.vocabulary:
+            raise ValueError(f"the vocabulary has no {mask} token: a fill-mask model needs one")
+
     @property
     def mask_token(self):
-        return MASK
+        """The tokenizer's mask token: "[MASK]", "<mask>", ..."""
+        if self._tokenizer is None and self._tokenizer_config is None:
+            return MASK
+        return self.tokenizer().special_tokens["mask"]
 
     def encode(self, text, text_pair=None):
         if text_pair is not None:
             raise ValueError("fill-mask reads one text per example, not text pairs")
         tokenizer = self.tokenizer()
         text = tf.convert_to_tensor(text, tf.string)
-        parts = tf.strings.split(text, sep=MASK)  # [B, (masks + 1)] strings
+        parts = tf.strings.split(text, sep=self.mask_token)  # [B, (masks + 1)] strings
         flat_parts = parts.flat_values
         # Every part but the last of its text is followed by a mask.
         position = tf.ragged.range(parts.row_lengths()).flat_values
         last = tf.gather(parts.row_lengths() - 1, parts.value_rowids())
         before_mask = tf.not_equal(position, last)
-        pieces = tokenizer.tokenize_flat(flat_parts)
-        masks = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(before_mask, tf.int32))], tokenizer.mask_id),
-            tf.cast(before_mask, tf.int64), validate=False)
-        segment = merge_inner_rows(parts.with_flat_values(concat_rows([pieces, masks])))
+        # The tokenizer cuts the mask tokens out itself (with the whitespace an lstrip takes).
+        segment = tokenizer.tokenize_flat(text)
         token_ids, segment_ids = tokenizer.pack([segment], self.max_seq_length)
 
         is_mask = tf.equal(token_ids, tokenizer.mask_id)
         mask_positions = tf.ragged.boolean_mask(
             tf.ragged.range(tf.cast(token_ids.row_lengths(), tf.int32)), is_mask)
         starts_word = tf.ragged.boolean_mask(
-            parts.with_flat_values(tf.strings.regex_full_match(flat_parts,
-                                                               _WORD_BOUNDARY_BEFORE)),
+            parts.with_flat_values(tf.strings.regex_full_match(
+                flat_parts, tokenizer.word_start_context)),
             parts.with_flat_values(before_mask))
         kept = tf.cast(mask_positions.row_lengths(), tf.int32)
         return {"token_ids": token_ids, "segment_ids": segment_ids,

@@ -1,13 +1,19 @@
 """Which vocabulary tokens a fill-mask model may propose, and the top-k of the rest.
 
-Two flags per token of a WordPiece vocabulary:
+Two flags per token of the vocabulary (`token_flags(tokenizer)`, for a tokenizer
+of any kind):
 
-- special: the reserved tokens ([PAD], [UNK], [CLS], [SEP], [MASK]) and BERT's
+- special: the tokenizer's special tokens ([PAD], [UNK], [CLS], [SEP], [MASK];
+  RoBERTa's `<s>`, `<pad>`, `</s>`, `<unk>`, `<mask>`, ...) and BERT's
   `[unusedN]` placeholders. They are never proposed: none of them is text.
-- continuation: a `##` piece, which only continues a word. It is not proposed
-  for a mask that starts a word (at the start of the text, or after
-  whitespace, punctuation or another mask), unless continuations are allowed;
-  a mask glued to the letters before it ("un[MASK]") may take one.
+- continuation: a piece that only continues a word (WordPiece's `##` pieces;
+  byte-level BPE's pieces without "Ġ", SentencePiece's without "▁":
+  `SubwordTokenizer.word_start_pieces`). It is not proposed for a mask that
+  starts a word (`SubwordTokenizer.word_start_context`: for WordPiece at the
+  start of the text or after whitespace, punctuation or another mask; for
+  BPE after whitespace; for SentencePiece at the start or after whitespace),
+  unless continuations are allowed; a mask glued to the letters before it
+  ("un[MASK]") may take one.
 
 The probabilities reported are those of the softmax over the whole vocabulary
 at the mask (what the model says), not renormalised over the allowed tokens,
@@ -44,6 +50,22 @@ def continuation_token_flags(vocabulary):
     """
     return np.array([token.startswith(JOINER) and len(token) > len(JOINER)
                      for token in vocabulary], bool)
+
+
+def token_flags(tokenizer):
+    """(special, continuation): bool [V] each, for `tokenizer` (a `SubwordTokenizer`).
+
+    Examples:
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##able"])
+    >>> [flags.tolist() for flags in token_flags(tokenizer)]
+    [[True, True, True, True, True, False, False], [False, False, False, False, False, False, True]]
+    """
+    vocabulary = tokenizer.vocabulary
+    reserved = set(tokenizer.special_tokens.values()) | set(tokenizer.split_tokens)
+    special = np.array([token in reserved or bool(_PLACEHOLDER.fullmatch(token))
+                        for token in vocabulary], bool)
+    return special, ~np.asarray(tokenizer.word_start_pieces(), bool) & ~special
 
 
 def allowed_tokens(special, continuation, starts_word, allow_continuations=False):

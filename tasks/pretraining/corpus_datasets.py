@@ -28,7 +28,6 @@ import numpy as np
 from nlpzoo.tasks.text.masking import unigram_distribution
 from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
 from nlpzoo.tasks.pretraining.packing import (
-    continuation_flags,
     pack_sentence_pairs,
     pack_single_segments,
     tokenize_documents,
@@ -42,7 +41,8 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
 
     Args:
         documents: lists of lines (`tasks.pretraining.corpus.read_corpus`).
-        tokenizer: a `WordPieceTokenizer`.
+        tokenizer: a `SubwordTokenizer` of any kind (its word starts:
+            `continuation_pieces`).
         objective: "mlm_nsp" and "mlm_sop" pack segment pairs
             (`pair_objectives`), the others single segments.
         max_seq_length: the packed length T.
@@ -62,7 +62,7 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
     """
     rng = np.random.default_rng(seed)
     options = dict(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id,
-                   continuation=continuation_flags(tokenizer.vocabulary), rng=rng,
+                   continuation=continuation_pieces(tokenizer), rng=rng,
                    short_sequence_probability=short_sequence_probability)
     tokenized = tokenize_documents(documents, tokenizer)
     pair = pair_objective(objective)
@@ -85,6 +85,18 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
     return train, held_out
 
 
+def continuation_pieces(tokenizer):
+    """bool [V]: the pieces that never start a word (`SubwordTokenizer.word_start_pieces`
+    negated: WordPiece's `##` pieces, BPE's without "Ġ", SentencePiece's without "▁"),
+    where packing does not cut and whole-word masking does not start a word.
+
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> continuation_pieces(WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "##s"])).tolist()
+    [False, False, False, False, True]
+    """
+    return ~np.asarray(tokenizer.word_start_pieces(), bool)
+
+
 def special_ids(tokenizer):
     """The ids masking never selects: [PAD], [UNK], [CLS], [SEP], [MASK] ([PAD] first)."""
     return (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
@@ -97,7 +109,7 @@ def masked_datasets(train, held_out, tokenizer, *, objective, batch_size, max_pr
 
     Args:
         train, held_out: from `pack_corpus`.
-        tokenizer: the `WordPieceTokenizer` that packed them.
+        tokenizer: the `SubwordTokenizer` that packed them.
         objective: "mlm", "mlm_nsp", "mlm_sop" or "span_sbo".
         batch_size: sequences per batch.
         max_predictions: prediction slots per sequence.
@@ -111,7 +123,7 @@ def masked_datasets(train, held_out, tokenizer, *, objective, batch_size, max_pr
     unigram = None
     if not uniform_replacement:
         unigram = unigram_distribution(train["token_ids"], len(tokenizer.vocabulary), specials)
-    options = dict(objective=objective, continuation=continuation_flags(tokenizer.vocabulary),
+    options = dict(objective=objective, continuation=continuation_pieces(tokenizer),
                    special_ids=specials, mask_id=tokenizer.mask_id, batch_size=batch_size,
                    max_predictions=max_predictions, unigram_probabilities=unigram,
                    whole_word=whole_word, seed=seed)

@@ -3,7 +3,15 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers import Encoder, MaskedLMHead, NextSentenceHead, SpanBoundaryHead, transformer_of
+from nlpzoo.layers import (
+    Encoder,
+    MaskedLMHead,
+    NextSentenceHead,
+    SpanBoundaryHead,
+    encoder_head_settings,
+    transformer_of,
+)
+from nlpzoo.layers.masked_lm_head import LEGACY_HEAD_SETTINGS
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel, MaskedAccuracy
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
@@ -42,6 +50,10 @@ class Pretrainer(EncoderTaskModel):
             `.keras` file: anything `transformer_of` accepts).
         objective: "mlm", "mlm_nsp", "mlm_sop" or "span_sbo".
         max_span_length: SBO relative-position embeddings (in tokens).
+        mlm_settings: the MLM head's `activation` and `layer_norm_epsilon`;
+            None: the encoder's (`layers.encoder_head_settings`). A `.keras`
+            file saved before the head followed its encoder reloads with
+            BERT's (exact GELU, 1e-12), as it was made.
 
     Examples:
     >>> import numpy as np
@@ -57,15 +69,17 @@ class Pretrainer(EncoderTaskModel):
     ['mlm_logits', 'sop_logits']
     """
 
-    def __init__(self, encoder, objective="mlm", max_span_length=30, **kwargs):
+    def __init__(self, encoder, objective="mlm", max_span_length=30, mlm_settings=None,
+                 **kwargs):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         transformer = transformer_of(encoder)
         embedding = transformer.token_embedding
+        mlm_settings = dict(mlm_settings or encoder_head_settings(transformer))
 
         # === Layers ===
         mlm_head = MaskedLMHead(transformer.vocabulary_size, embedding_layer=embedding,
-                                name="mlm_head")
+                                name="mlm_head", **mlm_settings)
         pair = pair_objective(objective)
         pair_head = NextSentenceHead(name=pair.head) if pair is not None else None
         sbo_head = None
@@ -92,6 +106,7 @@ class Pretrainer(EncoderTaskModel):
         self.encoder = encoder
         self.objective = objective
         self.max_span_length = int(max_span_length)
+        self.mlm_settings = mlm_settings
 
         # === Metrics === (updated by compute_loss, so fit and evaluate log them)
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
@@ -132,4 +147,9 @@ class Pretrainer(EncoderTaskModel):
         return self._plus_layer_losses(loss)
 
     def _task_config(self):
-        return {"objective": self.objective, "max_span_length": self.max_span_length}
+        return {"objective": self.objective, "max_span_length": self.max_span_length,
+                "mlm_settings": dict(self.mlm_settings)}
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config({"mlm_settings": LEGACY_HEAD_SETTINGS, **config})

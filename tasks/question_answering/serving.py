@@ -3,8 +3,9 @@
 Inputs `question` and `context`, 1-D strings. Inside the graph, as
 `tools/predict.py` does in Python (`tasks.question_answering.windows`): the
 context is split into words with their character offsets, the words into
-WordPiece tokens, each token given its character span; the context is read in
-windows of `[CLS] question [SEP] context window [SEP]` that start `doc_stride`
+the tokenizer's pieces, each token given its character span; the context is read in
+windows of `[CLS] question [SEP] context window [SEP]` (the tokenizer's
+`PackTemplate`) that start `doc_stride`
 tokens apart. The best answer over all windows is the start and end token
 with the highest summed logits, end >= start, at most `max_answer_length`
 tokens (every pair is scored: `tools/predict.py` looks at the `n_best_size`
@@ -26,16 +27,7 @@ from nlpzoo.tasks.text.ragged_rows import (
     row_sums,
     value_rowids,
 )
-from nlpzoo.tasks.text.tokenizer import UNK
 from nlpzoo.tasks.text.word_splitting import split_texts_with_offsets
-
-
-def _piece_lengths(vocabulary):
-    """Characters each token spells inside a word (`##` not counted); a length no word
-    has for `[UNK]`, so that a word holding one spans all its pieces."""
-    return np.asarray([1 << 20 if token == UNK else
-                       len(token) - 2 if token.startswith("##") and len(token) > 2
-                       else len(token) for token in vocabulary], np.int32)
 
 
 def _context_tokens(preprocessor, context):
@@ -43,7 +35,7 @@ def _context_tokens(preprocessor, context):
     tokenizer = preprocessor.tokenizer()
     words, word_starts, word_ends = split_texts_with_offsets(context)
     pieces = tokenizer.word_pieces(words.flat_values)  # [N words, (P)]
-    lengths = tf.gather(tf.constant(_piece_lengths(tokenizer.vocabulary)), pieces.flat_values)
+    lengths = tf.gather(tf.constant(tokenizer.piece_lengths()), pieces.flat_values)
     lengths = pieces.with_flat_values(lengths)
     piece_word = value_rowids(pieces)
     word_start = tf.gather(word_starts.flat_values, piece_word)
@@ -78,12 +70,15 @@ def question_answering_outputs(model, preprocessor, question, context, max_query
     max_length = preprocessor.max_seq_length
     batch = tf.shape(question)[0]
     question_ids = tokenizer.tokenize_flat(question)
+    template = tokenizer.template
+    special = template.special_tokens(pair=True)
     question_ids = row_prefix(question_ids, tf.minimum(
-        tf.cast(question_ids.row_lengths(), tf.int32), min(max_query_length, max_length - 4)))
+        tf.cast(question_ids.row_lengths(), tf.int32),
+        min(max_query_length, max_length - special - 1)))
     context_ids, char_starts, char_ends = _context_tokens(preprocessor, context)
     question_length = tf.cast(question_ids.row_lengths(), tf.int32)
     context_length = tf.cast(context_ids.row_lengths(), tf.int32)
-    window = max_length - question_length - 3  # [B] context tokens per window, >= 1
+    window = max_length - question_length - special  # [B] context tokens per window, >= 1
     step = tf.minimum(doc_stride, window)
     windows = 1 + tf.maximum(context_length - window + step - 1, 0) // step  # [B]
     index = tf.ragged.range(windows)
@@ -98,19 +93,23 @@ def question_answering_outputs(model, preprocessor, question, context, max_query
         return like.with_flat_values(tf.fill(tf.shape(like.flat_values), value))
 
     cls, sep = ones_per_row(tokenizer.cls_id, count), ones_per_row(tokenizer.sep_id, count)
-    token_ids = concat_rows([cls, questions, sep, contexts, sep])
+    separators = template.separators
+    token_ids = concat_rows([cls, questions] + [sep] * separators + [contexts, sep])
     zero, one = ones_per_row(0, count), ones_per_row(1, count)
+    second = template.second_segment_id
     features = preprocessor.pad({
         "token_ids": token_ids,
-        "segment_ids": concat_rows([zero, filled(0, questions), zero, filled(1, contexts), one]),
+        "segment_ids": concat_rows([zero, filled(0, questions)] + [zero] * separators
+                                   + [filled(second, contexts), ones_per_row(second, count)]),
         "padding_mask": tf.ones_like(token_ids),
-        "answer_mask": concat_rows([one, filled(0, questions), zero, filled(1, contexts), zero]),
+        "answer_mask": concat_rows([one, filled(0, questions)] + [zero] * separators
+                                   + [filled(1, contexts), zero]),
     })
     logits = tf.cast(model(features, training=False), tf.float32)  # [N, 2, L]
     start_logits, end_logits = logits[:, 0], logits[:, 1]
     length = tf.shape(start_logits)[1]
     positions = tf.range(length)
-    context_first = tf.gather(question_length, rows) + 2  # [N]
+    context_first = tf.gather(question_length, rows) + 1 + separators  # [N]
     in_context = ((positions[None, :] >= context_first[:, None]) &
                   (positions[None, :] < (context_first + end - begin)[:, None]))
     pair_ok = (in_context[:, :, None] & in_context[:, None, :] &

@@ -1,5 +1,6 @@
-"""Questions → model windows: `[CLS] question [SEP] context window [SEP]`, with the answer's
-token positions and every context token's character offsets.
+"""Questions → model windows: `[CLS] question [SEP] context window [SEP]` (in the
+tokenizer's `PackTemplate`: RoBERTa's `<s> question </s></s> context </s>`), with the
+answer's token positions and every context token's character offsets.
 
 A context longer than the model's window is read in overlapping windows, as
 BERT's SQuAD recipe does: each window holds as many context tokens as fit
@@ -11,13 +12,14 @@ it (and for an unanswerable question).
 
 The context is split into words as BERT splits raw text, each word keeping
 its character offsets (`tasks.text.word_splitting.split_words`), then into
-WordPiece tokens. A token's character span is its piece's place inside the
-word when the word's pieces spell it out character for character (almost
-always: "Café" → `cafe` under lower-casing too); otherwise (an `[UNK]`, a
-character the normalisation changes) every piece of the word spans the whole
-word. A decoded answer is the context from its first token's start to its
-last token's end: always a piece of the context as written.
-"""
+the tokenizer's pieces, each word as a word of running text. A token's
+character span is its piece's place inside the word when the word's pieces
+spell it out character for character (`SubwordTokenizer.piece_lengths`;
+almost always: "Café" → `cafe` under lower-casing too, "Ġcaf" "Ã©" in
+byte-level BPE); otherwise (an unknown token, a character the normalisation
+changes, a character split across pieces) every piece of the word spans the
+whole word. A decoded answer is the context from its first token's start to
+its last token's end: always a piece of the context as written."""
 
 import dataclasses
 
@@ -25,7 +27,6 @@ import numpy as np
 import tensorflow as tf
 
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.text.tokenizer import UNK
 from nlpzoo.tasks.text.word_splitting import split_words
 
 _TOKENIZE_BATCH = 8192
@@ -61,25 +62,20 @@ class QAWindow:
         return mask
 
 
-def _piece_ids(tokenizer, words):
-    """WordPiece ids of each word (a word with none is `[UNK]`), lists in order."""
+def _piece_ids(tokenize, texts):
+    """`tokenize`'s ids of each text, lists in order (in batches of `_TOKENIZE_BATCH`)."""
     result = []
-    for first in range(0, len(words), _TOKENIZE_BATCH):
-        batch = words[first:first + _TOKENIZE_BATCH]
-        result.extend(tokenizer.word_pieces(tf.constant(batch, tf.string)).to_list())
+    for first in range(0, len(texts), _TOKENIZE_BATCH):
+        batch = texts[first:first + _TOKENIZE_BATCH]
+        result.extend(tokenize(tf.constant(batch, tf.string)).to_list())
     return result
 
 
-def _piece_spans(word_start, word_end, pieces, vocabulary):
+def _piece_spans(word_start, word_end, pieces, piece_lengths):
     """`(starts, ends)` of a word's pieces (see the module docstring)."""
     if len(pieces) == 1:
         return [word_start], [word_end]
-    lengths = []
-    for index, piece in enumerate(pieces):
-        token = vocabulary[piece]
-        if token == UNK:
-            return [word_start] * len(pieces), [word_end] * len(pieces)
-        lengths.append(len(token) - 2 if index and token.startswith("##") else len(token))
+    lengths = [int(piece_lengths[piece]) for piece in pieces]
     if sum(lengths) != word_end - word_start:
         return [word_start] * len(pieces), [word_end] * len(pieces)
     ends = list(word_start + np.cumsum(lengths))
@@ -109,8 +105,9 @@ def tokenize_contexts(contexts, preprocessor):
     tokenizer = preprocessor.tokenizer()
     distinct = list(dict.fromkeys(contexts))
     words = [split_words(context) for context in distinct]
-    pieces = _piece_ids(tokenizer, [word for row in words for word, _, _ in row])
-    vocabulary = tokenizer.vocabulary
+    # Each word as a word of running text (a word with no piece is the unknown token).
+    pieces = _piece_ids(tokenizer.word_pieces, [word for row in words for word, _, _ in row])
+    piece_lengths = tokenizer.piece_lengths()
     result, position = {}, 0
     for context, row in zip(distinct, words):
         ids, starts, ends = [], [], []
@@ -118,7 +115,7 @@ def tokenize_contexts(contexts, preprocessor):
             word_pieces = pieces[position]
             position += 1
             piece_starts, piece_ends = _piece_spans(word_start, word_end, word_pieces,
-                                                    vocabulary)
+                                                    piece_lengths)
             ids += word_pieces
             starts += piece_starts
             ends += piece_ends
@@ -183,13 +180,15 @@ def make_windows(examples, preprocessor, max_query_length=64, doc_stride=128):
     """
     examples = list(examples)
     tokenizer = preprocessor.tokenizer()
+    template = tokenizer.template
     contexts = tokenize_contexts([example.context for example in examples], preprocessor)
-    questions = _piece_ids(tokenizer, [example.question for example in examples])
+    # A question is running text, as the serving graph reads it (`tokenize_flat`).
+    questions = _piece_ids(tokenizer.tokenize_flat, [example.question for example in examples])
     max_length = preprocessor.max_seq_length
     windows = []
     for index, (example, question) in enumerate(zip(examples, questions)):
         question = question[:max_query_length]
-        window_length = max_length - len(question) - 3
+        window_length = max_length - len(question) - template.special_tokens(pair=True)
         if window_length < 1:
             raise DataFormatError(
                 f"{example.location}: max_seq_length={max_length} leaves no room for the "
@@ -198,13 +197,13 @@ def make_windows(examples, preprocessor, max_query_length=64, doc_stride=128):
         context = contexts[example.context]
         answer = None if example.is_impossible else answer_token_span(
             context, example.located_answer())
-        head = [tokenizer.cls_id] + question + [tokenizer.sep_id]
+        head = [tokenizer.cls_id] + question + [tokenizer.sep_id] * template.separators
         for start in window_starts(len(context.token_ids), window_length, doc_stride):
             end = min(start + window_length, len(context.token_ids))
             token_ids = np.asarray(head + context.token_ids[start:end].tolist()
                                    + [tokenizer.sep_id], np.int32)
             segment_ids = np.zeros(len(token_ids), np.int32)
-            segment_ids[len(head):] = 1
+            segment_ids[len(head):] = template.second_segment_id
             positions = (0, 0)
             if answer is not None and start <= answer[0] and answer[1] < end:
                 positions = (answer[0] - start + len(head), answer[1] - start + len(head))

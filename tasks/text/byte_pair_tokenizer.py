@@ -27,9 +27,11 @@ directory, either `tokenizer.json` (what transformers 5.x saves) or the legacy
 `added_tokens.json`).
 """
 
+import functools
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -264,6 +266,40 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         ids = tf.where(ids < 0, self.unk_id, ids)  # a byte the vocabulary lacks
         return pieces.with_flat_values(ids)
 
+    # -- word starts ---------------------------------------------------------------------
+
+    @property
+    def word_start_context(self):
+        """A piece begins a word after whitespace (which a `<mask>` with lstrip takes in),
+        and at the start of a text only with `add_prefix_space`."""
+        return f"(?s)({'|' if self.add_prefix_space else ''}.*[{WHITESPACE}])"
+
+    def word_start_pieces(self):
+        """The pieces that begin with a space ("Ġ"), and the added tokens.
+
+        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa"]
+        >>> ByteLevelBpeTokenizer(tokens, ["Ġ a"]).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True, True]
+        """
+        added = {token["content"] for token in self.added_tokens}
+        return np.array([token.startswith(_SPACE) or token in added
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """The piece's UTF-8 text (GPT-2's byte stand-ins decoded), less its leading space.
+
+        >>> tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "Ġ", "Ġa"]
+        >>> ByteLevelBpeTokenizer(tokens, ["Ġ a"]).piece_text("ĠcafÃ©")
+        'café'
+        """
+        if token in {added["content"] for added in self.added_tokens}:
+            return token
+        decoder = _byte_decoder()
+        if not all(character in decoder for character in token):
+            return token
+        text = bytes(decoder[character] for character in token).decode("utf-8", "replace")
+        return text[1:] if text.startswith(" ") else text
+
     # -- serialization -------------------------------------------------------------------
 
     def get_config(self):
@@ -304,6 +340,20 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         [0, 5, 10, 8, 4, 2]
         """
         return cls(**read_hf_directory(directory))
+
+
+_SPACE = "\u0120"  # "Ġ": GPT-2's stand-in for the space byte, a word's first piece's mark
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_decoder():
+    """GPT-2's printable stand-in character → the byte it stands for (its `bytes_to_unicode`
+    inverted): printable Latin-1 bytes stand for themselves, the others for 256 + n."""
+    kept = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1))
+            + list(range(ord("\u00ae"), ord("\u00ff") + 1)))
+    others = [byte for byte in range(256) if byte not in kept]
+    return {**{chr(byte): byte for byte in kept},
+            **{chr(256 + n): byte for n, byte in enumerate(others)}}
 
 
 def _tokens_in_id_order(vocabulary, where):

@@ -1,10 +1,11 @@
-"""SentencePiece (unigram) tokenization for XLM-R and ALBERT, in TensorFlow ops, as
-`transformers` 5.x tokenizes.
+"""SentencePiece (unigram) tokenization for XLM-R, ALBERT and DeBERTa-v3, in TensorFlow ops,
+as `transformers` 5.x tokenizes.
 
 transformers 5.x runs these tokenizers on the `tokenizers` library: special tokens
 are cut out of the raw text first; each remaining part is normalized (ALBERT: "``"
 and "''" → '"', NFKD and no combining marks unless `keep_accents`, lower case; then
-the model's precompiled SentencePiece charsmap, `nmt_nfkc` for both families),
+the model's precompiled SentencePiece charsmap, `nmt_nfkc` for both families; DeBERTa-v3:
+no charsmap but whitespace runs and tabs/newlines → " ", NFC and a right strip),
 split at whitespace, each word given a leading "▁" and cut into the unigram
 model's pieces (Viterbi). Here the same steps run in the graph: the special tokens
 are cut with `tensorflow_text.regex_split`, the family's normalization uses string
@@ -15,7 +16,8 @@ checkpoint's ids (XLM-R's fairseq offset is built into it), so no id is remapped
 transformers' on about a thousand texts.
 
 The model is read from a Hugging Face directory (`SentencePieceTokenizer.from_hf_directory`):
-the legacy `sentencepiece.bpe.model` (XLM-R) or `spiece.model` (ALBERT), or a
+the legacy `sentencepiece.bpe.model` (XLM-R), `spiece.model` (ALBERT) or `spm.model`
+(DeBERTa-v3, whose `[MASK]` follows the model's pieces), or a
 `tokenizer.json` alone (what transformers 5.x saves: a `Unigram` model with pieces
 and scores and a `Precompiled` normalizer), from which an equivalent SentencePiece
 model is built.
@@ -27,6 +29,7 @@ import json
 import os
 from typing import NamedTuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow.python.trackable import resource
@@ -58,6 +61,11 @@ class Family(NamedTuple):
     SentencePiece model's own pieces from id 3 on (XLM-R: fairseq's `<s>`, `<pad>`,
     `</s>`, `<unk>` replace the model's `<unk>`, `<s>`, `</s>` and shift every
     other piece by one; `mask` is appended last). ALBERT uses the model's ids.
+    `normalizer`: "charsmap" (the model's precompiled charsmap, as SentencePiece) or
+    "whitespace_nfc" (DeBERTa-v2/v3 in transformers 5.x: runs of whitespace and every
+    tab, newline and carriage return → " ", NFC, trailing whitespace stripped; the
+    model's charsmap is not used, and words are split at " " only). A family's `mask`
+    missing from its legacy model is appended after the model's pieces (DeBERTa-v3).
     """
 
     pad: str
@@ -71,6 +79,7 @@ class Family(NamedTuple):
     keep_accents: bool = True
     replace_quotes: bool = False
     legacy_offset: bool = False
+    normalizer: str = "charsmap"
 
 
 FAMILIES = {
@@ -78,15 +87,18 @@ FAMILIES = {
                           "sentencepiece.bpe.model", legacy_offset=True),
     "albert": Family("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]", PackTemplate(1, 1),
                      "spiece.model", lowercase=True, keep_accents=False, replace_quotes=True),
+    "deberta-v2": Family("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", PackTemplate(1, 1),
+                         "spm.model", normalizer="whitespace_nfc"),
 }
 
 # transformers' tokenizer classes and config.json model types → family.
 _TOKENIZER_CLASSES = {
     "XLMRobertaTokenizer": "xlm-roberta", "XLMRobertaTokenizerFast": "xlm-roberta",
     "AlbertTokenizer": "albert", "AlbertTokenizerFast": "albert",
+    "DebertaV2Tokenizer": "deberta-v2", "DebertaV2TokenizerFast": "deberta-v2",
 }
-_MODEL_TYPES = {"xlm-roberta": "xlm-roberta", "xlm_roberta": "xlm-roberta", "albert": "albert"}
-_NOT_YET = {"DebertaV2Tokenizer", "DebertaV2TokenizerFast", "deberta-v2", "deberta_v2"}
+_MODEL_TYPES = {"xlm-roberta": "xlm-roberta", "xlm_roberta": "xlm-roberta", "albert": "albert",
+                "deberta-v2": "deberta-v2", "deberta_v2": "deberta-v2"}
 
 
 def _model_pb2():
@@ -196,6 +208,7 @@ def _whitespace_kept(model_bytes, proto):
     SentencePiece would not split words there, while `tokenizers` does)."""
     if not proto.normalizer_spec.precompiled_charsmap:
         return UNICODE_WHITESPACE.replace(" ", "")
+    # (A family that splits words at " " only does not call this: see `normalizer`.)
     import sentencepiece
 
     processor = sentencepiece.SentencePieceProcessor(model_proto=model_bytes)
@@ -245,14 +258,16 @@ def _lower_per_character(texts):
 
 @register_tokenizer
 class SentencePieceTokenizer(SubwordTokenizer):
-    """A SentencePiece unigram tokenizer of the XLM-R or ALBERT family (a `SubwordTokenizer`).
+    """A SentencePiece unigram tokenizer of the XLM-R, ALBERT or DeBERTa-v3 family (a
+    `SubwordTokenizer`).
 
     `tokenize` gives the words of running text (split at whitespace, as the
     `Metaspace` pre-tokenizer does; a special token typed in the text is a word
     of its own, with its id) and each word's pieces. `word_pieces(words)` reads
     each pre-split word as a word of running text ("▁word"), as transformers
     does with `is_split_into_words=True`. Texts are packed as `<s> a </s></s> b </s>`
-    (XLM-R, one segment id) or `[CLS] a [SEP] b [SEP]` (ALBERT, segment ids 0/1).
+    (XLM-R, one segment id) or `[CLS] a [SEP] b [SEP]` (ALBERT and DeBERTa-v3,
+    segment ids 0/1).
 
     Build it with `from_hf_directory` (a checkpoint's tokenizer files) or
     `from_sentencepiece_model` (a legacy `.model` file); the constructor takes the
@@ -260,8 +275,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     Args:
         model: the serialized `ModelProto` (bytes) or the path of its file.
-        family: "xlm-roberta" or "albert" (`FAMILIES`): the special tokens,
-            template and default normalization.
+        family: "xlm-roberta", "albert" or "deberta-v2" (`FAMILIES`): the special
+            tokens, template and normalization.
         lowercase: lower-case the text (default: the family's; ALBERT: True).
         keep_accents: keep combining marks (default: the family's; ALBERT: False).
         special_tokens: {"pad", "unk", "cls", "sep", "mask"} → token string,
@@ -304,8 +319,15 @@ class SentencePieceTokenizer(SubwordTokenizer):
                          split_tokens=split_tokens, **specials)
         self.keep_accents = spec.keep_accents if keep_accents is None else bool(keep_accents)
         self._replace_quotes = spec.replace_quotes
+        self._normalizer = spec.normalizer
+        if spec.normalizer == "whitespace_nfc":
+            # The text comes normalized, with its "▁" (`_normalize_whitespace_nfc`): the
+            # model neither adds one nor trims spaces (a "▁" before [MASK] is a piece).
+            proto.normalizer_spec.add_dummy_prefix = False
+            proto.normalizer_spec.remove_extra_whitespaces = False
+            model = proto.SerializeToString()
         self._model = model
-        kept = _whitespace_kept(model, proto)
+        kept = "" if spec.normalizer == "whitespace_nfc" else _whitespace_kept(model, proto)
         self._whitespace_pattern = f"[{regex_literal(kept)}]" if kept else None
         self._starts_word = tf.constant(
             [piece.startswith(WORD_START) for piece in self.vocabulary], tf.bool)
@@ -316,7 +338,7 @@ class SentencePieceTokenizer(SubwordTokenizer):
         """The tokenizer of a checkpoint's legacy SentencePiece `.model` file, with the
         checkpoint's ids: XLM-R's `<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, the model's
         piece i at i + 1 (i ≥ 3) and `<mask>` last, as fairseq and transformers number
-        them; ALBERT's the model's own.
+        them; ALBERT's and DeBERTa-v3's the model's own (DeBERTa's `[MASK]` appended).
 
         Raises:
             FileNotFoundError: no such file.
@@ -341,7 +363,15 @@ class SentencePieceTokenizer(SubwordTokenizer):
                             if piece.type == types.USER_DEFINED]
             unk_id = next(index for index, piece in enumerate(proto.pieces)
                           if piece.type == types.UNKNOWN)
-        model = unigram_model_proto(pieces, unk_id, proto.normalizer_spec.precompiled_charsmap,
+        control = []
+        if specials["mask"] not in {piece for piece, _ in pieces}:
+            # transformers adds the mask token after the model's pieces (DeBERTa-v3's 128000).
+            control.append(len(pieces))
+            pieces.append((specials["mask"], 0.0))
+        charsmap = proto.normalizer_spec.precompiled_charsmap
+        if spec.normalizer != "charsmap":
+            charsmap = b""
+        model = unigram_model_proto(pieces, unk_id, charsmap, control_ids=control,
                                     user_defined_ids=user_defined)
         if user_defined and "split_tokens" not in options:
             names = ("pad", "unk", "cls", "sep", "mask")
@@ -398,8 +428,10 @@ class SentencePieceTokenizer(SubwordTokenizer):
             if pieces[token_id][0] != token:
                 raise DataFormatError(f"{path}: added token {token!r} has id {token_id}, "
                                       f"which is the piece {pieces[token_id][0]!r}")
-        model_bytes = unigram_model_proto(pieces, unk_id, _precompiled_charsmap(content, path),
-                                          control_ids=control)
+        charsmap = b""
+        if FAMILIES[family].normalizer == "charsmap":
+            charsmap = _precompiled_charsmap(content, path)
+        model_bytes = unigram_model_proto(pieces, unk_id, charsmap, control_ids=control)
         options.setdefault("split_tokens", list(added.values()) or None)
         return cls(model_bytes, family, **options)
 
@@ -408,10 +440,12 @@ class SentencePieceTokenizer(SubwordTokenizer):
         """The tokenizer of a Hugging Face checkpoint directory.
 
         Reads `tokenizer.json` when there is one (transformers 5.x), else the family's
-        legacy `.model` file (`sentencepiece.bpe.model`, `spiece.model`). The family comes
+        legacy `.model` file (`sentencepiece.bpe.model`, `spiece.model`, `spm.model`). The
+        family comes
         from `tokenizer_config.json`'s `tokenizer_class`, else `config.json`'s
         `model_type`, else the special tokens; ALBERT's `do_lower_case` and
-        `keep_accents` and the special tokens' strings from `tokenizer_config.json`.
+        `keep_accents`, DeBERTa's `do_lower_case` and the special tokens' strings from
+        `tokenizer_config.json`.
 
         Raises:
             FileNotFoundError: no tokenizer file in the directory.
@@ -442,6 +476,10 @@ class SentencePieceTokenizer(SubwordTokenizer):
         if family == "albert":
             options["lowercase"] = bool(tokenizer_config.get("do_lower_case", True))
             options["keep_accents"] = bool(tokenizer_config.get("keep_accents", False))
+        if family == "deberta-v2":
+            options["lowercase"] = bool(tokenizer_config.get("do_lower_case", False))
+            if tokenizer_config.get("split_by_punct"):
+                raise DataFormatError(f"{directory}: split_by_punct=True is not supported")
         tokenizer_json = os.path.join(directory, "tokenizer.json")
         if os.path.isfile(tokenizer_json):
             return cls.from_tokenizer_json(tokenizer_json, family, **options)
@@ -469,13 +507,39 @@ class SentencePieceTokenizer(SubwordTokenizer):
             texts = tf.strings.regex_replace(texts, self._whitespace_pattern, " ")
         return texts
 
+    def _normalize_whitespace_nfc(self, texts, before_mask):
+        """DeBERTa-v2/v3's normalization (transformers 5.x) and its Metaspace's "▁".
+
+        Runs of whitespace and every tab, newline, carriage return → " ", NFC, trailing
+        whitespace stripped, except before a typed mask token: transformers matches
+        `[MASK]` (a "normalized" added token) after normalizing the text around it,
+        the other special tokens before. Then a "▁" before each text that does not
+        start with a space or one (`prepend_scheme="always"`); the model adds none.
+        """
+        texts = tf.strings.regex_replace(texts, "\\x00", NUL_STAND_IN)
+        if self.lowercase:
+            texts = _lower_per_character(texts)
+        whitespace = f"[{regex_literal(UNICODE_WHITESPACE)}]"
+        texts = tf.strings.regex_replace(texts, f"{whitespace}{{2,}}|[\\n\\r\\t]", " ")
+        texts = tf_text.normalize_utf8(texts, "NFC")
+        texts = tf.where(before_mask, texts,
+                         tf.strings.regex_replace(texts, f"{whitespace}+$", ""))
+        return tf.strings.regex_replace(texts, f"^([^ {WORD_START}])", f"{WORD_START}\\1")
+
     def _segment_pieces(self, texts):
         """[B] strings → [B, (segments)] (a split token or the text between) and each
         segment's pieces [segments, (pieces)]."""
         segments, split_ids = self.split_special_tokens(texts)
+        rows = split_ids.value_rowids()
         parts, split_ids = segments.flat_values, split_ids.flat_values
         is_split = split_ids >= 0
-        text = self._normalize(tf.where(is_split, "", parts))
+        if self._normalizer == "whitespace_nfc":
+            following = tf.concat([split_ids[1:], [-1]], 0)
+            same_row = tf.equal(tf.concat([rows[1:], [-1]], 0), rows)
+            before_mask = tf.logical_and(tf.equal(following, self.mask_id), same_row)
+            text = self._normalize_whitespace_nfc(tf.where(is_split, "", parts), before_mask)
+        else:
+            text = self._normalize(tf.where(is_split, "", parts))
         pieces = self._sentencepiece.tokenize(text)
         split = tf.RaggedTensor.from_row_lengths(
             tf.boolean_mask(split_ids, is_split), tf.cast(is_split, tf.int64), validate=False)
@@ -505,6 +569,32 @@ class SentencePieceTokenizer(SubwordTokenizer):
         drops) is the unknown token, so every word has one (transformers gives it none).
         """
         return super().word_pieces(words)
+
+    # --- word starts ---
+
+    # A piece begins a word at the start of a text and after whitespace (every word of
+    # running text gets "▁"), not after punctuation glued to it.
+    word_start_context = r"(?s)(|.*\s)"
+
+    def word_start_pieces(self):
+        """The pieces that begin with "▁", and the special and split tokens.
+
+        >>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁the", -1),
+        ...           ("s", -2), ("<mask>", 0)]
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True]
+        """
+        kept = set(self.split_tokens) | set(self.special_tokens.values())
+        return np.array([token.startswith(WORD_START) or token in kept
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """>>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁a", -1)]
+        >>> SentencePieceTokenizer(unigram_model_proto(pieces, 3)).piece_text("▁new▁york")
+        'new york'
+        """
+        return token.replace(WORD_START, " ").lstrip(" ") if token.startswith(WORD_START) \
+            else token.replace(WORD_START, " ")
 
     # --- serialization ---
 
@@ -563,14 +653,12 @@ def _detect_family(directory, tokenizer_config, config):
         name = (tokenizer_config if source == "tokenizer_config.json" else config).get(key)
         if name in table:
             return table[name]
-        if name in _NOT_YET:
-            raise DataFormatError(f"{os.path.join(directory, source)}: {key} {name!r}: "
-                                  "DeBERTa-v2/v3 SentencePiece tokenizers are not supported yet")
     mask = tokenizer_config.get("mask_token")
     mask = mask.get("content") if isinstance(mask, dict) else mask
     for family, spec in FAMILIES.items():
         if mask == spec.mask or os.path.isfile(os.path.join(directory, spec.legacy_file)):
             return family
-    raise DataFormatError(f"{directory}: cannot tell the tokenizer family (XLM-R or ALBERT) from "
+    raise DataFormatError(f"{directory}: cannot tell the tokenizer family (XLM-R, ALBERT or "
+                          "DeBERTa-v3) from "
                           "tokenizer_config.json's tokenizer_class, config.json's model_type, "
                           "the mask token or a legacy .model file")

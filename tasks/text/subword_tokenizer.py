@@ -17,7 +17,9 @@ ALBERT) are interchangeable behind it:
   `segment_ids` in the family's template (`PackTemplate`), truncated
   longest-first;
 - `encode(text, text_pair=None)`: the ids of one text (or pair) with the
-  special tokens, as Python ints: `transformers`' `input_ids`.
+  special tokens, as Python ints: `transformers`' `input_ids`;
+- `piece_text(token)` / `piece_lengths()`: what each piece spells inside a
+  word, its word-start mark left out (character offsets of pieces).
 
 It also names its special ids (`pad_id`, `unk_id`, `cls_id`, `sep_id`,
 `mask_id`), lists its `vocabulary` (token strings in id order) and says
@@ -32,11 +34,14 @@ import importlib
 import os
 from typing import NamedTuple
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from nlpzoo.tasks.text.ragged_rows import concat_rows, merge_inner_rows, ones_per_row, row_prefix
 
+# The length of a piece that spells no fixed text (`piece_lengths`): longer than any word.
+NO_FIXED_LENGTH = 1 << 20
 # kind → class, filled by `register_tokenizer`.
 TOKENIZER_KINDS = {}
 # kind → the module that registers it, imported when a saved tokenizer of that kind is read.
@@ -161,6 +166,10 @@ class SubwordTokenizer(tf.Module):
     """
 
     kind = None
+    # The text before a piece after which that piece begins a word (a regex the whole
+    # text before matches): WordPiece's words start after whitespace, punctuation or a
+    # symbol and at the start (BERT's basic tokenizer splits there).
+    word_start_context = r"(?s)(|.*[\s\p{P}\p{S}])"
 
     def __init__(self, vocabulary, *, pad, unk, cls, sep, mask, template=PackTemplate(),
                  lowercase=False, split_tokens=None):
@@ -258,6 +267,43 @@ class SubwordTokenizer(tf.Module):
         alone here; a scheme that writes a word of running text differently (after a space)
         overrides this."""
         return self.tokenize_flat(words)
+
+    def word_start_pieces(self):
+        """bool numpy [V]: True for the pieces that begin a word of running text (and the
+        special tokens); False for those that only continue one (WordPiece's `##` pieces,
+        byte-level BPE's pieces without "Ġ", SentencePiece's without "▁"). Fill-mask
+        proposes only these for a mask that starts a word (`word_start_context`);
+        whole-word masking and pretraining's cuts start words at them."""
+        raise NotImplementedError
+
+    def piece_text(self, token):
+        """The text `token` (a vocabulary string) writes in place of a mask, or spells
+        inside a word, without its word-start mark or continuation prefix (the text
+        around it keeps its own spaces): "##able" → "able", "Ġparis" → "paris",
+        "▁paris" → "paris"."""
+        return token
+
+    def piece_lengths(self):
+        """int32 [vocabulary_size]: how many characters each piece spells inside a word
+        (`piece_text`), or `NO_FIXED_LENGTH`, a length no word has, for one that spells
+        no fixed text (the special tokens, a byte-level piece that is part of a
+        character). A word's pieces give each piece its characters when their lengths
+        add up to the word's (question answering's character offsets).
+
+        >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+        >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "cafe", "##s"]
+        >>> WordPieceTokenizer(tokens).piece_lengths()[4:].tolist()
+        [4, 1]
+        """
+        if getattr(self, "_piece_lengths", None) is None:
+            special = set(self.special_tokens.values()) | set(self.split_tokens)
+            texts = [None if token in special else self.piece_text(token)
+                     for token in self.vocabulary]
+            # U+FFFD: bytes that are not whole UTF-8 characters (byte-level BPE).
+            self._piece_lengths = np.asarray(
+                [NO_FIXED_LENGTH if text is None or "\ufffd" in text else len(text)
+                 for text in texts], np.int32)
+        return self._piece_lengths
 
     def pack(self, segments, max_length):
         """Packs 1 or 2 ragged [B, (pieces)] segments in the family's `template`.

@@ -3,6 +3,7 @@
 import collections
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -336,6 +337,23 @@ class WordPieceTokenizer(SubwordTokenizer):
         [[4, 5], [1]]
         """
         return super().word_pieces(words)
+
+    def word_start_pieces(self):
+        """Every piece but the `##` ones (a bare "##" is a word).
+
+        >>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##able", "##"]
+        ...                    ).word_start_pieces().tolist()
+        [True, True, True, True, True, False, True]
+        """
+        return np.array([not (token.startswith(JOINER) and len(token) > len(JOINER))
+                         for token in self.vocabulary], bool)
+
+    def piece_text(self, token):
+        """>>> WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"]).piece_text("##able")
+        'able'
+        """
+        return token[len(JOINER):] if token.startswith(JOINER) and len(token) > len(JOINER) \
+            else token
 
     def get_config(self):
         return {"lowercase": self.lowercase}

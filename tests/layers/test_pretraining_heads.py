@@ -108,6 +108,35 @@ def test_masked_lm_head_tied_matches_numpy():
     np.testing.assert_allclose(logits, expected, atol=1e-4, rtol=1e-4)
 
 
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def test_masked_lm_head_with_the_encoders_tanh_gelu_and_epsilon_matches_numpy():
+    """ALBERT's head (gelu_new, the encoder's epsilon) and a wide epsilon that shows."""
+    embedding = _embedding()
+    head = MaskedLMHead(vocabulary_size=V, embedding_layer=embedding,
+                        activation="gelu_approximate", layer_norm_epsilon=0.5)
+    inputs = _mlm_inputs(3)
+    head(**inputs)
+    _randomize(head, 4)
+    logits = np.asarray(head(**inputs))
+    gathered = np.take_along_axis(
+        inputs["sequence_output"], inputs["mask_positions"][:, :, None], axis=1
+    )
+    x = _layer_norm(_gelu_tanh(_dense(gathered, head.transform)), head.layer_norm, 0.5)
+    expected = x @ np.asarray(embedding.embeddings).T + np.asarray(head.decoder.bias)
+    np.testing.assert_allclose(logits, expected, atol=1e-5, rtol=1e-5)
+    exact = _layer_norm(_gelu(_dense(gathered, head.transform)), head.layer_norm, 0.5)
+    assert np.max(np.abs(x - exact)) > 1e-4  # the two forms differ where it is checked
+    config = head.get_config()
+    assert (config["activation"], config["layer_norm_epsilon"]) == ("gelu_approximate", 0.5)
+    restored = MaskedLMHead.from_config(config).tie(embedding)
+    restored(**inputs)
+    restored.set_weights(head.get_weights())
+    np.testing.assert_allclose(np.asarray(restored(**inputs)), logits, atol=1e-6)
+
+
 def test_span_boundary_head_tied_matches_numpy():
     embedding = _embedding()
     head = SpanBoundaryHead(

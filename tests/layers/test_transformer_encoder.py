@@ -89,7 +89,7 @@ def test_unknown_pooler_activation_is_refused():
 
 
 # ModernBERT's option values (global layer 0, a window of 2 each side in layer 1).
-MODERNBERT = dict(num_segments=0, norm_first=True, gated_feedforward=True, use_bias=False,
+MODERNBERT = dict(num_segments=0, absolute_positions=False, norm_first=True, gated_feedforward=True, use_bias=False,
                   first_attention_norm=False, global_rope_theta=160_000.0,
                   local_rope_theta=10_000.0, local_attention=4,
                   global_attn_every_n_layers=2, pooler_activation="gelu",
@@ -193,3 +193,5 @@ def test_modernbert_option_combinations_are_refused():
     with pytest.raises(ValueError, match="cannot alternate"):
         TransformerEncoder(**SMALL, share_layers=True, local_attention=4,
                            global_attn_every_n_layers=2)
+    with pytest.raises(ValueError, match="relative_attention takes no rope_theta"):
+        TransformerEncoder(**SMALL, relative_attention="disentangled", global_rope_theta=10.0)

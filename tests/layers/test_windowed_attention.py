@@ -52,8 +52,9 @@ def test_a_window_wider_than_the_blocks_is_refused():
 
 
 MODERNBERT_TINY = dict(vocabulary_size=50, num_layers=3, num_heads=2, hidden_dim=16,
-                       intermediate_dim=24, num_segments=0, norm_first=True,
-                       gated_feedforward=True, use_bias=False, first_attention_norm=False,
+                       intermediate_dim=24, num_segments=0, absolute_positions=False,
+                       norm_first=True, gated_feedforward=True, use_bias=False,
+                       first_attention_norm=False,
                        global_rope_theta=160_000.0, local_rope_theta=10_000.0,
                        local_attention=8, global_attn_every_n_layers=3, dropout=0.0,
                        max_sequence_length=8192, pooler_activation="gelu")

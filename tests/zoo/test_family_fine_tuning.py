@@ -2,12 +2,14 @@
 
 Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
 beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
-transformers 5.24): RoBERTa and ModernBERT with byte-level BPE, XLM-R and ALBERT with
-SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it;
-the model reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras`
-file and predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
+transformers 5.24): RoBERTa and ModernBERT with byte-level BPE, XLM-R, ALBERT and
+DeBERTa-v3 with SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained`
+puts a head on it; the model reads raw text with the checkpoint's tokenizer, trains, goes
+through a `.keras` file and predicts the same. `tools/train.py --init_checkpoint` does the
+same for two of them.
 The default run covers each tokenizer scheme once (a SentencePiece classifier, a
-byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else);
+byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else) and
+DeBERTa-v3 (relative attention) with both heads;
 `-m slow` every family.
 """
 
@@ -32,6 +34,7 @@ FAMILIES = {
     "albert": ("albert_tiny", "albert_spm/legacy"),
     "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
     "electra": ("electra_tiny", "bert_cased_wordpiece"),
+    "deberta-v2": ("deberta_tiny", "deberta_v3_spm/legacy"),
     "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json"),
 }
 TREC = os.path.join(ROOT, "samples", "trec", "train.label")
@@ -79,13 +82,13 @@ def checkpoints(tmp_path_factory):
     return directories
 
 
-def _families(default):
-    """Every family as a test parameter, all but `default` marked slow."""
-    return [pytest.param(name, marks=() if name == default else pytest.mark.slow)
+def _families(*defaults):
+    """Every family as a test parameter, all but `defaults` marked slow."""
+    return [pytest.param(name, marks=() if name in defaults else pytest.mark.slow)
             for name in sorted(FAMILIES)]
 
 
-@pytest.mark.parametrize("model_type", _families(default="xlm-roberta"))
+@pytest.mark.parametrize("model_type", _families("xlm-roberta", "deberta-v2"))
 def test_a_classifier_of_each_family_reads_raw_text_with_its_tokenizer(
         model_type, checkpoints, tmp_path):
     directory = checkpoints[model_type]
@@ -108,7 +111,7 @@ def test_a_classifier_of_each_family_reads_raw_text_with_its_tokenizer(
                                atol=1e-5)
 
 
-@pytest.mark.parametrize("model_type", _families(default="roberta"))
+@pytest.mark.parametrize("model_type", _families("roberta", "deberta-v2"))
 def test_a_crf_tagger_of_each_family_aligns_words_with_its_subwords(
         model_type, checkpoints, tmp_path):
     sentences = _conll("train.txt")
@@ -165,7 +168,7 @@ def test_each_family_checkpoint_takes_its_own_presets_defaults(checkpoints):
     assert found == {model_type: preset for model_type, (preset, _) in FAMILIES.items()}
 
 
-def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_format(
+def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_ours_and_refuses_keras_hub(
         checkpoints, tmp_path):
     source = checkpoints["roberta"]
     results = run_tools({
@@ -173,14 +176,32 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_refuses_our_f
                f"--output={tmp_path / 'hf'}"),
         "native": ("convert.py", f"--input={source}", "--output_format=native",
                    f"--output={tmp_path / 'native'}"),
+        "keras_hub": ("convert.py", f"--input={source}", "--output_format=keras_hub",
+                      f"--output={tmp_path / 'keras_hub'}"),
     })
-    assert results["hf"].returncode == 0, results["hf"].stderr[-2000:]
-    assert load_tokenizer(str(tmp_path / "hf")).encode(HOSTILE) == load_tokenizer(
-        source).encode(HOSTILE)
-    refused = results["native"]
+    for name in ("hf", "native"):
+        assert results[name].returncode == 0, results[name].stderr[-2000:]
+        assert load_tokenizer(str(tmp_path / name)).encode(HOSTILE) == load_tokenizer(
+            source).encode(HOSTILE)
+    refused = results["keras_hub"]
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
-    assert not (tmp_path / "native").exists()
+    assert not (tmp_path / "keras_hub").exists()
+
+
+@pytest.mark.slow
+def test_train_binary_fine_tunes_deberta_with_more_embeddings_than_tokens(tmp_path):
+    """microsoft/deberta-v3-*'s layout: 128,100 embedding rows for 128,001 tokens; here
+    the fixture's 2,501 tokens beside 2,600 rows."""
+    source = os.path.join(TOKENIZERS, FAMILIES["deberta-v2"][1])
+    tokenizer = load_tokenizer(source)
+    keras.utils.set_random_seed(0)
+    encoder = build_encoder("deberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 99)
+    export_hf_checkpoint(encoder, str(tmp_path / "deberta"), tokenizer)
+    _train({"deberta-v2": str(tmp_path / "deberta")}, tmp_path, "deberta-v2", "classifier",
+           "--task=classification", f"--train_data={TREC}",
+           f"--eval_data={ROOT}/samples/trec/dev.label", "--batch_size=16",
+           "--max_seq_length=48")
 
 
 def test_modernbert_tiny_classifier_and_tagger_presets_take_a_training_step():

@@ -23,7 +23,7 @@ from tests.helpers.paths import ROOT
 
 FAMILY_DIR = os.path.join(ROOT, "tests", "fixtures", "families")
 MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra",
-               "modernbert")
+               "deberta-v2", "modernbert")
 TOLERANCE = 1e-5
 
 
@@ -98,10 +98,14 @@ def test_export_then_import_round_trips(loaded, tmp_path, model_type):
     ("distilbert", dict(num_segments=0, pooler_activation="relu", embedding_dim=None)),
     ("albert", dict(embedding_dim=16, share_layers=True, gelu_approximate=True)),
     ("electra", dict(embedding_dim=16, share_layers=False, pooler_activation="gelu")),
+    ("deberta-v2", dict(num_segments=0, absolute_positions=False, position_buckets=4,
+                        relative_attention="disentangled", max_relative_positions=6,
+                        layer_norm_epsilon=1e-7, pooler_activation="gelu")),
     ("modernbert", dict(norm_first=True, gated_feedforward=True, use_bias=False,
-                        first_attention_norm=False, num_segments=0, global_rope_theta=100.0,
-                        local_rope_theta=10.0, local_attention=4, global_attn_every_n_layers=2,
-                        layer_norm_epsilon=1e-5, pooler_activation="gelu")),
+                        first_attention_norm=False, num_segments=0, absolute_positions=False,
+                        global_rope_theta=100.0, local_rope_theta=10.0, local_attention=4,
+                        global_attn_every_n_layers=2, layer_norm_epsilon=1e-5,
+                        pooler_activation="gelu")),
 ])
 def test_config_gives_the_family_settings(model_type, family_settings):
     config = read_hf_config(os.path.join(FAMILY_DIR, model_type))
@@ -115,6 +119,9 @@ def test_config_gives_the_family_settings(model_type, family_settings):
     ("albert", "encoder.albert_layer_groups.0.albert_layers.0.ffn_output.weight"),
     ("electra", "electra.embeddings_project.weight"),
     ("xlm-roberta", "roberta.embeddings.position_embeddings.weight"),
+    ("deberta-v2", "deberta.encoder.rel_embeddings.weight"),
+    ("deberta-v2", "deberta.encoder.LayerNorm.bias"),
+    ("deberta-v2", "deberta.encoder.layer.1.attention.self.query_proj.weight"),
     ("modernbert", "model.layers.1.attn.Wqkv.weight"),
     ("modernbert", "model.final_norm.weight"),
 ])
@@ -146,9 +153,34 @@ def test_albert_with_several_layer_groups_is_refused(tmp_path):
         read_hf_config(directory)
 
 
+@pytest.mark.parametrize("field, value", [
+    ("conv_kernel_size", 3), ("share_att_key", False), ("position_biased_input", True),
+    ("norm_rel_ebd", "none"), ("pos_att_type", ["c2p"]), ("relative_attention", None),
+])
+def test_deberta_settings_we_do_not_compute_are_refused(tmp_path, field, value):
+    directory = tmp_path / "deberta"
+    shutil.copytree(os.path.join(FAMILY_DIR, "deberta-v2"), directory)
+    config = json.loads((directory / "config.json").read_text())
+    config[field] = value
+    if value is None:
+        del config[field]  # absent: the config class's default
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=f"{field}=.* is not supported"):
+        read_hf_config(directory)
+
+
+def test_deberta_max_relative_positions_below_one_is_the_position_count(tmp_path):
+    directory = tmp_path / "deberta"
+    shutil.copytree(os.path.join(FAMILY_DIR, "deberta-v2"), directory)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps(dict(config, max_relative_positions=-1)))
+    assert read_hf_config(directory)["max_relative_positions"] == 24
+
+
 @pytest.mark.parametrize("preset, model_type", [
     ("bert_tiny", "bert"), ("roberta_tiny", "roberta"), ("distilbert_tiny", "distilbert"),
     ("albert_tiny", "albert"), ("electra_tiny", "electra"), ("xlm_roberta_base", "roberta"),
+    ("deberta_tiny", "deberta-v2"),
     ("modernbert_tiny", "modernbert"),
 ])
 def test_each_tiny_preset_exports_as_its_family(preset, model_type):
@@ -168,6 +200,20 @@ def test_one_segment_type_ignores_segment_ids_and_none_has_no_table():
     distilbert = transformer_of(build_encoder("distilbert_tiny", vocabulary_size=30))
     assert distilbert.embeddings.segment_embedding is None
     assert not any("segment" in variable.path for variable in distilbert.weights)
+
+
+def test_deberta_exports_with_a_tokenizer_smaller_than_its_embedding_table(tmp_path):
+    """microsoft/deberta-v3-*: 128,100 embedding rows for 128,001 tokens."""
+    from nlpzoo.zoo import load_tokenizer
+
+    tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
+                                            "deberta_v3_spm", "legacy"))
+    encoder = build_encoder("deberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 99,
+                            num_layers=1)
+    export_hf_checkpoint(encoder, str(tmp_path / "hf"), tokenizer)
+    assert read_hf_config(tmp_path / "hf")["vocabulary_size"] == 2600
+    text = "Café  naïve\tZürich [MASK]."
+    assert load_tokenizer(str(tmp_path / "hf")).encode(text) == tokenizer.encode(text)
 
 
 def test_a_modernbert_task_model_export_with_its_head_is_refused_in_one_line(tmp_path):

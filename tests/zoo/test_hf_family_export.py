@@ -36,6 +36,8 @@ FAMILIES = {
                    "classifier", "relu"),
     "electra": ("electra_tiny", "bert_cased_wordpiece", "Electra", "classifier.dense",
                 "classifier.out_proj", "gelu"),
+    "deberta-v2": ("deberta_tiny", "deberta_v3_spm/tokenizer_json", "DebertaV2", "pooler.dense",
+                   "classifier", "gelu"),
 }
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0),
                "gelu": np.vectorize(lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))))}
@@ -145,7 +147,7 @@ def test_distilbert_masked_lm_head_names(tmp_path):
 
 @pytest.mark.parametrize("fixture", ["roberta_bpe/legacy", "xlm_roberta_spm/legacy",
                                      "albert_spm/legacy", "bert_cased_wordpiece",
-                                     "modernbert_bpe/tokenizer_json"])
+                                     "deberta_v3_spm/legacy", "modernbert_bpe/tokenizer_json"])
 def test_tokenizer_files_read_back_to_the_same_ids(fixture, tmp_path):
     tokenizer = load_hf_tokenizer(os.path.join(FIXTURES, fixture))
     export_hf_tokenizer(tokenizer, str(tmp_path), 512)
@@ -157,10 +159,12 @@ def test_tokenizer_files_read_back_to_the_same_ids(fixture, tmp_path):
 
 def test_refusals_are_one_line(tmp_path):
     tokenizer = _tokenizer("roberta")
-    model = FillMaskModel(build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size))
+    # A head made with other settings than its encoder's (as before heads followed them).
+    model = FillMaskModel(build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size),
+                          mlm_settings={"activation": "gelu", "layer_norm_epsilon": 1e-12})
     with pytest.raises(ValueError, match="layer_norm_epsilon") as error:
         _export(model, tokenizer, tmp_path / "mlm")
-    encoder = build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size + 1)
+    encoder = build_encoder("roberta_tiny", vocabulary_size=tokenizer.vocabulary_size - 1)
     with pytest.raises(ValueError, match="vocabulary_size") as other:
         export_hf_checkpoint(encoder, str(tmp_path / "enc"), tokenizer)
     assert all("\n" not in str(e.value) for e in (error, other))

@@ -247,7 +247,8 @@ def _write_config(directory, **fields):
 
 @pytest.mark.parametrize("fields, pattern", [
     ({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "model_type='gpt2'"),
-    ({"model_type": "deberta-v2"}, "model_type='deberta-v2'"),
+    ({"model_type": "deberta-v2", "architectures": ["DebertaV2Model"]},
+     "relative_attention=False is not supported"),  # DeBERTa-v1-style absolute positions
     ({"architectures": ["RobertaModel"]}, "architectures=.*RobertaModel"),
     ({"hidden_act": "relu"}, "hidden_act='relu'"),
     ({"position_embedding_type": "relative_key"}, "position_embedding_type='relative_key'"),

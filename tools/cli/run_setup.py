@@ -377,8 +377,8 @@ def resolve_tokenizer(flag_values, texts, resuming, learned_from="the training t
 
 
 def check_vocabulary_fits(encoder, tokenizer):
-    """Refuses a tokenizer with another vocabulary size than the starting encoder's
-    token embeddings.
+    """Refuses a tokenizer with ids past the starting encoder's token embeddings (a
+    larger table is fine: DeBERTa-v3's has 128,100 rows for 128,001 tokens).
 
     Examples:
     >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
@@ -388,7 +388,7 @@ def check_vocabulary_fits(encoder, tokenizer):
     from nlpzoo.layers import transformer_of
 
     size = tokenizer.vocabulary_size
-    if encoder is not None and transformer_of(encoder).vocabulary_size != size:
+    if encoder is not None and transformer_of(encoder).vocabulary_size < size:
         raise UserError(f"the vocabulary has {size} tokens but --init_checkpoint "
                         f"has {transformer_of(encoder).vocabulary_size} token embeddings")
 

@@ -47,10 +47,11 @@ def define(flag_values=flags.FLAGS, argv=None, untrained=False):
     define_model_flags(flag_values, ensemble=True, required=not untrained)
     if untrained:
         flags.DEFINE_string("task", None, "Instead of a trained model: the model of this task, "
-                            "one that needs no training (fill_mask, sentence_embedding), built "
-                            "on the encoder (and the pretraining heads it needs) of "
-                            "--init_checkpoint, of a tools/pretrain.py --model_dir, or of a "
-                            "trained model.",
+                            "one that needs no training (fill_mask, sentence_embedding) or "
+                            "works untrained too (prompt_classification, zero-shot, with its "
+                            "--pattern and --verbalizer), built on the encoder (and the "
+                            "pretraining heads it needs) of --init_checkpoint, of a "
+                            "tools/pretrain.py --model_dir, or of a trained model.",
                             flag_values=flag_values)
         flags.DEFINE_string("init_checkpoint", None, "With --task: a pretrained checkpoint "
                             "directory (Hugging Face BERT, KerasHub, or ours: a "
@@ -62,20 +63,38 @@ def define(flag_values=flags.FLAGS, argv=None, untrained=False):
                              flag_values=flag_values)
         flags.mark_flags_as_mutual_exclusive(["init_checkpoint", "model_dir", "model"],
                                              required=True, flag_values=flag_values)
+        _define_zero_shot_flags(flag_values)
     define_stride_override_flag(flag_values)
     define_progress_flag(flag_values)
 
 
-def untrained_task(name):
-    """The `Task` registered as `name`, checked to need no training (`--task`)."""
+def _define_zero_shot_flags(flag_values):
+    """The own flags of the trainable tasks that also work untrained (`Task.zero_shot`:
+    prompt classification's --pattern, --verbalizer), for `--task`."""
+    from nlpzoo.tasks import builtin  # noqa: F401  (registers the built-in tasks)
+    from nlpzoo.tasks.registry import get_task_class, task_names
+
+    for name in task_names():
+        task_class = get_task_class(name)
+        if task_class.zero_shot and task_class.trainable:
+            task_class.define_flags(flag_values)
+
+
+def untrained_task(name, flag_values=flags.FLAGS):
+    """The `Task` registered as `name`, checked to need no training or to work untrained
+    (`Task.zero_shot`, its options from its flags) (`--task`)."""
     from nlpzoo.tasks.registry import get_task_class, task_names
 
     try:
-        task = get_task_class(name)()
+        task_class = get_task_class(name)
+        if task_class.trainable and task_class.zero_shot:
+            return task_class(**task_class.options_from_flags(flag_values)[0])
+        task = task_class()
     except ValueError as error:
         raise UserError(f"--task: {error}")
     if task.trainable:
-        ready = [other for other in task_names() if not get_task_class(other).trainable]
+        ready = [other for other in task_names() if not get_task_class(other).trainable
+                 or get_task_class(other).zero_shot]
         raise UserError(f"--task={task.name} needs training: train it with tools/train.py and "
                         f"use its --model_dir; --task builds only tasks that need none "
                         f"({', '.join(ready)})")
@@ -91,7 +110,7 @@ def load_models(flag_values=flags.FLAGS):
     task_name = flag_values["task"].value if "task" in flag_values else None
     if task_name:
         return directory.build_untrained_model(
-            untrained_task(task_name), flag_values.init_checkpoint, flag_values.model_dir,
+            untrained_task(task_name, flag_values), flag_values.init_checkpoint, flag_values.model_dir,
             flag_values.model, flag_values.max_seq_length)
     if "init_checkpoint" in flag_values and flag_values.init_checkpoint:
         raise UserError(f"--init_checkpoint={flag_values.init_checkpoint} needs --task: the "

@@ -43,7 +43,8 @@ BASE_PRESET = "bert_base"
 # float (dropout rates, epsilon).
 INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
                      "intermediate_dim", "max_sequence_length", "num_segments",
-                     "embedding_dim", "position_offset", "local_attention",
+                     "embedding_dim", "position_offset", "position_buckets",
+                     "max_relative_positions", "local_attention",
                      "global_attn_every_n_layers")
 
 

@@ -15,8 +15,20 @@ heads pretraining trained beside the encoder; they are loaded into our
     sop_classifier.classifier            → sop_head/logits  (ALBERT's sentence-order head,
                                             rows swapped likewise: its label 0 is "in order")
 
+The other families' `*ForMaskedLM` checkpoints hold the same head under
+their own names (`hf_mlm_head_names`: the names export writes), renamed to
+the names above on reading: RoBERTa's and XLM-R's `lm_head.dense`,
+`lm_head.layer_norm`, `lm_head.bias` (`lm_head.decoder` tied); ALBERT's
+`predictions.dense`, `.LayerNorm`, `.bias` (at the embedding width, tied to
+the factorised word embeddings); DistilBERT's `vocab_transform`,
+`vocab_layer_norm`, `vocab_projector.bias`; an ELECTRA generator's
+`generator_predictions.*`, `generator_lm_head.bias` (a discriminator,
+`ElectraForPreTraining`, has no masked-LM head and is refused where one is
+required). The head's activation and epsilon are the encoder's
+(`layers.encoder_head_settings`), which is each family's.
+
 A native checkpoint written by tools/pretrain.py keeps its heads under the
-same names and layouts (`head_tensors`, in `pretraining_heads.npz`), so one
+same (BERT) names and layouts (`head_tensors`, in `pretraining_heads.npz`), so one
 plan reads both. Sentence-transformers checkpoints (all-MiniLM-L6-v2 among
 them) and KerasHub backbone presets have none.
 
@@ -36,7 +48,8 @@ from nlpzoo.zoo.checkpoints.common import (
     assign_weights,
     checkpoint_directory,
 )
-from nlpzoo.zoo.checkpoints.huggingface import CONFIG_FILE, read_hf_weights
+from nlpzoo.zoo.checkpoints.hf_mlm_head_names import mlm_import_names
+from nlpzoo.zoo.checkpoints.huggingface import CONFIG_FILE, read_hf_family, read_hf_weights
 from nlpzoo.zoo.checkpoints.native import is_native_checkpoint, read_native_heads
 
 logger = logging.getLogger(__name__)
@@ -124,6 +137,33 @@ def describe_head(name):
     return f"{what} ({prefix}*)"
 
 
+def hf_head_tensors(path, tensors=None):
+    """The head tensors of a Hugging Face checkpoint directory under BERT's names: a
+    family's masked-LM names (`hf_mlm_head_names.mlm_import_names`) renamed, then those
+    `_HEADS` reads ({} when none). `tensors`: all of its tensors, if already read."""
+    if tensors is None:
+        tensors = read_hf_weights(path)
+    renames = mlm_import_names(read_hf_family(path).model_type)
+    renamed = {}
+    for name, value in tensors.items():
+        renamed.setdefault(renames.get(name, name), value)
+    return {name: value for name, value in renamed.items() if name.startswith(_HEAD_PREFIXES)}
+
+
+def _missing_head(path, name):
+    """What a checkpoint lacks, in its own names where it is a Hugging Face family's."""
+    what = describe_head(name)
+    if name == "mlm_head" and os.path.isfile(os.path.join(path, CONFIG_FILE)):
+        family = read_hf_family(path)
+        renames = mlm_import_names(family.model_type)
+        if renames:
+            dense = {ours: theirs for theirs, ours in renames.items()}[
+                HF_MLM_PREFIX + "transform.dense.weight"]
+            module = dense.split(".")[0]
+            what = f"masked-LM head ({module}.*, as {family.class_prefix}ForMaskedLM holds it)"
+    return what
+
+
 def head_tensors(model):
     """The tensors of `model`'s pretraining heads ("mlm_head", "nsp_head": those it has),
     named and laid out as in a Hugging Face checkpoint (numpy arrays): what
@@ -147,15 +187,15 @@ def head_tensors(model):
 def read_head_tensors(path):
     """The pretraining-head tensors a checkpoint directory holds ({} when none).
 
-    A Hugging Face checkpoint's `cls.*` tensors, a native checkpoint's
+    A Hugging Face checkpoint's `cls.*` tensors (another family's masked-LM
+    head renamed to them: `hf_head_tensors`), a native checkpoint's
     `pretraining_heads.npz` (`native.read_native_heads`); KerasHub presets hold none.
     """
     path = checkpoint_directory(path)
     if is_native_checkpoint(path):
         return read_native_heads(path)
     if os.path.isfile(os.path.join(path, CONFIG_FILE)):
-        return {name: value for name, value in read_hf_weights(path).items()
-                if name.startswith(_HEAD_PREFIXES)}
+        return hf_head_tensors(path)
     return {}
 
 
@@ -192,7 +232,8 @@ def load_pretraining_heads(model, path, tensors=None, required=()):
         if not found:
             if name in required:
                 raise ValueError(
-                    f"{path} has no {describe_head(name)}, which this model needs; make a "
+                    f"{path} has no {_missing_head(path, name)}, which this model needs; "
+                    f"make a "
                     f"checkpoint with one by continued MLM pretraining: tools/pretrain.py "
                     f"--init_checkpoint={path} --objective=mlm --corpus=<text> "
                     "--model_dir=<run>, then use that run")
@@ -201,7 +242,7 @@ def load_pretraining_heads(model, path, tensors=None, required=()):
         unused = assign_weights(plan(head), found, WeightSource(path, "checkpoint", "tensor"))
         if name == "mlm_head":
             _check_tied(found, head.decoder.get_embedding_layer(), path)
-        if unused and unused != [HF_MLM_PREFIX + "decoder.weight"]:
+        if set(unused) - {HF_MLM_PREFIX + "decoder.weight", HF_MLM_PREFIX + "decoder.bias"}:
             logger.info("%s: not used by %s: %s", path, name, ", ".join(unused))
         loaded.append(name)
     return tuple(loaded)

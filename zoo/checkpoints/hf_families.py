@@ -16,6 +16,9 @@ ModernBERT) = new option values in the layers + one row here (+ presets).
     albert        …, encoder.embedding_hidden_mapping_in,                 pooler
                   encoder.albert_layer_groups.0.albert_layers.0.*
     electra       as bert + embeddings_project                            none
+    deberta-v2    embeddings.* (no positions), encoder.layer.{i}.          none
+                  attention.self.query_proj…, encoder.rel_embeddings,
+                  encoder.LayerNorm (of the relative embeddings)
     modernbert    embeddings.tok_embeddings, layers.{i}.attn.Wqkv (query,  none
                   key and value fused), layers.{i}.mlp.Wi (GeGLU), final_norm
 
@@ -94,6 +97,14 @@ class HFFamily:
             the blocks (ALBERT); we only project between different widths, so
             such checkpoints are refused.
         export_fields: fixed config.json fields export writes.
+        required_values: config.json field → (the values accepted, the value
+            when absent: the config class's default); other values are refused.
+        relative_embeddings: role → module name of the relative-position table
+            ("table") and its LayerNorm ("norm"); None: the family has none.
+        segments_optional: checkpoints may have a segment table or none
+            (DeBERTa's `type_vocab_size` 0 or more).
+        fallbacks: encoder argument → the argument whose value it takes when
+            config.json gives it below 1 (DeBERTa's `max_relative_positions` -1).
         final_norm: the module of the layer norm after the last block (pre-LN
             families), None when the family has none.
         read_settings: reads encoder arguments the field table cannot (nested or
@@ -117,6 +128,10 @@ class HFFamily:
     shared_block: bool = False
     projection_always: bool = False
     export_fields: dict = dataclasses.field(default_factory=dict)
+    required_values: dict = dataclasses.field(default_factory=dict)
+    relative_embeddings: Optional[dict] = None
+    segments_optional: bool = False
+    fallbacks: dict = dataclasses.field(default_factory=dict)
     final_norm: Optional[str] = None
     read_settings: Optional[Callable] = None
     write_settings: Optional[Callable] = None
@@ -252,6 +267,36 @@ FAMILIES = {
                  pooler=None,
                  export_fields=dict(_BERT_EXPORT, summary_type="first", summary_use_proj=True,
                                     summary_activation="gelu", summary_last_dropout=0.1)),
+        HFFamily("deberta-v2", "DebertaV2Model", "DebertaV2",
+                 dict(_BERT_FIELDS, type_vocab_size=("num_segments", 0),
+                      layer_norm_eps=("layer_norm_epsilon", 1e-7),
+                      position_buckets=("position_buckets", -1),
+                      max_relative_positions=("max_relative_positions", -1)),
+                 # DeBERTa's checkpoints have no pooler; its ContextPooler (in the task
+                 # heads) is dense + pooler_hidden_act, gelu.
+                 settings=dict(embedding_dim=None, share_layers=False, pooler_activation="gelu",
+                               absolute_positions=False, relative_attention="disentangled"),
+                 required_values={
+                     "relative_attention": ((True,), False),
+                     "position_biased_input": ((False,), True),
+                     "share_att_key": ((True,), False),
+                     "norm_rel_ebd": (("layer_norm",), "none"),
+                     "pos_att_type": ((["p2c", "c2p"], ["c2p", "p2c"], "p2c|c2p", "c2p|p2c"),
+                                      None),
+                     "conv_kernel_size": ((0,), 0),  # DeBERTa-v2's convolution: not in v3
+                 },
+                 embeddings=dict(_BERT_EMBEDDINGS, position=None),
+                 block=dict(_BERT_BLOCK, query="attention.self.query_proj",
+                            key="attention.self.key_proj", value="attention.self.value_proj"),
+                 pooler=None,
+                 relative_embeddings={"table": "encoder.rel_embeddings",
+                                      "norm": "encoder.LayerNorm"},
+                 segments_optional=True,
+                 fallbacks={"max_relative_positions": "max_sequence_length"},
+                 export_fields=dict(relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                    share_att_key=True, norm_rel_ebd="layer_norm",
+                                    position_biased_input=False, pooler_hidden_act="gelu",
+                                    pooler_dropout=0.0)),
         HFFamily("modernbert", "ModernBertModel", "ModernBert", {
                      "vocab_size": ("vocabulary_size", None),
                      "hidden_size": ("hidden_dim", None),
@@ -269,7 +314,7 @@ FAMILIES = {
                  # table), no segments; layer 0 reads the embeddings' norm directly.
                  # Its classification head's dense layer is followed by gelu.
                  settings=dict(embedding_dim=None, share_layers=False, num_segments=0,
-                               norm_first=True, gated_feedforward=True, use_bias=False,
+                               absolute_positions=False, norm_first=True, gated_feedforward=True, use_bias=False,
                                first_attention_norm=False, pooler_activation="gelu"),
                  required={"norm_bias": False, "attention_bias": False, "mlp_bias": False},
                  embeddings={"token": "embeddings.tok_embeddings", "position": None,
@@ -317,15 +362,18 @@ def family_for_architecture(architectures):
 def family_for_encoder(transformer):
     """The family an encoder exports as, from its options alone.
 
-    Rotary positions → ModernBERT; shared layers → ALBERT; no segment table →
-    DistilBERT; an offset of the positions → RoBERTa; factorised embeddings or a
-    gelu pooler → ELECTRA; else BERT. Options a family cannot hold are refused by the exporter.
+    Relative attention → DeBERTa-v2; rotary positions → ModernBERT; shared layers →
+    ALBERT; no segment table → DistilBERT; an offset of the positions → RoBERTa;
+    factorised embeddings or a gelu pooler → ELECTRA; else BERT. Options a family
+    cannot hold are refused by the exporter.
 
     >>> from nlpzoo.layers import TransformerEncoder
     >>> family_for_encoder(TransformerEncoder(vocabulary_size=9, num_layers=1, num_heads=1,
     ...     hidden_dim=4, intermediate_dim=8, position_offset=2, num_segments=1)).model_type
     'roberta'
     """
+    if transformer.relative_attention is not None:
+        return FAMILIES["deberta-v2"]
     if transformer.global_rope_theta:  # rotary positions
         return FAMILIES["modernbert"]
     if transformer.share_layers:

@@ -86,7 +86,8 @@ import tempfile
 
 import numpy as np
 
-from nlpzoo.layers import transformer_of
+from nlpzoo.layers import encoder_head_settings, transformer_of
+from nlpzoo.zoo.checkpoints.hf_mlm_head_names import MLM_HEAD_NAMES
 from nlpzoo.zoo.checkpoints.huggingface import (
     CONFIG_FILE,
     SAFETENSORS_FILE,
@@ -119,7 +120,8 @@ class HeadRow:
     class that loads it; prefix: what the encoder's tensor names get
     ("bert."); pooler: whether the class keeps the encoder's pooler; names:
     our part of the head → the tensor name (without ".weight"/".bias") or,
-    for "mlm", a map from BERT's `cls.predictions.*` names to the family's;
+    for "mlm", a map from BERT's `cls.predictions.*` names to the family's
+    (`hf_mlm_head_names.MLM_HEAD_NAMES`);
     cls_activation: what a sequence classifier applies after its dense layer
     over the first token ("tanh" for BERT's pooler); mlm_activation: the
     masked-LM head's activation ("hidden_act": the encoder's, or "gelu":
@@ -142,20 +144,12 @@ class HeadRow:
         return dict(self.names)[part]
 
 
-def _mlm_names(dense, norm, bias):
-    """BERT's masked-LM tensor names → a family's (its dense, LayerNorm and bias modules)."""
-    bert = "cls.predictions."
-    return tuple((f"{bert}transform.{ours}.{kind}", f"{theirs}.{kind}")
-                 for ours, theirs in (("dense", dense), ("LayerNorm", norm))
-                 for kind in ("weight", "bias")) + ((f"{bert}bias", bias),)
-
-
 def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, mlm=None,
                  cls_pooler=False, **options):
     """The four rows of a family: sequence and token classification, QA, masked LM.
 
     cls_names: the sequence classifier's (dense over the first token, output)
-    modules; mlm: `_mlm_names`' map, None when the family's masked-LM class
+    modules; mlm: the family's `MLM_HEAD_NAMES` map, None when the family's masked-LM class
     does not match our head; cls_pooler: the sequence classifier's dense is
     the encoder's pooler (ALBERT), so that class keeps it.
     """
@@ -191,6 +185,8 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
 #   electra      classifier.dense gelu,                  generator_predictions.dense (gelu),
 #                classifier.out_proj                     generator_predictions.LayerNorm,
 #                                                        generator_lm_head.bias
+#   deberta-v2   pooler.dense gelu (ContextPooler),      cls.predictions.* (BERT's names,
+#                classifier                              config legacy=true)
 #
 # Token classification is `classifier`, question answering `qa_outputs` in every family;
 # only BERT has a class with a next-sentence head (ALBERT's is sentence order).
@@ -211,24 +207,21 @@ HEAD_ROWS = {
         "BertForQuestionAnswering", "AutoModelForQuestionAnswering", "bert.",
         names=(("output", "qa_outputs"),)),
     **_family_rows("roberta", "Roberta", "roberta.", ("classifier.dense", "classifier.out_proj"),
-                   "tanh", _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
-                   mlm_activation="gelu"),
+                   "tanh", MLM_HEAD_NAMES["roberta"], mlm_activation="gelu"),
     **_family_rows("xlm-roberta", "XLMRoberta", "roberta.",
                    ("classifier.dense", "classifier.out_proj"), "tanh",
-                   _mlm_names("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
-                   mlm_activation="gelu"),
+                   MLM_HEAD_NAMES["xlm-roberta"], mlm_activation="gelu"),
     **_family_rows("distilbert", "DistilBert", "distilbert.", ("pre_classifier", "classifier"),
-                   "relu", _mlm_names("vocab_transform", "vocab_layer_norm",
-                                      "vocab_projector.bias"),
+                   "relu", MLM_HEAD_NAMES["distilbert"],
                    mlm_epsilon=1e-12, dropout_field="seq_classif_dropout"),
     **_family_rows("albert", "Albert", "albert.", ("albert.pooler", "classifier"), "tanh",
-                   _mlm_names("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+                   MLM_HEAD_NAMES["albert"],
                    cls_pooler=True, dropout_field="classifier_dropout_prob"),
     **_family_rows("electra", "Electra", "electra.", ("classifier.dense", "classifier.out_proj"),
-                   "gelu", _mlm_names("generator_predictions.dense",
-                                      "generator_predictions.LayerNorm",
-                                      "generator_lm_head.bias"),
+                   "gelu", MLM_HEAD_NAMES["electra"],
                    mlm_activation="gelu"),
+    **_family_rows("deberta-v2", "DebertaV2", "deberta.", ("pooler.dense", "classifier"), "gelu",
+                   (), dropout_field="pooler_dropout"),
 }
 
 # The pipeline tag of each kind (the card's front matter).
@@ -462,15 +455,15 @@ def _masked_lm(model, row, labels, covered):
     _refuse_layer_mix(model.encoder, row.architecture)
     transformer = transformer_of(model.encoder)
     head = model.get_layer("mlm_head")
-    activation = _activation_name(head.transform)
+    activation = head.activation  # "gelu" (exact), GELU_APPROXIMATE or a Keras name
     if row.mlm_activation == "gelu":
         fits, theirs = activation == "gelu", "exact gelu"
     else:  # the encoder's hidden_act: exact gelu, or its tanh approximation
-        fits = activation == "gelu" and not transformer.gelu_approximate
+        fits = activation == encoder_head_settings(transformer)["activation"]
         theirs = "the encoder's hidden_act (gelu_approximate=" \
                  f"{transformer.gelu_approximate})"
     if not fits:
-        raise ValueError(f"the masked-LM head's activation {activation!r} (exact): "
+        raise ValueError(f"the masked-LM head's activation {activation!r}: "
                          f"{row.architecture}'s head uses {theirs}")
     epsilon = transformer.layer_norm_epsilon if row.mlm_epsilon is None else row.mlm_epsilon
     if abs(head.layer_norm_epsilon - epsilon) > 1e-15:

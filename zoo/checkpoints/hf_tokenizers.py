@@ -208,7 +208,13 @@ _SPECIAL_FIELDS = {"unk": "unk_token", "sep": "sep_token", "pad": "pad_token",
                    "cls": "cls_token", "mask": "mask_token"}
 # The SentencePiece families' transformers classes, and the unknown id each class fixes.
 _SENTENCEPIECE_CLASSES = {"xlm-roberta": ("XLMRobertaTokenizer", 3),
-                          "albert": ("AlbertTokenizer", 1)}
+                          "albert": ("AlbertTokenizer", 1),
+                          "deberta-v2": ("DebertaV2Tokenizer", None)}  # unk_id: any
+# DeBERTa-v2/v3's normalizer in transformers 5.x (its class builds it; the model's
+# charsmap is not used): whitespace runs and tabs/newlines → " ", NFC, right strip.
+_DEBERTA_NORMALIZERS = [
+    {"type": "Replace", "pattern": {"Regex": "\\s{2,}|[\\n\\r\\t]"}, "content": " "},
+    {"type": "NFC"}, {"type": "Strip", "strip_left": False, "strip_right": True}]
 
 
 def export_hf_tokenizer(tokenizer, directory, model_max_length):
@@ -224,8 +230,8 @@ def export_hf_tokenizer(tokenizer, directory, model_max_length):
     other template or   normaliser, TemplateProcessing)       (ModernBERT's)
     normalised
     SentencePiece       tokenizer.json (a Unigram model:     XLMRobertaTokenizer,
-                        our pieces, ids and scores, the      AlbertTokenizer
-                        model's charsmap)
+                        our pieces, ids and scores, the      AlbertTokenizer,
+                        model's charsmap)                    DebertaV2Tokenizer
     ==================  ===================================  =========================
 
     Each with `tokenizer_config.json` (the class, special tokens, casing,
@@ -418,7 +424,8 @@ def _export_sentencepiece(tokenizer, model_max_length):
     from nlpzoo.tasks.text.sentence_piece_tokenizer import _parse_model
 
     class_name, unk_id = _SENTENCEPIECE_CLASSES[tokenizer.family]
-    if tokenizer.unk_id != unk_id:
+    deberta = tokenizer.family == "deberta-v2"
+    if unk_id is not None and tokenizer.unk_id != unk_id:
         raise ValueError(f"the unknown token has id {tokenizer.unk_id}; {class_name} fixes it "
                          f"at {unk_id}")
     if tokenizer.family == "xlm-roberta" and (tokenizer.lowercase or not tokenizer.keep_accents):
@@ -434,6 +441,9 @@ def _export_sentencepiece(tokenizer, model_max_length):
         index.setdefault(piece, token_id)
     added = [_added_token(index[token], token, token in specials)
              for token in tokenizer.split_tokens]
+    if deberta:  # transformers matches DeBERTa's [MASK] in normalized text (see the tokenizer)
+        mask = tokenizer.special_tokens["mask"]
+        added = [dict(entry, normalized=entry["content"] == mask) for entry in added]
     charsmap = proto.normalizer_spec.precompiled_charsmap
     normalizers = []
     if tokenizer.family == "albert":
@@ -443,7 +453,9 @@ def _export_sentencepiece(tokenizer, model_max_length):
             normalizers += [{"type": "NFKD"}, {"type": "StripAccents"}]
         if tokenizer.lowercase:
             normalizers.append({"type": "Lowercase"})
-    if charsmap:
+    if deberta:
+        normalizers += [{"type": "Lowercase"}] * tokenizer.lowercase + _DEBERTA_NORMALIZERS
+    elif charsmap:
         normalizers.append({"type": "Precompiled",
                             "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")})
     cls, sep = tokenizer.special_tokens["cls"], tokenizer.special_tokens["sep"]
@@ -457,7 +469,7 @@ def _export_sentencepiece(tokenizer, model_max_length):
         "added_tokens": added,
         "normalizer": {"type": "Sequence", "normalizers": normalizers},
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "WhitespaceSplit"},
+            {"type": "WhitespaceSplit"}] * (not deberta) + [  # DeBERTa splits at " " only
             {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
              "split": True}]},
         "post_processor": {
@@ -475,6 +487,9 @@ def _export_sentencepiece(tokenizer, model_max_length):
     if tokenizer.family == "albert":
         config.update(do_lower_case=tokenizer.lowercase, keep_accents=tokenizer.keep_accents,
                       remove_space=True)
+    if deberta:
+        config.update(do_lower_case=tokenizer.lowercase, split_by_punct=False, vocab_type="spm",
+                      unk_id=tokenizer.unk_id)
     return {TOKENIZER_JSON: content, TOKENIZER_CONFIG_FILE: config}
 
 

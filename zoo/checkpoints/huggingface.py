@@ -1,7 +1,7 @@
 """Hugging Face BERT-family checkpoints (a local directory) ↔ our functional encoder.
 
 The families read and written: `model_type` bert, roberta, xlm-roberta,
-distilbert, albert and electra. What sets them apart (config.json fields, fixed
+distilbert, albert, electra and deberta-v2 (DeBERTa-v3's settings). What sets them apart (config.json fields, fixed
 settings, tensor names, the bare `*Model` class) is one row each of the table in
 `zoo.checkpoints.hf_families`; this module reads and writes through that table
 and never names a family itself. The BERT names below are the bert row's.
@@ -181,6 +181,12 @@ def read_hf_config(path):
         if config.get(field, value) != value:
             raise ValueError(f"{config_path}: {field}={config[field]!r} is not supported "
                              f"({family.model_type} checkpoints with {field}={value!r} only)")
+    for field, (accepted, absent) in family.required_values.items():
+        value = config.get(field, absent)
+        if value not in accepted:
+            raise ValueError(f"{config_path}: {field}={value!r} is not supported "
+                             f"({family.model_type} checkpoints with {field}={accepted[0]!r} "
+                             "only)")
     hidden_act = config.get(family.activation_field, family.activation_default)
     if hidden_act not in _GELU_APPROXIMATE:
         raise ValueError(
@@ -199,6 +205,9 @@ def read_hf_config(path):
     )
     encoder_config.update(encoder_arguments(config, family.config_fields, config_path))
     encoder_config.update(family.settings, gelu_approximate=_GELU_APPROXIMATE[hidden_act])
+    for argument, fallback in family.fallbacks.items():
+        if encoder_config[argument] < 1:
+            encoder_config[argument] = encoder_config[fallback]
     if family.read_settings is not None:
         encoder_config.update(family.read_settings(config, config_path))
     if family.positions_after_padding:
@@ -378,6 +387,10 @@ def _weight_plan(transformer, model_prefix, with_pooler=True, family=None):
     layer_norm(names["norm"], embeddings.layer_norm)
     if embeddings.projection is not None:
         dense(names["projection"], embeddings.projection)
+    if transformer.relative_embeddings is not None:
+        names = family.relative_embeddings
+        tensor(f"{names['table']}.weight", transformer.relative_embeddings.table.embeddings)
+        layer_norm(names["norm"], transformer.relative_embeddings.layer_norm)
     for index, block in enumerate(transformer.blocks):
         names = family.block_names(index)
         attention = block.attention
@@ -422,17 +435,30 @@ def _refuse_inexpressible(transformer, family):
             f"norm_first={transformer.norm_first}: {architecture} is "
             + ("pre-LN with a final layer norm" if family.final_norm is not None else
                "post-LN and has no final layer norm"))
-    if bool(transformer.global_rope_theta) != (family.embeddings["position"] is None):
+    if (transformer.embeddings.position_embedding is None) != (
+            family.embeddings["position"] is None):
+        raise ValueError(
+            f"absolute_positions={transformer.absolute_positions}: {architecture} "
+            + ("has no absolute position embeddings" if family.embeddings["position"] is None
+               else "has absolute position embeddings"))
+    if (transformer.relative_embeddings is None) != (family.relative_embeddings is None):
+        raise ValueError(
+            f"relative_attention={transformer.relative_attention!r}: {architecture} "
+            + ("has no relative attention" if family.relative_embeddings is None
+               else "has disentangled relative attention"))
+    # A family with neither a position table nor relative positions has rotary ones.
+    rotary = family.embeddings["position"] is None and family.relative_embeddings is None
+    if bool(transformer.global_rope_theta) != rotary:
         raise ValueError(
             f"global_rope_theta={transformer.global_rope_theta}: {architecture} has "
-            + ("rotary positions" if family.embeddings["position"] is None
-               else "a learned position table and no rotary positions"))
+            + ("rotary positions" if rotary else "no rotary positions"))
     for name in _BLOCK_OPTIONS:  # what the family's blocks are, default or its setting
         value = family.settings.get(name, architecture_defaults()[name])
         if getattr(transformer, name) != value:
             raise ValueError(f"{name}={getattr(transformer, name)!r}: {architecture} has "
                              f"{name}={value!r}")
-    if (transformer.num_segments == 0) != (family.embeddings["segment"] is None):
+    if (transformer.num_segments == 0) != (family.embeddings["segment"] is None) \
+            and not family.segments_optional:
         raise ValueError(
             f"num_segments={transformer.num_segments}: {architecture} "
             + ("has no segment embeddings" if family.embeddings["segment"] is None
@@ -670,8 +696,11 @@ def _hf_config(transformer, tokens, family=None):
 
 
 def _check_tokenizer(tokenizer, transformer, family):
-    """`tokenizer` (a `SubwordTokenizer`), checked to fit the encoder and the family."""
-    if tokenizer.vocabulary_size != transformer.vocabulary_size:
+    """`tokenizer` (a `SubwordTokenizer`), checked to fit the encoder and the family.
+
+    Every id needs an embedding row; a larger table is fine (DeBERTa-v3's 128,100 rows
+    for 128,001 tokens)."""
+    if tokenizer.vocabulary_size > transformer.vocabulary_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocabulary_size} tokens but the encoder "
                          f"has vocabulary_size={transformer.vocabulary_size}")
     if family.positions_after_padding and tokenizer.pad_id != transformer.position_offset - 1:

@@ -251,6 +251,10 @@ def _weight_plan(transformer, family=_BERT):
     if transformer.position_offset:
         raise ValueError(f"position_offset={transformer.position_offset}: {family.backbone}'s "
                          "positions start at 0")
+    if transformer.relative_attention is not None or not transformer.absolute_positions:
+        raise ValueError(f"relative_attention={transformer.relative_attention!r}, "
+                         f"absolute_positions={transformer.absolute_positions}: "
+                         f"{family.backbone} has learned absolute positions only")
     if (transformer.num_segments == 0) != ("segment" not in roles):
         raise ValueError(f"num_segments={transformer.num_segments}: {family.backbone} "
                          + ("has no segment table" if "segment" not in roles

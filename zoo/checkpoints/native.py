@@ -5,6 +5,9 @@ A native checkpoint directory holds
     encoder.keras          the functional encoder (`zoo.build_encoder`), saved by Keras
     vocab.txt              its WordPiece vocabulary, one token per line (id = line)
     tokenizer_config.json  {"do_lower_case": true|false}, as in Hugging Face checkpoints
+                           (another kind of tokenizer: its Hugging Face files instead,
+                           `hf_tokenizers.hf_tokenizer_files`: vocab.json + merges.txt,
+                           or tokenizer.json, with their tokenizer_config.json)
     pretraining_heads.npz  optional (tools/pretrain.py writes it): the MLM (and NSP)
                            head, under Hugging Face's tensor names and layouts
                            (`zoo.checkpoints.pretraining_heads`)
@@ -118,8 +121,11 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
             `TransformerEncoder` layer), e.g. the encoder of a pretraining model.
         directory: the checkpoint directory to create.
         vocabulary: the WordPiece tokens (a list; id = position), as many as
-            the encoder's `vocabulary_size`.
-        lowercase: whether the tokenizer lower-cases and strips accents.
+            the encoder's `vocabulary_size`; or a `SubwordTokenizer` of any
+            kind (a byte-level BPE or SentencePiece one is written as its
+            Hugging Face files, which `load_tokenizer` reads back).
+        lowercase: whether the tokenizer lower-cases and strips accents
+            (a `SubwordTokenizer` says so itself).
         overwrite: replace an existing non-empty `directory`.
         heads: the tensors of pretraining heads trained with the encoder, to
             keep beside it in `HEADS_FILE` (`zoo.checkpoints.heads.head_tensors`
@@ -136,14 +142,32 @@ def save_encoder_checkpoint(encoder, directory, vocabulary, lowercase, overwrite
         raise ValueError("the encoder has adapters or LoRA updates (adapter_size="
                          f"{transformer.adapter_size}, lora_rank={transformer.lora_rank}); "
                          "an encoder checkpoint holds a plain BERT-family encoder")
-    tokens = check_vocabulary(vocabulary, transformer)
+    tokenizer_files = None
+    if hasattr(vocabulary, "kind") and hasattr(vocabulary, "vocabulary"):  # a SubwordTokenizer
+        if vocabulary.kind == "wordpiece":
+            vocabulary, lowercase = vocabulary.vocabulary, vocabulary.lowercase
+        else:
+            from nlpzoo.zoo.checkpoints.hf_tokenizers import hf_tokenizer_files
+
+            if vocabulary.vocabulary_size != transformer.vocabulary_size:
+                raise ValueError(f"the tokenizer has {vocabulary.vocabulary_size} tokens but "
+                                 f"the encoder has vocabulary_size="
+                                 f"{transformer.vocabulary_size}")
+            tokenizer_files = hf_tokenizer_files(
+                vocabulary, transformer.max_sequence_length - transformer.position_offset)
+    tokens = None if tokenizer_files is not None else check_vocabulary(vocabulary, transformer)
 
     def write(temporary):
         encoder.save(os.path.join(temporary, ENCODER_FILE))
-        write_text_atomically(os.path.join(temporary, VOCABULARY_FILE),
-                              (f"{token}\n" for token in tokens))
-        write_json_atomically({"do_lower_case": bool(lowercase)},
-                              os.path.join(temporary, TOKENIZER_CONFIG_FILE))
+        if tokenizer_files is not None:
+            from nlpzoo.zoo.checkpoints.hf_tokenizers import write_hf_tokenizer_files
+
+            write_hf_tokenizer_files(tokenizer_files, temporary)
+        else:
+            write_text_atomically(os.path.join(temporary, VOCABULARY_FILE),
+                                  (f"{token}\n" for token in tokens))
+            write_json_atomically({"do_lower_case": bool(lowercase)},
+                                  os.path.join(temporary, TOKENIZER_CONFIG_FILE))
         if heads:
             with open(os.path.join(temporary, HEADS_FILE), "wb") as f:
                 np.savez(f, **heads)

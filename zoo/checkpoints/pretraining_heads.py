@@ -27,14 +27,14 @@ import logging
 
 from nlpzoo.zoo.checkpoints.common import checkpoint_directory
 from nlpzoo.zoo.checkpoints.formats import load_encoder
-from nlpzoo.zoo.checkpoints.heads import load_pretraining_heads
-from nlpzoo.zoo.checkpoints.huggingface import read_hf_weights
+from nlpzoo.zoo.checkpoints.heads import hf_head_tensors, load_pretraining_heads
 
 logger = logging.getLogger(__name__)
 
 
 def load_hf_pretraining_heads(model, path, tensors=None):
-    """Sets a `Pretrainer`'s MLM (and NSP) head from a Hugging Face checkpoint's `cls.*` tensors.
+    """Sets a `Pretrainer`'s MLM (and NSP) head from a Hugging Face checkpoint's head tensors
+    (`cls.*`, or another family's masked-LM head: `heads.hf_head_tensors`).
 
     `load_pretraining_heads` for a Hugging Face directory (`tensors`: all of
     its tensors, if already read).
@@ -46,9 +46,7 @@ def load_hf_pretraining_heads(model, path, tensors=None):
         ValueError: a head's tensors are incomplete or of the wrong shape (named).
     """
     path = checkpoint_directory(path)
-    if tensors is None:
-        tensors = read_hf_weights(path)
-    return load_pretraining_heads(model, path, tensors)
+    return load_pretraining_heads(model, path, hf_head_tensors(path, tensors))
 
 
 def load_pretrainer(path, objective="mlm", **overrides):

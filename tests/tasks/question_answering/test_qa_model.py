@@ -2,6 +2,8 @@
 a span task, reads raw (question, context) pairs, and its serving graph answers as
 `tools/predict.py`'s Python decoding does."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -9,7 +11,8 @@ import tensorflow as tf
 
 from nlpzoo.tasks.question_answering.readers import Answer, QAExample
 from nlpzoo.tasks.registry import get_task
-from nlpzoo.zoo import build_task_model
+from nlpzoo.zoo import build_task_model, load_tokenizer
+from tests.helpers.paths import ROOT
 from tests.helpers.task_checks import run_task_test
 
 WORDS = ("the team city river won lost near beside who where what is did "
@@ -77,15 +80,32 @@ def test_it_learns_to_find_the_answer_and_predicts_raw_pairs():
         model.predict(["just a string"])
 
 
-@pytest.mark.parametrize("allow_no_answer", [False, True])
-def test_the_serving_graph_answers_as_python_decoding_does(allow_no_answer):
+# Other families' tokenizers (tests/fixtures/tokenizers/): their templates and pieces.
+FAMILY_TOKENIZERS = {"roberta_tiny": "roberta_bpe/tokenizer_json",
+                     "albert_tiny": "albert_spm/legacy"}
+
+
+@pytest.mark.parametrize("allow_no_answer, encoder", [
+    (False, "bert_tiny"), (True, "bert_tiny"), (False, "roberta_tiny"),
+    pytest.param(True, "albert_tiny", marks=pytest.mark.slow)])
+def test_the_serving_graph_answers_as_python_decoding_does(allow_no_answer, encoder):
+    """Also for byte-level BPE (`<s> q </s></s> c </s>`) and SentencePiece (ALBERT)."""
     keras.utils.set_random_seed(3)
     # n_best_size above any window's length: the Python decoding looks at every pair, as the
     # graph does.
+    # (Their questions run to more pieces than words: cut to 16, leaving room for context.)
     task = get_task("question_answering", doc_stride=5, n_best_size=64, max_answer_length=4,
-                    allow_no_answer=allow_no_answer, no_answer_threshold=-0.5)
-    model = _model(task)
-    preprocessor = task.make_preprocessor(VOCABULARY, max_seq_length=32)
+                    allow_no_answer=allow_no_answer, no_answer_threshold=-0.5,
+                    max_query_length=64 if encoder == "bert_tiny" else 16)
+    if encoder == "bert_tiny":
+        model = _model(task)
+        preprocessor = task.make_preprocessor(VOCABULARY, max_seq_length=32)
+    else:
+        tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
+                                                FAMILY_TOKENIZERS[encoder]))
+        model = build_task_model(task, encoder, tokenizer=tokenizer, max_seq_length=32,
+                                 num_layers=1, dropout=0.0)
+        preprocessor = task.make_preprocessor(tokenizer, max_seq_length=32)
     rng = np.random.default_rng(5)
     examples = []
     for index in range(24):

@@ -146,3 +146,71 @@ def test_labels_point_at_the_answer_tokens():
     assert window.char_starts.tolist() == [0, 4, 11, 14, 19]
     assert window.char_ends.tolist() == [3, 10, 14, 18, 22]
     assert np.array_equal(window.answer_mask, [1, 0, 0, 1, 1, 1, 1, 1, 0])
+
+
+@pytest.mark.parametrize("fixture, normalize", [
+    ("roberta_bpe/tokenizer_json", lambda text: text),  # bytes: every character as written
+    ("xlm_roberta_spm/tokenizer_json", lambda text: unicodedata.normalize("NFKC", text)),
+])
+def test_byte_pair_and_sentencepiece_pieces_get_their_own_characters(fixture, normalize):
+    """A piece's span spells the piece (its "Ġ"/"▁" left out) whenever the word's pieces add
+    up to the word, as every ASCII word's without an unknown piece do, so answers are not rounded out to words; a
+    word with a character split into bytes or unknown spans the word with each piece."""
+    from nlpzoo.zoo import load_tokenizer
+    from tests.helpers.paths import ROOT
+
+    tokenizer = load_tokenizer(f"{ROOT}/tests/fixtures/tokenizers/{fixture}")
+    preprocessor = TextPreprocessor(tokenizer, max_seq_length=64)
+    contexts = tokenize_contexts(CONTEXTS, preprocessor)
+    ascii_words = 0
+    for text in CONTEXTS:
+        context = contexts[text]
+        spans = list(zip(context.token_ids.tolist(), context.char_starts.tolist(),
+                         context.char_ends.tolist()))
+        words = split_words(text)
+        counts = [len(pieces) for pieces in
+                  tokenizer.word_pieces([word for word, _, _ in words]).to_list()]
+        assert sum(counts) == len(spans)
+        ends = np.cumsum(counts)
+        for (_, word_start, word_end), count, end in zip(words, counts, ends):
+            inside = spans[end - count:end]  # the word's pieces
+            assert inside[0][1] == word_start and inside[-1][2] == word_end
+            if len(inside) == 1:
+                continue
+            # Each piece after the one before (or, the fallback, each the whole word).
+            exact = all(a[2] == b[1] for a, b in zip(inside, inside[1:]))
+            known = tokenizer.unk_id not in [token for token, _, _ in inside]
+            if text[word_start:word_end].isascii() and known:
+                ascii_words += 1
+                assert exact, inside
+            if exact:
+                for token, s, e in inside:
+                    assert normalize(text[s:e]) == tokenizer.piece_text(
+                        tokenizer.vocabulary[token]), (text, s, e)
+            else:
+                assert all((s, e) == (word_start, word_end) for _, s, e in inside), inside
+    assert ascii_words > 10
+
+
+@pytest.mark.parametrize("fixture, separators, context_segment", [
+    ("roberta_bpe/tokenizer_json", 2, 0),  # <s> q </s></s> c </s>, one segment
+    ("albert_spm/legacy", 1, 1),           # [CLS] q [SEP] c [SEP]
+])
+def test_windows_follow_the_family_template(fixture, separators, context_segment):
+    from nlpzoo.zoo import load_tokenizer
+    from tests.helpers.paths import ROOT
+
+    tokenizer = load_tokenizer(f"{ROOT}/tests/fixtures/tokenizers/{fixture}")
+    preprocessor = TextPreprocessor(tokenizer, max_seq_length=24)
+    example = QAExample("Who opened it?", CONTEXTS[0], (Answer("Café Müller", 0),))
+    windows = make_windows([example], preprocessor, doc_stride=4)
+    question = tokenizer.tokenize_flat([example.question]).to_list()[0]
+    assert len(windows) > 1
+    for window in windows:
+        ids = window.token_ids.tolist()
+        assert ids[:1 + len(question) + separators] == (
+            [tokenizer.cls_id] + question + [tokenizer.sep_id] * separators)
+        assert window.context_start == 1 + len(question) + separators
+        assert ids[-1] == tokenizer.sep_id and len(ids) <= 24
+        assert (window.segment_ids[:window.context_start] == 0).all()
+        assert (window.segment_ids[window.context_start:] == context_segment).all()

@@ -15,7 +15,7 @@ from nlpzoo.tasks.text.sentence_piece_tokenizer import SentencePieceTokenizer, u
 from nlpzoo.tasks.text.subword_tokenizer import tokenizer_config, tokenizer_from_assets
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tokenizers")
-FAMILIES = {"xlm_roberta": "xlm-roberta", "albert": "albert"}
+FAMILIES = {"xlm_roberta": "xlm-roberta", "albert": "albert", "deberta_v3": "deberta-v2"}
 LAYOUTS = ("legacy", "tokenizer_json")
 CASES = [(family, layout) for family in FAMILIES for layout in LAYOUTS]
 
@@ -105,6 +105,28 @@ def test_family_ids_and_templates():
     assert xlmr.encode("<mask>", "<mask>") == [0, 3001, 2, 2, 3001, 2]
     assert albert.encode("[MASK]", "[MASK]") == [2, 4, 3, 4, 3]
     assert albert.lowercase and not albert.keep_accents and not xlmr.lowercase
+
+
+def test_deberta_v3_ids_and_template():
+    for layout in LAYOUTS:
+        deberta = load("deberta_v3", layout)
+        assert (deberta.pad_id, deberta.cls_id, deberta.sep_id, deberta.unk_id) == (0, 1, 2, 3)
+        assert deberta.mask_id == deberta.vocabulary_size - 1 == 2500  # after the pieces
+        assert deberta.encode("[MASK]", "[MASK]") == [1, 2500, 2, 2500, 2]
+        assert not deberta.lowercase and deberta.family == "deberta-v2"
+
+
+def test_deberta_v3_from_the_hub_layout(tmp_path):
+    """microsoft/deberta-v3-*: spm.model, a tokenizer_config.json naming no class, and
+    config.json's model_type."""
+    source = directory("deberta_v3", "legacy")
+    with open(os.path.join(source, "spm.model"), "rb") as file:
+        (tmp_path / "spm.model").write_bytes(file.read())
+    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": false, "vocab_type": "spm"}')
+    (tmp_path / "config.json").write_text('{"model_type": "deberta-v2"}')
+    text = "Café  naïve\tZürich [MASK]"
+    assert SentencePieceTokenizer.from_hf_directory(tmp_path).encode(text) == load(
+        "deberta_v3", "legacy").encode(text)
 
 
 def test_tokenize_gives_words_of_running_text():
@@ -209,7 +231,11 @@ def test_directory_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no tokenizer.json nor spiece.model"):
         SentencePieceTokenizer.from_hf_directory(tmp_path)
     (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "DebertaV2Tokenizer"}')
-    with pytest.raises(DataFormatError, match="not supported yet"):
+    with pytest.raises(FileNotFoundError, match="no tokenizer.json nor spm.model"):
+        SentencePieceTokenizer.from_hf_directory(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"tokenizer_class": "DebertaV2Tokenizer", "split_by_punct": true}')
+    with pytest.raises(DataFormatError, match="split_by_punct=True is not supported"):
         SentencePieceTokenizer.from_hf_directory(tmp_path)
     (tmp_path / "tokenizer_config.json").write_text("[1]")
     with pytest.raises(DataFormatError, match="tokenizer_config.json: expected a JSON object"):
