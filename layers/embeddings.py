@@ -10,6 +10,9 @@ family names (the families themselves are data: `zoo.presets` and
 - DistilBERT: no segment table at all (`num_segments=0`);
 - ALBERT / ELECTRA: tables `embedding_dim` wide, layer-normalised at that width
   and then projected to `hidden_dim`.
+- ModernBERT: no position table (`absolute_positions=False`: its rotary
+  positions live in attention), no segment table, a layer norm without bias
+  (`use_bias=False`).
 
 Position schemes that live in attention (DeBERTa's relative positions,
 ModernBERT's rotary ones) plug in as further values of these options (a
@@ -53,7 +56,10 @@ class TextEmbeddings(keras.layers.Layer):
         layer_norm_epsilon: epsilon of the layer norm (BERT uses 1e-12).
         initializer_range: stddev of the truncated-normal initialiser.
         absolute_positions: False: no position table (positions live in the
-            attention instead, as DeBERTa's `position_biased_input=False`).
+            attention instead: DeBERTa's relative positions, as its
+            `position_biased_input=False`, or ModernBERT's rotary ones);
+            `position_ids` are then ignored.
+        use_bias: whether the layer norm has a bias (ModernBERT's has none).
 
     Examples:
     >>> import numpy as np
@@ -77,6 +83,7 @@ class TextEmbeddings(keras.layers.Layer):
         initializer_range=0.02,
         position_offset=0,
         absolute_positions=True,
+        use_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -93,6 +100,7 @@ class TextEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.initializer_range = float(initializer_range)
         self.absolute_positions = bool(absolute_positions)
+        self.use_bias = bool(use_bias)
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -123,6 +131,7 @@ class TextEmbeddings(keras.layers.Layer):
             )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
+            center=self.use_bias,
             dtype=self.dtype_policy,
             name="layer_norm",
         )
@@ -149,18 +158,20 @@ class TextEmbeddings(keras.layers.Layer):
             self.projection.build(tuple(token_ids_shape) + (self.embedding_dim,))
         self.built = True
 
+    def _positions(self, token_ids, position_ids):
+        if position_ids is None:
+            length = ops.shape(token_ids)[1]
+            return ops.expand_dims(self.position_embedding(
+                ops.arange(length, dtype="int32") + self.position_offset), 0)
+        # [B, T], e.g. restarting at every example of a packed row
+        if self.position_offset:
+            position_ids = position_ids + self.position_offset
+        return self.position_embedding(position_ids)
+
     def call(self, token_ids, segment_ids=None, position_ids=None, training=None):
         embeddings = self.token_embedding(token_ids)
         if self.position_embedding is not None:
-            if position_ids is None:
-                length = ops.shape(token_ids)[1]
-                positions = ops.expand_dims(self.position_embedding(
-                    ops.arange(length, dtype="int32") + self.position_offset), 0)
-            else:  # [B, T], e.g. restarting at every example of a packed row
-                if self.position_offset:
-                    position_ids = position_ids + self.position_offset
-                positions = self.position_embedding(position_ids)
-            embeddings = embeddings + positions
+            embeddings = embeddings + self._positions(token_ids, position_ids)
         if self.num_segments == 1:  # one segment type: every token gets its row
             embeddings = embeddings + ops.cast(self.segment_embedding.embeddings[0],
                                                embeddings.dtype)
@@ -190,6 +201,7 @@ class TextEmbeddings(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
                 "position_offset": self.position_offset,
                 "absolute_positions": self.absolute_positions,
+                "use_bias": self.use_bias,
             }
         )
         return config

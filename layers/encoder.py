@@ -79,8 +79,12 @@ class Encoder(keras.Model):
             embedding_dim, dropout, attention_dropout, norm_first,
             gelu_approximate, share_layers, layer_norm_epsilon,
             initializer_range, adapter_size, lora_rank, pack_length,
-            position_offset, pooler_activation (the BERT-family members are
-            values of these: see `layers.transformer_encoder`).
+            position_offset, pooler_activation, absolute_positions,
+            relative_attention, position_buckets, max_relative_positions,
+            global_rope_theta, local_rope_theta, local_attention,
+            global_attn_every_n_layers, gated_feedforward, use_bias,
+            first_attention_norm (the BERT-family members, DeBERTa-v3 and
+            ModernBERT are values of these: see `layers.transformer_encoder`).
         layer_mix: what `sequence_output` is: one of `LAYER_MIXES`.
         dtype: the dtype policy (default: the global one).
         name, trainable: the model's, as for any Keras model.

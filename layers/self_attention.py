@@ -6,8 +6,10 @@ import keras
 from keras import ops
 
 from nlpzoo.layers.lora_dense import LoraDense
+from nlpzoo.layers.rotary_embedding import apply_rotary
 from nlpzoo.layers.sequence_packing import gather_tokens, tokens_from_rows
 from nlpzoo.layers.serialization import register
+from nlpzoo.layers.windowed_attention import local_attention_in_blocks, window_mask
 
 # Added to the scores of padded keys. Finite so that a row with no real key
 # gives a uniform distribution instead of NaN; large enough that exp() is 0.
@@ -37,6 +39,23 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initialiser.
         lora_rank: rank of the LoRA updates of the query and value
             projections (0: none).
+        use_bias: whether the four projections have biases (ModernBERT's
+            have none).
+        rope_theta: > 0: rotary position embeddings of this base on the
+            query and key (`layers.rotary_embedding`), at `position_ids`
+            (default 0, 1, 2, ...); 0: none (positions come from the
+            embeddings).
+        window: > 0: each query sees only keys at most `window` positions
+            away (sliding-window attention, `layers.windowed_attention`),
+            measured in `position_ids` when given (packed rows: inside each
+            example); 0: every key.
+
+    Local attention (`window` > 0) without an `attention_mask` runs block by
+    block (`local_attention_in_blocks`, memory linear in the length) when the
+    input is longer than two blocks of `window` tokens or its length is not
+    known when traced; shorter inputs and packed rows use the dense band.
+    `MultiHeadSelfAttention.local_blocks` ("auto", True, False; a class
+    attribute read when a call is traced) forces one or the other.
 
     `MultiHeadSelfAttention.fuse_qkv = True` (a class attribute, read when a
     call is traced) makes every instance without LoRA compute query, key and
@@ -67,10 +86,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     # One [H, 3H] matmul for query, key and value when LoRA is off. Off: on
     # CPU it measured slower (see the class docstring); on for GPUs to try.
     fuse_qkv = False
+    # Local attention block by block: "auto" (see the class docstring), True or False.
+    local_blocks = "auto"
 
     def __init__(
         self, hidden_dim, num_heads, dropout=0.1, initializer_range=0.02, lora_rank=0,
-        **kwargs
+        use_bias=True, rope_theta=0.0, window=0, **kwargs
     ):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
@@ -85,6 +106,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.lora_rank = int(lora_rank or 0)
         if self.lora_rank < 0:
             raise ValueError(f"lora_rank must be >= 0, got {lora_rank}")
+        self.use_bias = bool(use_bias)
+        self.rope_theta = float(rope_theta or 0.0)
+        self.window = int(window or 0)
+        if self.rope_theta < 0 or self.window < 0:
+            raise ValueError(f"rope_theta and window must be >= 0, got {rope_theta} and {window}")
+        if self.rope_theta and self.head_dim % 2:
+            raise ValueError(f"rotary positions need an even head size, got "
+                             f"{hidden_dim} / {num_heads} = {self.head_dim}")
 
         # === Layers ===
         def dense(name, lora_rank=0):
@@ -94,6 +123,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 ),
                 dtype=self.dtype_policy,
                 name=name,
+                use_bias=self.use_bias,
             )
             if lora_rank:
                 return LoraDense(self.hidden_dim, lora_rank=lora_rank, **options)
@@ -111,7 +141,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
-              token_rows_shape=None, token_slots_shape=None):
+              token_rows_shape=None, token_slots_shape=None, position_ids_shape=None):
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_dim,))
@@ -144,40 +174,77 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # a top-level layer, so casting after the concatenation instead could
         # not be relied on.
         kernel = ops.concatenate([p.kernel for p in projections], axis=-1)
-        bias = ops.concatenate([p.bias for p in projections], axis=-1)
-        qkv = to_rows(ops.add(ops.matmul(inputs, kernel), bias))  # [B, T, 3H]
+        qkv = ops.matmul(inputs, kernel)
+        if self.use_bias:
+            qkv = ops.add(qkv, ops.concatenate([p.bias for p in projections], axis=-1))
+        qkv = to_rows(qkv)  # [B, T, 3H]
         batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
         qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # one transpose for all three
         # unstack (not qkv[i]): its gradient is one stack, not three padded slices.
         return tuple(ops.unstack(qkv, 3, axis=0))
 
+    def _in_blocks(self, length, attention_mask):
+        """Whether local attention runs block by block (see the class docstring)."""
+        if not self.window or attention_mask is not None:
+            return False
+        if self.local_blocks != "auto":
+            return bool(self.local_blocks)
+        return length is None or length > 2 * self.window
+
     def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
-             token_slots=None, training=None):
+             token_slots=None, training=None, position_ids=None):
         def to_rows(x):  # [M, ...] → [R, L, ...], zeros at padding
             return x if token_rows is None else gather_tokens(x, token_rows)
 
         query, key, value = self._project_qkv(inputs, to_rows)
+        length = query.shape[2]
+        if (self.rope_theta or self.window) and position_ids is None:
+            position_ids = ops.arange(ops.shape(query)[2], dtype="int32")[None, :]
+        if self.rope_theta:
+            query = apply_rotary(query, position_ids, self.rope_theta)
+            key = apply_rotary(key, position_ids, self.rope_theta)
 
+        if self._in_blocks(length, attention_mask):
+            if padding_mask is None:
+                padding_mask = ops.ones((ops.shape(query)[0], ops.shape(query)[2]), "int32")
+            scale = ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+            context = local_attention_in_blocks(
+                query * scale, key, value, padding_mask, self.window,
+                dropout=lambda p: self.dropout_layer(p, training=training),
+                compute_dtype=self.compute_dtype)
+            return self._output(context, token_slots)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
-        return self._attend(scores, value, padding_mask, attention_mask, token_slots, training)
+        return self._attend(scores, value, padding_mask, attention_mask, token_slots, training,
+                            position_ids)
 
-    def _attend(self, scores, value, padding_mask, attention_mask, token_slots, training):
+    def _attend(self, scores, value, padding_mask, attention_mask, token_slots, training,
+                position_ids=None):
         """The output from float32 `scores` [B, heads, T, T]: masking, softmax, dropout,
         the weighted values and the output projection (shared by attention variants that
-        compute their scores otherwise, e.g. `DisentangledSelfAttention`)."""
+        compute their scores otherwise, e.g. `DisentangledSelfAttention`). With `window`
+        > 0 it also masks keys more than `window` positions (of `position_ids`) away: the
+        dense band; `call` takes the block-by-block path before any scores exist."""
+        allowed = None
         if attention_mask is not None:
-            allowed = ops.cast(attention_mask, "bool")[:, None, :, :]
-            scores = ops.where(allowed, scores, _MASKED_SCORE)
+            allowed = ops.cast(attention_mask, "bool")
         elif padding_mask is not None:
-            key_is_real = ops.cast(padding_mask, "bool")[:, None, None, :]
-            scores = ops.where(key_is_real, scores, _MASKED_SCORE)
+            allowed = ops.cast(padding_mask, "bool")[:, None, :]
+        if self.window:  # inside each example: position ids restart per example
+            if position_ids is None:
+                position_ids = ops.arange(ops.shape(scores)[2], dtype="int32")[None, :]
+            band = window_mask(position_ids, position_ids, self.window)
+            allowed = band if allowed is None else ops.logical_and(allowed, band)
+        if allowed is not None:
+            scores = ops.where(allowed[:, None, :, :], scores, _MASKED_SCORE)
         probabilities = ops.softmax(scores, axis=-1)
         probabilities = ops.cast(self.dropout_layer(probabilities, training=training),
                                  self.compute_dtype)
+        return self._output(ops.matmul(probabilities, value), token_slots)
 
-        context = ops.matmul(probabilities, value)  # [B, heads, T, head_dim]
+    def _output(self, context, token_slots):
+        """Heads [B, heads, T, head_dim] merged and projected (on the real tokens when packed)."""
         context = ops.transpose(context, (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.hidden_dim))
@@ -187,7 +254,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
                              attention_mask_shape=None, token_rows_shape=None,
-                             token_slots_shape=None):
+                             token_slots_shape=None, position_ids_shape=None):
         return tuple(inputs_shape[:-1]) + (self.hidden_dim,)
 
     def get_config(self):
@@ -199,6 +266,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,
                 "lora_rank": self.lora_rank,
+                "use_bias": self.use_bias,
+                "rope_theta": self.rope_theta,
+                "window": self.window,
             }
         )
         return config

@@ -5,6 +5,7 @@ from keras import ops
 
 from nlpzoo.layers.adapter import Adapter
 from nlpzoo.layers.disentangled_attention import DisentangledSelfAttention
+from nlpzoo.layers.gated_feedforward import gated_gelu
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_packing import dropout_as_in_rows
 from nlpzoo.layers.serialization import register
@@ -52,6 +53,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
         relative_attention: None (scaled dot-product attention) or
             "disentangled": DeBERTa-v2/v3's `DisentangledSelfAttention`, called
             with the encoder's `relative_embeddings` and `relative_index`.
+        gated_feedforward: GeGLU (ModernBERT): the intermediate projection
+            is 2 × intermediate_dim wide and gelu(first half) gates the
+            second half (`layers.gated_feedforward`).
+        use_bias: whether the dense layers and layer norms have biases
+            (ModernBERT's have none).
+        attention_norm: False: no layer norm before the attention (pre-LN
+            only; ModernBERT's first layer, whose input is the embeddings'
+            layer norm already).
+        rope_theta, attention_window: the attention's rotary base and window
+            (see `MultiHeadSelfAttention`'s `rope_theta` and `window`).
+
+    `position_ids` [B, T] (packed rows: restarting per example) place the
+    rotary angles and the window; default 0, 1, 2, ...
 
     Examples:
     >>> import numpy as np
@@ -82,6 +96,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         adapter_size=0,
         lora_rank=0,
         relative_attention=None,
+        gated_feedforward=False,
+        use_bias=True,
+        attention_norm=True,
+        rope_theta=0.0,
+        attention_window=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -102,6 +121,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
             raise ValueError(f"relative_attention must be one of {RELATIVE_ATTENTIONS}, got "
                              f"{relative_attention!r}")
         self.relative_attention = relative_attention
+        self.gated_feedforward = bool(gated_feedforward)
+        self.use_bias = bool(use_bias)
+        self.rope_theta = float(rope_theta or 0.0)
+        self.attention_window = int(attention_window or 0)
+        if not attention_norm and not self.norm_first:
+            raise ValueError("attention_norm=False needs norm_first=True (a post-LN block "
+                             "normalises the attention's output)")
+        if self.relative_attention and (self.rope_theta or self.attention_window):
+            raise ValueError("relative_attention takes no rope_theta or attention_window")
 
         # === Layers ===
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -117,29 +145,38 @@ class TransformerEncoderBlock(keras.layers.Layer):
             dropout=self.attention_dropout,
             initializer_range=initializer_range,
             lora_rank=self.lora_rank,
+            use_bias=self.use_bias,
+            rope_theta=self.rope_theta,
+            window=self.attention_window,
             dtype=self.dtype_policy,
             name="attention",
             **attention_options,
         )
-        self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="attention_norm",
-        )
+        self.attention_norm = None
+        if attention_norm:
+            self.attention_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon,
+                center=self.use_bias,
+                dtype=self.dtype_policy,
+                name="attention_norm",
+            )
         self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim,
+            self.intermediate_dim * (2 if self.gated_feedforward else 1),
             kernel_initializer=initializer,
+            use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="intermediate",
         )
         self.output_dense = keras.layers.Dense(
             self.hidden_dim,
             kernel_initializer=initializer,
+            use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="output",
         )
         self.feedforward_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
+            center=self.use_bias,
             dtype=self.dtype_policy,
             name="feedforward_norm",
         )
@@ -158,9 +195,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None,
               token_rows_shape=None, token_slots_shape=None, relative_embeddings_shape=None,
-              relative_index_shape=None):
+              relative_index_shape=None, position_ids_shape=None):
         self.attention.build(inputs_shape)
-        self.attention_norm.build(inputs_shape)
+        if self.attention_norm is not None:
+            self.attention_norm.build(inputs_shape)
         self.feedforward_norm.build(inputs_shape)
         self.intermediate_dense.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
@@ -174,6 +212,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def _feedforward(self, x):
         x = self.intermediate_dense(x)
+        if self.gated_feedforward:
+            return self.output_dense(gated_gelu(x, approximate=self.gelu_approximate))
         # GELU in float32 under mixed precision: more accurate, and on CPU about
         # half the cost of TensorFlow's bfloat16 erfc/tanh (emulated
         # elementwise), casts included (docs/encoder_step_profile.md).
@@ -182,12 +222,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.output_dense(x)
 
     def call(self, inputs, padding_mask=None, attention_mask=None, token_rows=None,
-             token_slots=None, training=None, relative_embeddings=None, relative_index=None):
+             token_slots=None, training=None, relative_embeddings=None, relative_index=None,
+             position_ids=None):
         x = inputs
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask,
                      token_rows=token_rows, token_slots=token_slots)
         if self.relative_attention:
             where.update(relative_embeddings=relative_embeddings, relative_index=relative_index)
+        if position_ids is not None and not self.relative_attention:
+            where["position_ids"] = position_ids
 
         def dropout(y):
             if token_slots is None or not self.dropout_masks_from_rows:
@@ -197,7 +240,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
                                       training=training)
 
         if self.norm_first:
-            attended = self.attention(self.attention_norm(x), **where, training=training)
+            normed = x if self.attention_norm is None else self.attention_norm(x)
+            attended = self.attention(normed, **where, training=training)
             attended = self._adapted(self.attention_adapter, dropout(attended))
             x = x + attended
             transformed = self._feedforward(self.feedforward_norm(x))
@@ -215,7 +259,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
                              attention_mask_shape=None, token_rows_shape=None,
                              token_slots_shape=None, relative_embeddings_shape=None,
-                             relative_index_shape=None):
+                             relative_index_shape=None, position_ids_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):
@@ -234,6 +278,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "adapter_size": self.adapter_size,
                 "lora_rank": self.lora_rank,
                 "relative_attention": self.relative_attention,
+                "gated_feedforward": self.gated_feedforward,
+                "use_bias": self.use_bias,
+                "attention_norm": self.attention_norm is not None,
+                "rope_theta": self.rope_theta,
+                "attention_window": self.attention_window,
             }
         )
         return config

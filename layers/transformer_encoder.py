@@ -14,14 +14,29 @@ outputs `sequence_output`, `pooled_output`, `hidden_states`):
     DeBERTa-v3    absolute_positions=False, num_segments=0     post-LN, gelu,    gelu*
                                                                relative_attention=
                                                                "disentangled"
+    ModernBERT    absolute_positions=False (rotary:            pre-LN, GeGLU,    gelu**
+                  global_rope_theta > 0), num_segments=0,      rotary, local/global
+                  use_bias=False
     (* the pooler of the family's classification head: DistilBERT's
     `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`, DeBERTa's
-    `ContextPooler`.)
+    `ContextPooler`.
+    ** the dense + gelu of ModernBERT's `ModernBertPredictionHead`; the layer
+    norm that follows it there has no place in the pooler.)
 
 DeBERTa-v3's positions live in attention (`layers.disentangled_attention`): one
 table of relative embeddings (`position_buckets`, `max_relative_positions`) is
 layer-normalised once per call and read by every block, at the bucketed distance
 of each token pair's position ids (restarting per example when packed).
+
+ModernBERT's blocks are options of the same blocks: `norm_first=True` with
+the final norm, `gated_feedforward=True` (GeGLU), `use_bias=False` (no bias
+in any dense layer or layer norm), `first_attention_norm=False` (its layer
+0 reads the embeddings' norm directly), rotary positions in attention
+(`global_rope_theta`, `local_rope_theta`) and every
+`global_attn_every_n_layers`-th layer global, the others a sliding window of
+`local_attention` tokens (`local_attention // 2` each side, as transformers).
+Packed, the rotary angles and the windows are measured inside each example
+(per-example position ids), never across.
 
 The layers know options, never family names: what makes a family (its option
 values, its checkpoint's tensor names, its config.json) is data in one table,
@@ -94,9 +109,11 @@ class TransformerEncoder(keras.layers.Layer):
         position_offset: first position-table row a token reads (RoBERTa's
             padding_idx + 1 = 2; see `TextEmbeddings`).
         pooler_activation: the pooler's activation: "tanh" (BERT, RoBERTa,
-            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA, DeBERTa; exact erf GELU).
+            ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA, DeBERTa, ModernBERT;
+            exact erf GELU).
         absolute_positions: False: no learned absolute positions at the input
-            (DeBERTa's `position_biased_input=False`).
+            (DeBERTa's `position_biased_input=False`; ModernBERT, whose
+            positions are rotary).
         relative_attention: None, or "disentangled": DeBERTa-v2/v3's
             disentangled attention with shared keys and layer-normalised
             relative embeddings; the embeddings of padding are zeroed, as
@@ -105,6 +122,21 @@ class TransformerEncoder(keras.layers.Layer):
             <= 0: exact distances, clipped at `max_relative_positions`).
         max_relative_positions: longest distance told apart (< 1: as
             `max_sequence_length`, as DeBERTa's -1).
+        global_rope_theta: > 0: rotary position embeddings of this base in
+            every layer (the local layers' base is `local_rope_theta`), usually
+            with `absolute_positions=False`; 0: none.
+        local_rope_theta: the rotary base of the local layers (0: as
+            `global_rope_theta`).
+        local_attention: > 0: the layers that are not global attend to a
+            window of this many tokens (`local_attention // 2` each side);
+            0: every layer is global.
+        global_attn_every_n_layers: layer i is global when i is a multiple
+            of it (1: every layer).
+        gated_feedforward: GeGLU feed-forward layers (`TransformerEncoderBlock`).
+        use_bias: whether the blocks' dense layers and every layer norm have
+            biases.
+        first_attention_norm: False: the first block has no layer norm before
+            its attention (pre-LN only).
 
     Examples:
     >>> import numpy as np
@@ -147,6 +179,13 @@ class TransformerEncoder(keras.layers.Layer):
         relative_attention=None,
         position_buckets=0,
         max_relative_positions=-1,
+        global_rope_theta=0.0,
+        local_rope_theta=0.0,
+        local_attention=0,
+        global_attn_every_n_layers=1,
+        gated_feedforward=False,
+        use_bias=True,
+        first_attention_norm=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -182,6 +221,22 @@ class TransformerEncoder(keras.layers.Layer):
         self.relative_attention = relative_attention
         self.position_buckets = int(position_buckets)
         self.max_relative_positions = int(max_relative_positions)
+        self.global_rope_theta = float(global_rope_theta or 0.0)
+        self.local_rope_theta = float(local_rope_theta or 0.0)
+        self.local_attention = int(local_attention or 0)
+        self.global_attn_every_n_layers = int(global_attn_every_n_layers)
+        self.gated_feedforward = bool(gated_feedforward)
+        self.use_bias = bool(use_bias)
+        self.first_attention_norm = bool(first_attention_norm)
+        if self.global_attn_every_n_layers < 1 or self.local_attention < 0:
+            raise ValueError(f"global_attn_every_n_layers must be >= 1 and local_attention "
+                             f">= 0, got {global_attn_every_n_layers} and {local_attention}")
+        if self.global_rope_theta < 0 or self.local_rope_theta < 0:
+            raise ValueError(f"global_rope_theta and local_rope_theta must be >= 0, got "
+                             f"{global_rope_theta} and {local_rope_theta}")
+        if self.share_layers and self.local_attention and self.global_attn_every_n_layers > 1:
+            raise ValueError("share_layers=True applies one block to every layer, so layers "
+                             "cannot alternate between local and global attention")
 
         # === Layers ===
         self.embeddings = TextEmbeddings(
@@ -195,6 +250,7 @@ class TransformerEncoder(keras.layers.Layer):
             initializer_range=self.initializer_range,
             position_offset=self.position_offset,
             absolute_positions=self.absolute_positions,
+            use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="embeddings",
         )
@@ -224,6 +280,11 @@ class TransformerEncoder(keras.layers.Layer):
                 adapter_size=self.adapter_size,
                 lora_rank=self.lora_rank,
                 relative_attention=self.relative_attention,
+                gated_feedforward=self.gated_feedforward,
+                use_bias=self.use_bias,
+                attention_norm=self.first_attention_norm or index > 0,
+                rope_theta=self.rope_theta_of_layer(index),
+                attention_window=self.window_of_layer(index),
                 dtype=self.dtype_policy,
                 name=f"block_{index}",
             )
@@ -233,6 +294,7 @@ class TransformerEncoder(keras.layers.Layer):
         if self.norm_first:
             self.final_norm = keras.layers.LayerNormalization(
                 epsilon=self.layer_norm_epsilon,
+                center=self.use_bias,
                 dtype=self.dtype_policy,
                 name="final_norm",
             )
@@ -272,6 +334,20 @@ class TransformerEncoder(keras.layers.Layer):
         if isinstance(value, bool) or int(value) != value or value < 0:
             raise ValueError(f"pack_length must be an int >= 0 (0: no packing), got {value!r}")
         self._pack_length = int(value)
+
+    def is_global_layer(self, index):
+        """Whether layer `index` attends to every token (not a local window)."""
+        return not self.local_attention or index % self.global_attn_every_n_layers == 0
+
+    def window_of_layer(self, index):
+        """How many tokens each side layer `index` sees (0: all of them)."""
+        return 0 if self.is_global_layer(index) else self.local_attention // 2
+
+    def rope_theta_of_layer(self, index):
+        """The rotary base of layer `index` (0: no rotary positions)."""
+        if self.is_global_layer(index) or not self.local_rope_theta:
+            return self.global_rope_theta
+        return self.local_rope_theta
 
     @property
     def relative_distance_limit(self):
@@ -317,7 +393,8 @@ class TransformerEncoder(keras.layers.Layer):
             if self.final_norm is not None:
                 norms.append(self.final_norm)
             for block in self.blocks:
-                norms += [block.attention_norm, block.feedforward_norm]
+                norms += [norm for norm in (block.attention_norm, block.feedforward_norm)
+                          if norm is not None]
                 weights += block.attention_adapter.weights + block.feedforward_adapter.weights
             weights += [variable for norm in norms for variable in norm.weights]
         if self.lora_rank:
@@ -339,6 +416,8 @@ class TransformerEncoder(keras.layers.Layer):
         x = self.embeddings(token_ids, segment_ids, position_ids=position_ids,
                             training=training)
         where = dict(padding_mask=padding_mask, attention_mask=attention_mask)
+        if position_ids is not None and (self.global_rope_theta or self.local_attention):
+            where["position_ids"] = position_ids  # rotary angles and windows per example
         if self.relative_embeddings is not None:
             if packed is None:
                 # DeBERTa zeroes the embeddings of padding (packed, padding is dropped).
@@ -418,6 +497,13 @@ class TransformerEncoder(keras.layers.Layer):
                 "relative_attention": self.relative_attention,
                 "position_buckets": self.position_buckets,
                 "max_relative_positions": self.max_relative_positions,
+                "global_rope_theta": self.global_rope_theta,
+                "local_rope_theta": self.local_rope_theta,
+                "local_attention": self.local_attention,
+                "global_attn_every_n_layers": self.global_attn_every_n_layers,
+                "gated_feedforward": self.gated_feedforward,
+                "use_bias": self.use_bias,
+                "first_attention_norm": self.first_attention_norm,
             }
         )
         return config

@@ -47,7 +47,8 @@ class EncoderPreset:
     these fields (`layers.transformer_encoder` has the table): RoBERTa's
     `position_offset=2, num_segments=1`, DistilBERT's `num_segments=0`,
     ALBERT's `embedding_dim` and `share_layers`, ELECTRA's `embedding_dim`,
-    DeBERTa-v3's relative attention without absolute positions.
+    DeBERTa-v3's relative attention without absolute positions, ModernBERT's
+    rotary positions, local/global layers, GeGLU and no biases.
     """
 
     num_layers: int
@@ -70,6 +71,13 @@ class EncoderPreset:
     relative_attention: str = _ENCODER_DEFAULTS["relative_attention"]
     position_buckets: int = _ENCODER_DEFAULTS["position_buckets"]
     max_relative_positions: int = _ENCODER_DEFAULTS["max_relative_positions"]
+    global_rope_theta: float = _ENCODER_DEFAULTS["global_rope_theta"]
+    local_rope_theta: float = _ENCODER_DEFAULTS["local_rope_theta"]
+    local_attention: int = _ENCODER_DEFAULTS["local_attention"]
+    global_attn_every_n_layers: int = _ENCODER_DEFAULTS["global_attn_every_n_layers"]
+    gated_feedforward: bool = _ENCODER_DEFAULTS["gated_feedforward"]
+    use_bias: bool = _ENCODER_DEFAULTS["use_bias"]
+    first_attention_norm: bool = _ENCODER_DEFAULTS["first_attention_norm"]
     # Fine-tuning settings that suit this size (smaller models want larger rates).
     fine_tuning: FineTuningDefaults = FineTuningDefaults()
     description: str = ""
@@ -117,6 +125,17 @@ _ELECTRA = dict(pooler_activation="gelu")
 _DEBERTA_V3 = dict(absolute_positions=False, relative_attention="disentangled",
                    position_buckets=256, max_relative_positions=512, num_segments=0,
                    layer_norm_epsilon=1e-7, pooler_activation="gelu", vocabulary_size=128100)
+# ModernBERT (Warner et al. 2024): pre-LN with a final norm, GeGLU, no biases, rotary
+# positions (global layers base 160,000, local ones 10,000; no position table), every
+# third layer global and the others a 128-token window, no segments, BPE vocabulary of
+# 50,368 ids.
+_MODERNBERT = dict(num_segments=0, absolute_positions=False, norm_first=True,
+                   gated_feedforward=True, use_bias=False,
+                   first_attention_norm=False, pooler_activation="gelu",
+                   global_rope_theta=160_000.0, local_rope_theta=10_000.0,
+                   local_attention=128, global_attn_every_n_layers=3,
+                   layer_norm_epsilon=1e-5, dropout=0.0, attention_dropout=0.0,
+                   vocabulary_size=50368, max_sequence_length=8192)
 
 ENCODER_PRESETS = {
     "bert_tiny": EncoderPreset(2, 128, 2, 512, fine_tuning=FineTuningDefaults(3e-4),
@@ -170,6 +189,13 @@ ENCODER_PRESETS = {
     "deberta_v3_xsmall": EncoderPreset(12, 384, 6, 1536, **_DEBERTA_V3,
                                        fine_tuning=FineTuningDefaults(5e-5),
                                        description="DeBERTa-v3-XSmall: 12 layers, 384 wide"),
+    "modernbert_base": EncoderPreset(22, 768, 12, 1152, **_MODERNBERT,
+                                     fine_tuning=FineTuningDefaults(5e-5),
+                                     description="ModernBERT-base (Warner et al. 2024): rotary, "
+                                                 "local/global attention, GeGLU, 8,192 tokens"),
+    "modernbert_large": EncoderPreset(28, 1024, 16, 2624, **_MODERNBERT,
+                                      fine_tuning=FineTuningDefaults(3e-5),
+                                      description="ModernBERT-large (Warner et al. 2024)"),
     # Tiny members of each family, for tests and quick runs (random weights).
     "roberta_tiny": EncoderPreset(2, 128, 2, 512, **_ROBERTA,
                                   fine_tuning=FineTuningDefaults(3e-4),
@@ -189,6 +215,10 @@ ENCODER_PRESETS = {
                                          position_buckets=32, max_relative_positions=128),
                                   fine_tuning=FineTuningDefaults(3e-4),
                                   description="a tiny DeBERTa-v3-layout encoder"),
+    "modernbert_tiny": EncoderPreset(3, 128, 2, 192, **dict(_MODERNBERT, local_attention=16),
+                                     fine_tuning=FineTuningDefaults(3e-4),
+                                     description="a tiny ModernBERT-layout encoder (layers 0 "
+                                                 "global, 1-2 a 16-token window)"),
 }
 
 

@@ -111,8 +111,11 @@ def regex_literal(text):
 
 def longest_first_lengths(lengths, budget):
     """How many tokens of each of 1 or 2 segments to keep so that they fit in `budget`,
-    removing one at a time from the longer segment (from the first on a tie), as
-    `tensorflow_text.ShrinkLongestTrimmer` does (a test compares them).
+    as Hugging Face `tokenizers` truncates "longest_first": the shorter segment keeps at
+    most half the budget (rounded down), the longer one the rest; on a tie the second
+    counts as the longer, so an odd token goes to it. (`tensorflow_text`'s
+    `ShrinkLongestTrimmer` differs on odd budgets: it gives the odd token to the second
+    segment even when the first is longer.)
 
     Args:
         lengths: one integer [B] tensor per segment.
@@ -122,8 +125,8 @@ def longest_first_lengths(lengths, budget):
         One int64 [B] tensor per segment.
 
     Examples:
-    >>> [n.numpy().tolist() for n in longest_first_lengths([[9, 2, 5], [9, 9, 1]], 6)]
-    [[3, 2, 5], [3, 4, 1]]
+    >>> [n.numpy().tolist() for n in longest_first_lengths([[9, 2, 5, 9], [9, 9, 1, 8]], 7)]
+    [[3, 2, 5, 4], [4, 5, 1, 3]]
     """
     if len(lengths) not in (1, 2):
         raise ValueError(f"1 or 2 segments can be packed, got {len(lengths)}")
@@ -131,9 +134,11 @@ def longest_first_lengths(lengths, budget):
     if len(lengths) == 1:
         return [tf.minimum(lengths[0], budget)]
     first, second = lengths
-    # The second keeps the odd token of an even split: the first shrinks first on a tie.
-    kept_first = tf.minimum(first, tf.maximum(budget - second, budget // 2))
-    return [kept_first, tf.minimum(second, budget - kept_first)]
+    first_is_longer = first > second
+    kept_shorter = tf.minimum(tf.minimum(first, second), budget // 2)
+    kept_longer = tf.minimum(tf.maximum(first, second), budget - kept_shorter)
+    return [tf.where(first_is_longer, kept_longer, kept_shorter),
+            tf.where(first_is_longer, kept_shorter, kept_longer)]
 
 
 class SubwordTokenizer(tf.Module):

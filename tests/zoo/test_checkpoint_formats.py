@@ -310,7 +310,8 @@ def test_encoder_preset_follows_the_checkpoint_shape():
         def __init__(self, **fields):
             defaults = dict(embedding_dim=None, share_layers=False, norm_first=False,
                             position_offset=0, num_segments=2, pooler_activation="tanh",
-                            relative_attention=None, absolute_positions=True)
+                            relative_attention=None, absolute_positions=True,
+                            global_rope_theta=0.0, gated_feedforward=False)
             defaults.update(fields)
             self.__dict__.update(defaults)
             self.embedding_dim = self.embedding_dim or self.hidden_dim
@@ -329,6 +330,11 @@ def test_encoder_preset_follows_the_checkpoint_shape():
                                          intermediate_dim=480, num_segments=0,
                                          pooler_activation="gelu", absolute_positions=False,
                                          relative_attention="disentangled")) == "deberta_tiny"
+    assert matching_encoder_preset(Shape(num_layers=4, hidden_dim=96, num_heads=2,
+                                         intermediate_dim=144, norm_first=True, num_segments=0,
+                                         pooler_activation="gelu", absolute_positions=False,
+                                         global_rope_theta=160000.0,
+                                         gated_feedforward=True)) == "modernbert_tiny"
 
 
 # --- MiniLM (the real checkpoint) ---------------------------------------------------------

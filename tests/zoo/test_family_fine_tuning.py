@@ -2,10 +2,11 @@
 
 Each checkpoint is a tiny encoder of the family, exported as transformers lays it out,
 beside the tokenizer fixture of its scheme (tests/fixtures/tokenizers/: written by
-transformers 5.24): RoBERTa with byte-level BPE, XLM-R, ALBERT and DeBERTa-v3 with
-SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained` puts a head on it; the model
-reads raw text with the checkpoint's tokenizer, trains, goes through a `.keras` file and
-predicts the same. `tools/train.py --init_checkpoint` does the same for two of them.
+transformers 5.24): RoBERTa and ModernBERT with byte-level BPE, XLM-R, ALBERT and
+DeBERTa-v3 with SentencePiece, DistilBERT and ELECTRA with WordPiece. `load_pretrained`
+puts a head on it; the model reads raw text with the checkpoint's tokenizer, trains, goes
+through a `.keras` file and predicts the same. `tools/train.py --init_checkpoint` does the
+same for two of them.
 The default run covers each tokenizer scheme once (a SentencePiece classifier, a
 byte-level BPE tagger, a BPE run of tools/train.py; WordPiece everywhere else) and
 DeBERTa-v3 (relative attention) with both heads;
@@ -34,6 +35,7 @@ FAMILIES = {
     "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
     "electra": ("electra_tiny", "bert_cased_wordpiece"),
     "deberta-v2": ("deberta_tiny", "deberta_v3_spm/legacy"),
+    "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json"),
 }
 TREC = os.path.join(ROOT, "samples", "trec", "train.label")
 CONLL = os.path.join(ROOT, "samples", "conll2003")
@@ -200,3 +202,48 @@ def test_train_binary_fine_tunes_deberta_with_more_embeddings_than_tokens(tmp_pa
            "--task=classification", f"--train_data={TREC}",
            f"--eval_data={ROOT}/samples/trec/dev.label", "--batch_size=16",
            "--max_seq_length=48")
+
+
+def test_modernbert_tiny_classifier_and_tagger_presets_take_a_training_step():
+    """The task presets of the tiny ModernBERT build and train on encoder features (the
+    local layers see a window shorter than the rows)."""
+    from nlpzoo.zoo import build_model
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 60, size=(4, 12)).astype("int32")
+    ids[:, 0], ids[2, 7:] = 1, 0
+    features = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                "padding_mask": (ids > 0).astype("int32")}
+    # The tagger's words: one per subword between [CLS] and the last token.
+    words = dict(features, word_starts=np.tile(np.arange(1, 11), (4, 1)).astype("int32"),
+                 word_mask=np.ones((4, 10), "int32"))
+    words["word_mask"][2, 6:] = 0
+    for preset, x, y in (("modernbert_tiny_classifier", features, np.array([0, 1, 1, 0])),
+                         ("modernbert_tiny_tagger", words, (ids[:, 1:11] % 2).astype("int32"))):
+        options = {"num_classes": 2} if preset.endswith("classifier") else {"labels": ["O", "X"]}
+        model = build_model(preset, vocabulary_size=60, num_layers=2, jit_compile=False,
+                            **options)
+        before = [np.array(v) for v in model.trainable_weights]
+        loss = model.train_on_batch(x, y, return_dict=True)["loss"]
+        assert np.isfinite(loss), preset
+        after = [np.array(v) for v in model.trainable_weights]
+        assert sum(not np.array_equal(a, b) for a, b in zip(before, after)) > len(before) // 2
+
+
+@pytest.mark.slow  # ~35 s: two fits through the BPE tokenizer
+def test_a_modernbert_classifier_and_tagger_take_a_training_step(checkpoints):
+    """ModernBERT (rotary, local/global attention, GeGLU) under the task heads: one step
+    each lowers nothing to NaN and changes the encoder's weights."""
+    texts, labels = _trec(8)
+    sentences = _conll("train.txt")[:4]
+    for task, x, y, options in (
+            ("classification", texts, labels, {"labels": sorted(set(labels))}),
+            ("tagging", [s[0] for s in sentences], [s[1] for s in sentences],
+             {"labels": sorted({tag for s in sentences for tag in s[1]})})):
+        model = load_pretrained(checkpoints["modernbert"], task, max_seq_length=32,
+                                learning_rate=1e-3, **options)
+        before = [np.array(v) for v in model.encoder.trainable_weights]
+        history = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+        assert np.isfinite(history.history["loss"][-1]), task
+        after = [np.array(v) for v in model.encoder.trainable_weights]
+        assert any(not np.array_equal(a, b) for a, b in zip(before, after)), task

@@ -23,7 +23,7 @@ from tests.helpers.paths import ROOT
 
 FAMILY_DIR = os.path.join(ROOT, "tests", "fixtures", "families")
 MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra",
-               "deberta-v2")
+               "deberta-v2", "modernbert")
 TOLERANCE = 1e-5
 
 
@@ -101,6 +101,11 @@ def test_export_then_import_round_trips(loaded, tmp_path, model_type):
     ("deberta-v2", dict(num_segments=0, absolute_positions=False, position_buckets=4,
                         relative_attention="disentangled", max_relative_positions=6,
                         layer_norm_epsilon=1e-7, pooler_activation="gelu")),
+    ("modernbert", dict(norm_first=True, gated_feedforward=True, use_bias=False,
+                        first_attention_norm=False, num_segments=0, absolute_positions=False,
+                        global_rope_theta=100.0, local_rope_theta=10.0, local_attention=4,
+                        global_attn_every_n_layers=2, layer_norm_epsilon=1e-5,
+                        pooler_activation="gelu")),
 ])
 def test_config_gives_the_family_settings(model_type, family_settings):
     config = read_hf_config(os.path.join(FAMILY_DIR, model_type))
@@ -117,6 +122,8 @@ def test_config_gives_the_family_settings(model_type, family_settings):
     ("deberta-v2", "deberta.encoder.rel_embeddings.weight"),
     ("deberta-v2", "deberta.encoder.LayerNorm.bias"),
     ("deberta-v2", "deberta.encoder.layer.1.attention.self.query_proj.weight"),
+    ("modernbert", "model.layers.1.attn.Wqkv.weight"),
+    ("modernbert", "model.final_norm.weight"),
 ])
 def test_a_missing_tensor_names_itself(tmp_path, model_type, tensor):
     from safetensors.numpy import load_file, save_file
@@ -174,6 +181,7 @@ def test_deberta_max_relative_positions_below_one_is_the_position_count(tmp_path
     ("bert_tiny", "bert"), ("roberta_tiny", "roberta"), ("distilbert_tiny", "distilbert"),
     ("albert_tiny", "albert"), ("electra_tiny", "electra"), ("xlm_roberta_base", "roberta"),
     ("deberta_tiny", "deberta-v2"),
+    ("modernbert_tiny", "modernbert"),
 ])
 def test_each_tiny_preset_exports_as_its_family(preset, model_type):
     encoder = build_encoder(preset, vocabulary_size=30, num_layers=1, hidden_dim=16,
@@ -206,3 +214,41 @@ def test_deberta_exports_with_a_tokenizer_smaller_than_its_embedding_table(tmp_p
     assert read_hf_config(tmp_path / "hf")["vocabulary_size"] == 2600
     text = "Café  naïve\tZürich [MASK]."
     assert load_tokenizer(str(tmp_path / "hf")).encode(text) == tokenizer.encode(text)
+
+
+def test_a_modernbert_task_model_export_with_its_head_is_refused_in_one_line(tmp_path):
+    """ModernBERT's heads (dense, gelu, LayerNorm) have no row yet; the bare encoder
+    exports (test_export_then_import_round_trips)."""
+    from nlpzoo.zoo import build_model, load_tokenizer
+    from nlpzoo.zoo.checkpoints import export_hf_task_model
+
+    tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
+                                            "modernbert_bpe", "tokenizer_json"))
+    model = build_model("modernbert_tiny_classifier", num_classes=2,
+                        vocabulary_size=tokenizer.vocabulary_size)
+    with pytest.raises(ValueError, match="head on a 'modernbert' encoder here yet"):
+        export_hf_task_model(model, str(tmp_path / "out"), vocabulary=tokenizer)
+    assert not (tmp_path / "out").exists()
+
+
+def test_modernbert_config_of_the_hub_layout_reads_too(tmp_path):
+    """answerdotai/ModernBERT-base's config.json (transformers 4.x) has no layer_types nor
+    rope_parameters: global_attn_every_n_layers and global/local_rope_theta say it."""
+    directory = tmp_path / "modernbert"
+    shutil.copytree(os.path.join(FAMILY_DIR, "modernbert"), directory)
+    config = json.loads((directory / "config.json").read_text())
+    for field in ("layer_types", "rope_parameters"):
+        del config[field]
+    hub = dict(config, global_attn_every_n_layers=3, global_rope_theta=160000.0,
+               local_rope_theta=10000.0, num_hidden_layers=4)
+    (directory / "config.json").write_text(json.dumps(hub))
+    read = read_hf_config(directory)
+    assert (read["global_attn_every_n_layers"], read["global_rope_theta"],
+            read["local_rope_theta"], read["num_layers"]) == (3, 160000.0, 10000.0, 4)
+    odd = dict(config, layer_types=["sliding_attention", "full_attention", "full_attention"])
+    (directory / "config.json").write_text(json.dumps(odd))
+    with pytest.raises(ValueError, match="layer_types=.*not every n-th layer global"):
+        read_hf_config(directory)
+    (directory / "config.json").write_text(json.dumps(dict(config, norm_bias=True)))
+    with pytest.raises(ValueError, match="norm_bias=True is not supported"):
+        read_hf_config(directory)

@@ -147,7 +147,7 @@ def test_distilbert_masked_lm_head_names(tmp_path):
 
 @pytest.mark.parametrize("fixture", ["roberta_bpe/legacy", "xlm_roberta_spm/legacy",
                                      "albert_spm/legacy", "bert_cased_wordpiece",
-                                     "deberta_v3_spm/legacy"])
+                                     "deberta_v3_spm/legacy", "modernbert_bpe/tokenizer_json"])
 def test_tokenizer_files_read_back_to_the_same_ids(fixture, tmp_path):
     tokenizer = load_hf_tokenizer(os.path.join(FIXTURES, fixture))
     export_hf_tokenizer(tokenizer, str(tmp_path), 512)

@@ -5,7 +5,8 @@ with the preprocessor of a task model built on a family's tiny preset and the
 tokenizer of that family's scheme (tests/fixtures/tokenizers/, written by
 transformers): byte-level BPE for RoBERTa, SentencePiece for ALBERT and XLM-R
 (XLM-R is RoBERTa's shape, so `roberta_tiny` with the XLM-R tokenizer),
-WordPiece for DistilBERT, ELECTRA and BERT, DeBERTa-v3's SentencePiece. `run_task_test` then trains the
+WordPiece for DistilBERT, ELECTRA and BERT, DeBERTa-v3's SentencePiece,
+ModernBERT's byte-level BPE (`[CLS] a [SEP]`). `run_task_test` then trains the
 model under XLA, round-trips its `.keras` file and trains it under
 `mixed_bfloat16` with float32 logits. Beyond that, each case checks what the
 family's tokenizer must get right for the task: the word-level tasks' word
@@ -38,6 +39,7 @@ FAMILIES = {
     "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
     "electra": ("electra_tiny", "bert_cased_wordpiece"),
     "deberta-v2": ("deberta_tiny", "deberta_v3_spm/legacy"),
+    "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json"),
 }
 WORD_TASKS = ("tagging", "crf_tagging", "span_ner")
 # case → (registered task, task options, head options, sample file)

@@ -44,7 +44,8 @@ BASE_PRESET = "bert_base"
 INTEGER_ARGUMENTS = ("vocabulary_size", "hidden_dim", "num_layers", "num_heads",
                      "intermediate_dim", "max_sequence_length", "num_segments",
                      "embedding_dim", "position_offset", "position_buckets",
-                     "max_relative_positions")
+                     "max_relative_positions", "local_attention",
+                     "global_attn_every_n_layers")
 
 
 def checkpoint_directory(path):
@@ -321,6 +322,7 @@ def assign_weights(plan, tensors, source, refuse_unused=False):
             value = planned.to_variable(value)
         assignments.append((planned.variable, value))
     unused = sorted(set(tensors) - used)
+    missing = list(dict.fromkeys(missing))  # a fused tensor feeds several variables
     if missing:
         raise ValueError(f"{source.location}: the {source.kind} lacks {len(missing)} "
                          f"{source.unit}(s) the encoder needs: {', '.join(missing)}")

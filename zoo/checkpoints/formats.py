@@ -49,7 +49,7 @@ _SHAPE_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "e
                  "share_layers", "norm_first")
 # What tells the families apart (a RoBERTa checkpoint takes roberta_base's defaults).
 _FAMILY_FIELDS = ("position_offset", "num_segments", "pooler_activation", "relative_attention",
-                  "absolute_positions")
+                  "absolute_positions", "global_rope_theta", "gated_feedforward")
 _LOOKED_FOR = (
     f"{native.ENCODER_FILE} (native, from save_encoder_checkpoint); "
     f"{keras_hub.CONFIG_FILE} naming a keras_hub class with {keras_hub.WEIGHTS_FILE} "

@@ -19,9 +19,14 @@ ModernBERT) = new option values in the layers + one row here (+ presets).
     deberta-v2    embeddings.* (no positions), encoder.layer.{i}.          none
                   attention.self.query_proj…, encoder.rel_embeddings,
                   encoder.LayerNorm (of the relative embeddings)
+    modernbert    embeddings.tok_embeddings, layers.{i}.attn.Wqkv (query,  none
+                  key and value fused), layers.{i}.mlp.Wi (GeGLU), final_norm
 
 A family without a pooler in its checkpoints gets a freshly initialised one
 (logged by the loader) with the activation of its classification head.
+ModernBERT's head (`ModernBertPredictionHead`: dense, gelu, LayerNorm) maps
+onto that pooler only in part: the dense + gelu; its LayerNorm has no place,
+so an export with heads leaves it out (the bare encoder round-trips exactly).
 
 Examples:
 >>> family_for_model_type("xlm-roberta").architecture
@@ -31,7 +36,7 @@ Examples:
 """
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 # hidden_act → gelu_approximate (exact erf GELU or its tanh approximation).
 GELU_APPROXIMATE = {"gelu": False, "gelu_new": True, "gelu_pytorch_tanh": True}
@@ -40,6 +45,8 @@ GELU_APPROXIMATE = {"gelu": False, "gelu_new": True, "gelu_pytorch_tanh": True}
 BLOCK_ROLES = ("query", "key", "value", "attention_output", "attention_norm", "intermediate",
                "output", "feedforward_norm")
 
+# Roles a block may have instead: "qkv", query, key and value fused in one Linear
+# ([3 · hidden, hidden], query rows first), as ModernBERT's Wqkv.
 _BERT_BLOCK = {
     "query": "attention.self.query", "key": "attention.self.key",
     "value": "attention.self.value", "attention_output": "attention.output.dense",
@@ -98,6 +105,11 @@ class HFFamily:
             (DeBERTa's `type_vocab_size` 0 or more).
         fallbacks: encoder argument → the argument whose value it takes when
             config.json gives it below 1 (DeBERTa's `max_relative_positions` -1).
+        final_norm: the module of the layer norm after the last block (pre-LN
+            families), None when the family has none.
+        read_settings: reads encoder arguments the field table cannot (nested or
+            derived fields): `read_settings(config, config_path)` → dict; None: none.
+        write_settings: the config.json fields for them, `write_settings(transformer)`.
     """
 
     model_type: str
@@ -120,11 +132,67 @@ class HFFamily:
     relative_embeddings: Optional[dict] = None
     segments_optional: bool = False
     fallbacks: dict = dataclasses.field(default_factory=dict)
+    final_norm: Optional[str] = None
+    read_settings: Optional[Callable] = None
+    write_settings: Optional[Callable] = None
 
     def block_names(self, index):
         """Block role → the module name of block `index` (without the model prefix)."""
         prefix = self.block_template.format(index=index)
         return {role: f"{prefix}.{name}" for role, name in self.block.items()}
+
+
+def _modernbert_rope_theta(config, config_path, layer_type, field, default):
+    """A rotary base: transformers 5's `rope_parameters[layer_type]`, else the Hub's
+    `global_rope_theta` / `local_rope_theta`, else the config class default."""
+    parameters = (config.get("rope_parameters") or {}).get(layer_type) or {}
+    rope_type = parameters.get("rope_type", "default")
+    if rope_type != "default" or config.get("rope_scaling"):
+        raise ValueError(f"{config_path}: rope_type={rope_type!r} / rope_scaling="
+                         f"{config.get('rope_scaling')!r} is not supported (default rotary "
+                         "positions only)")
+    return float(parameters.get("rope_theta", config.get(field, default)))
+
+
+def _read_modernbert(config, config_path):
+    """ModernBERT's rotary bases and its pattern of global and local layers."""
+    layers = config.get("num_hidden_layers", 0)
+    every = config.get("global_attn_every_n_layers", 3)
+    layer_types = config.get("layer_types")
+    if layer_types is not None:  # transformers 5 writes the pattern out
+        every = next((n for n in range(1, len(layer_types) + 1) if layer_types == [
+            "sliding_attention" if i % n else "full_attention" for i in range(len(layer_types))
+        ]), None)
+        if every is None or len(layer_types) != layers:
+            raise ValueError(f"{config_path}: layer_types={layer_types!r} is not every n-th "
+                             "layer global and the others local (the only pattern supported)")
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValueError(f"{config_path}: global_attn_every_n_layers={every!r} is not an "
+                         "integer >= 1")
+    return dict(
+        global_attn_every_n_layers=every,
+        global_rope_theta=_modernbert_rope_theta(config, config_path, "full_attention",
+                                                 "global_rope_theta", 160_000.0),
+        local_rope_theta=_modernbert_rope_theta(config, config_path, "sliding_attention",
+                                                "local_rope_theta", 10_000.0),
+    )
+
+
+def _write_modernbert(transformer):
+    local_theta = transformer.local_rope_theta or transformer.global_rope_theta
+    return dict(
+        global_attn_every_n_layers=transformer.global_attn_every_n_layers,
+        layer_types=["full_attention" if transformer.is_global_layer(index)
+                     else "sliding_attention" for index in range(transformer.num_layers)],
+        rope_parameters={
+            "full_attention": {"rope_type": "default",
+                               "rope_theta": transformer.global_rope_theta},
+            "sliding_attention": {"rope_type": "default", "rope_theta": local_theta},
+        },
+        global_rope_theta=transformer.global_rope_theta,
+        local_rope_theta=local_theta,
+        embedding_dropout=transformer.dropout,
+    )
 
 
 _BERT_EXPORT = dict(position_embedding_type="absolute", classifier_dropout=None,
@@ -229,6 +297,40 @@ FAMILIES = {
                                     share_att_key=True, norm_rel_ebd="layer_norm",
                                     position_biased_input=False, pooler_hidden_act="gelu",
                                     pooler_dropout=0.0)),
+        HFFamily("modernbert", "ModernBertModel", "ModernBert", {
+                     "vocab_size": ("vocabulary_size", None),
+                     "hidden_size": ("hidden_dim", None),
+                     "num_hidden_layers": ("num_layers", None),
+                     "num_attention_heads": ("num_heads", None),
+                     "intermediate_size": ("intermediate_dim", None),
+                     "max_position_embeddings": ("max_sequence_length", 8192),
+                     "norm_eps": ("layer_norm_epsilon", 1e-5),
+                     "local_attention": ("local_attention", 128),
+                     "mlp_dropout": ("dropout", 0.0),
+                     "attention_dropout": ("attention_dropout", 0.0),
+                 },
+                 activation_field="hidden_activation",
+                 # Pre-LN with a final norm, GeGLU, no biases, rotary positions (no
+                 # table), no segments; layer 0 reads the embeddings' norm directly.
+                 # Its classification head's dense layer is followed by gelu.
+                 settings=dict(embedding_dim=None, share_layers=False, num_segments=0,
+                               absolute_positions=False, norm_first=True, gated_feedforward=True, use_bias=False,
+                               first_attention_norm=False, pooler_activation="gelu"),
+                 required={"norm_bias": False, "attention_bias": False, "mlp_bias": False},
+                 embeddings={"token": "embeddings.tok_embeddings", "position": None,
+                             "segment": None, "norm": "embeddings.norm", "projection": None},
+                 block_template="layers.{index}",
+                 block={"qkv": "attn.Wqkv", "attention_output": "attn.Wo",
+                        "attention_norm": "attn_norm", "intermediate": "mlp.Wi",
+                        "output": "mlp.Wo", "feedforward_norm": "mlp_norm"},
+                 pooler=None,
+                 final_norm="final_norm",
+                 read_settings=_read_modernbert,
+                 write_settings=_write_modernbert,
+                 export_fields=dict(norm_bias=False, attention_bias=False, mlp_bias=False,
+                                    classifier_pooling="cls", classifier_activation="gelu",
+                                    classifier_bias=False, classifier_dropout=0.0,
+                                    decoder_bias=True)),
     )
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
@@ -260,9 +362,10 @@ def family_for_architecture(architectures):
 def family_for_encoder(transformer):
     """The family an encoder exports as, from its options alone.
 
-    Relative attention → DeBERTa-v2; shared layers → ALBERT; no segment table → DistilBERT; an offset of the
-    positions → RoBERTa; factorised embeddings or a gelu pooler → ELECTRA;
-    else BERT. Options a family cannot hold are refused by the exporter.
+    Relative attention → DeBERTa-v2; rotary positions → ModernBERT; shared layers →
+    ALBERT; no segment table → DistilBERT; an offset of the positions → RoBERTa;
+    factorised embeddings or a gelu pooler → ELECTRA; else BERT. Options a family
+    cannot hold are refused by the exporter.
 
     >>> from nlpzoo.layers import TransformerEncoder
     >>> family_for_encoder(TransformerEncoder(vocabulary_size=9, num_layers=1, num_heads=1,
@@ -271,6 +374,8 @@ def family_for_encoder(transformer):
     """
     if transformer.relative_attention is not None:
         return FAMILIES["deberta-v2"]
+    if transformer.global_rope_theta:  # rotary positions
+        return FAMILIES["modernbert"]
     if transformer.share_layers:
         return FAMILIES["albert"]
     if transformer.num_segments == 0:

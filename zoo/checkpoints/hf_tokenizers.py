@@ -226,6 +226,9 @@ def export_hf_tokenizer(tokenizer, directory, model_max_length):
     ==================  ===================================  =========================
     WordPiece           vocab.txt                            BertTokenizer
     byte-level BPE      vocab.json, merges.txt               RobertaTokenizer
+    byte-level BPE,     tokenizer.json (BPE model, its        PreTrainedTokenizerFast
+    other template or   normaliser, TemplateProcessing)       (ModernBERT's)
+    normalised
     SentencePiece       tokenizer.json (a Unigram model:     XLMRobertaTokenizer,
                         our pieces, ids and scores, the      AlbertTokenizer,
                         model's charsmap)                    DebertaV2Tokenizer
@@ -328,9 +331,13 @@ def _export_wordpiece(tokenizer, model_max_length):
 
 
 def _export_byte_pair(tokenizer, model_max_length):
-    """vocab.json + merges.txt + RobertaTokenizer's tokenizer_config.json."""
+    """vocab.json + merges.txt + RobertaTokenizer's tokenizer_config.json; in another
+    template than RoBERTa's (ModernBERT's `[CLS] a [SEP] b [SEP]`) or with a normaliser,
+    tokenizer.json (`_byte_pair_tokenizer_json`)."""
     import json
 
+    if tuple(tokenizer.template) != (2, 0) or tokenizer.normalization:
+        return _byte_pair_tokenizer_json(tokenizer, model_max_length)
     if tokenizer.lowercase or tokenizer.normalization:
         raise ValueError(f"a byte-level BPE with lowercase={tokenizer.lowercase}, "
                          f"normalization={tokenizer.normalization!r}: RobertaTokenizer has no "
@@ -356,6 +363,58 @@ def _export_byte_pair(tokenizer, model_max_length):
     return {BPE_FILES[0]: json.dumps(index, ensure_ascii=False),
             BPE_FILES[1]: "#version: 0.2\n" + "".join(f"{m}\n" for m in tokenizer.merges),
             TOKENIZER_CONFIG_FILE: config}
+
+
+def _byte_pair_tokenizer_json(tokenizer, model_max_length):
+    """tokenizer.json of a byte-level BPE (ModernBERT's layout: its normaliser, a
+    `TemplateProcessing` post-processor of our template) + PreTrainedTokenizerFast's
+    tokenizer_config.json."""
+    index = {}
+    for token_id, token in enumerate(tokenizer.vocabulary):
+        if index.setdefault(token, token_id) != token_id:
+            raise ValueError(f"the token {token!r} has two ids ({index[token]}, {token_id}); "
+                             "tokenizer.json maps each token to one")
+    specials = set(tokenizer.special_tokens.values())
+    added = [_added_token(index[token["content"]], token["content"],
+                          token["content"] in specials, token["lstrip"], token["rstrip"])
+             for token in tokenizer.added_tokens]
+    cls, sep = tokenizer.special_tokens["cls"], tokenizer.special_tokens["sep"]
+    separators, second_id = tuple(tokenizer.template)
+
+    def special(token, type_id=0):
+        return {"SpecialToken": {"id": token, "type_id": type_id}}
+
+    def sequence(name, type_id=0):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    normalizers = ([{"type": "Lowercase"}] if tokenizer.lowercase else []) + (
+        [{"type": tokenizer.normalization}] if tokenizer.normalization else [])
+    byte_level = {"type": "ByteLevel", "add_prefix_space": tokenizer.add_prefix_space,
+                  "trim_offsets": True, "use_regex": True}
+    spec = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": (None if not normalizers else normalizers[0] if len(normalizers) == 1
+                       else {"type": "Sequence", "normalizers": normalizers}),
+        "pre_tokenizer": byte_level,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [special(cls), sequence("A"), special(sep)],
+            "pair": ([special(cls), sequence("A")] + [special(sep)] * separators
+                     + [sequence("B", second_id), special(sep, second_id)]),
+            "special_tokens": {token: {"id": token, "ids": [index[token]], "tokens": [token]}
+                               for token in (cls, sep)},
+        },
+        "decoder": dict(byte_level, add_prefix_space=True),
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": index, "merges": [merge.split(" ") for merge in tokenizer.merges]},
+    }
+    config = dict(_special_fields(tokenizer), tokenizer_class="PreTrainedTokenizerFast",
+                  model_max_length=model_max_length,
+                  model_input_names=["input_ids", "attention_mask"],
+                  added_tokens_decoder=_added_tokens_decoder(added))
+    return {TOKENIZER_JSON: spec, TOKENIZER_CONFIG_FILE: config}
 
 
 def _export_sentencepiece(tokenizer, model_max_length):

@@ -62,7 +62,7 @@ import os
 
 import numpy as np
 
-from nlpzoo.layers import transformer_of
+from nlpzoo.layers import architecture_defaults, transformer_of
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 from nlpzoo.zoo.checkpoints.hf_tokenizers import WORDPIECE_SPECIAL_TOKENS, read_hf_lowercase
 from nlpzoo.zoo.checkpoints.common import (
@@ -208,6 +208,8 @@ def read_hf_config(path):
     for argument, fallback in family.fallbacks.items():
         if encoder_config[argument] < 1:
             encoder_config[argument] = encoder_config[fallback]
+    if family.read_settings is not None:
+        encoder_config.update(family.read_settings(config, config_path))
     if family.positions_after_padding:
         pad_token_id = config.get("pad_token_id", 1)
         if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int) or pad_token_id < 0:
@@ -292,16 +294,17 @@ def read_hf_weights(path):
     return tensors
 
 
-def _detect_prefix(tensors, directory):
+def _detect_prefix(tensors, directory, anchor=_ANCHOR_TENSOR):
+    """The model prefix ("", "bert.", "model.") before the family's token embeddings."""
     candidates = sorted(
-        name[: -len(_ANCHOR_TENSOR)]
+        name[: -len(anchor)]
         for name in tensors
-        if name.endswith(_ANCHOR_TENSOR)
-        and (name == _ANCHOR_TENSOR or name[: -len(_ANCHOR_TENSOR)].endswith("."))
+        if name.endswith(anchor)
+        and (name == anchor or name[: -len(anchor)].endswith("."))
     )
     if not candidates:
         raise ValueError(
-            f"{directory}: the checkpoint has no tensor {_ANCHOR_TENSOR!r} "
+            f"{directory}: the checkpoint has no tensor {anchor!r} "
             "(looked for it with any prefix, e.g. 'bert.'); is this a BERT checkpoint?"
         )
     if len(candidates) > 1:
@@ -315,6 +318,18 @@ def _detect_prefix(tensors, directory):
 # A torch Linear weight is [out, in], a Keras Dense kernel [in, out]. The transpose is
 # its own inverse, which is what lets `export_hf_checkpoint` read the import plan backwards.
 _LINEAR_TO_DENSE = np.transpose
+
+
+class _PartOfLinear:
+    """Part `index` of `parts` equal row blocks of a fused Linear weight, as a Dense kernel
+    (ModernBERT's Wqkv: query, key, value rows); export puts the parts back together."""
+
+    def __init__(self, index, parts):
+        self.index, self.parts = index, parts
+
+    def __call__(self, value):
+        rows = value.shape[0] // self.parts
+        return np.transpose(value[self.index * rows:(self.index + 1) * rows])
 
 
 def _weight_plan(transformer, model_prefix, with_pooler=True, family=None):
@@ -344,11 +359,23 @@ def _weight_plan(transformer, model_prefix, with_pooler=True, family=None):
         # With LoRA, Keras's `kernel` is the frozen kernel with the update merged in.
         plan.append(PlannedWeight(layer.kernel, (f"{model_prefix}{name}.weight",),
                                   tuple(layer.kernel.shape)[::-1], to_variable=_LINEAR_TO_DENSE))
-        tensor(f"{name}.bias", layer.bias)
+        if layer.bias is not None:  # ModernBERT's have none
+            tensor(f"{name}.bias", layer.bias)
+
+    def fused_dense(name, layers):
+        # One [parts · out, in] Linear read into several Dense layers (no biases).
+        for index, layer in enumerate(layers):
+            kernel_shape = tuple(layer.kernel.shape)
+            plan.append(PlannedWeight(
+                layer.kernel, (f"{model_prefix}{name}.weight",),
+                (len(layers) * kernel_shape[1], kernel_shape[0]),
+                to_variable=_PartOfLinear(index, len(layers)),
+                label=f"{model_prefix}{name}.weight"))
 
     def layer_norm(name, layer):
         tensor(f"{name}.weight", layer.gamma, f"{name}.gamma")
-        tensor(f"{name}.bias", layer.beta, f"{name}.beta")
+        if layer.beta is not None:  # norm_bias=False
+            tensor(f"{name}.bias", layer.beta, f"{name}.beta")
 
     embeddings, names = transformer.embeddings, family.embeddings
     tensor(f"{names['token']}.weight", embeddings.token_embedding.embeddings)
@@ -367,14 +394,21 @@ def _weight_plan(transformer, model_prefix, with_pooler=True, family=None):
     for index, block in enumerate(transformer.blocks):
         names = family.block_names(index)
         attention = block.attention
-        dense(names["query"], attention.query_dense)
-        dense(names["key"], attention.key_dense)
-        dense(names["value"], attention.value_dense)
+        if "qkv" in names:
+            fused_dense(names["qkv"], (attention.query_dense, attention.key_dense,
+                                       attention.value_dense))
+        else:
+            dense(names["query"], attention.query_dense)
+            dense(names["key"], attention.key_dense)
+            dense(names["value"], attention.value_dense)
         dense(names["attention_output"], attention.output_dense)
-        layer_norm(names["attention_norm"], block.attention_norm)
+        if block.attention_norm is not None:  # ModernBERT's layer 0 has none
+            layer_norm(names["attention_norm"], block.attention_norm)
         dense(names["intermediate"], block.intermediate_dense)
         dense(names["output"], block.output_dense)
         layer_norm(names["feedforward_norm"], block.feedforward_norm)
+    if family.final_norm is not None:
+        layer_norm(family.final_norm, transformer.final_norm)
     if with_pooler and family.pooler is not None:
         dense(family.pooler, transformer.pooler)
     return plan
@@ -396,10 +430,11 @@ def _refuse_inexpressible(transformer, family):
             f"cross-layer sharing (share_layers={transformer.share_layers}): {architecture} "
             + ("shares one block across layers" if family.shared_block else
                "has its own weights per layer, so the export would silently stop sharing them"))
-    if transformer.norm_first:
+    if transformer.norm_first != (family.final_norm is not None):
         raise ValueError(
-            f"pre-LN blocks (norm_first=True) with a final layer norm: {architecture} is post-LN "
-            "and has no final layer norm")
+            f"norm_first={transformer.norm_first}: {architecture} is "
+            + ("pre-LN with a final layer norm" if family.final_norm is not None else
+               "post-LN and has no final layer norm"))
     if (transformer.embeddings.position_embedding is None) != (
             family.embeddings["position"] is None):
         raise ValueError(
@@ -411,6 +446,17 @@ def _refuse_inexpressible(transformer, family):
             f"relative_attention={transformer.relative_attention!r}: {architecture} "
             + ("has no relative attention" if family.relative_embeddings is None
                else "has disentangled relative attention"))
+    # A family with neither a position table nor relative positions has rotary ones.
+    rotary = family.embeddings["position"] is None and family.relative_embeddings is None
+    if bool(transformer.global_rope_theta) != rotary:
+        raise ValueError(
+            f"global_rope_theta={transformer.global_rope_theta}: {architecture} has "
+            + ("rotary positions" if rotary else "no rotary positions"))
+    for name in _BLOCK_OPTIONS:  # what the family's blocks are, default or its setting
+        value = family.settings.get(name, architecture_defaults()[name])
+        if getattr(transformer, name) != value:
+            raise ValueError(f"{name}={getattr(transformer, name)!r}: {architecture} has "
+                             f"{name}={value!r}")
     if (transformer.num_segments == 0) != (family.embeddings["segment"] is None) \
             and not family.segments_optional:
         raise ValueError(
@@ -428,6 +474,10 @@ def _refuse_inexpressible(transformer, family):
         if getattr(transformer, name) != value:
             raise ValueError(f"{name}={getattr(transformer, name)!r}: {architecture} has "
                              f"{name}={value!r}")
+
+
+# Block options beyond BERT's that a family fixes (its settings) or leaves at the default.
+_BLOCK_OPTIONS = ("gated_feedforward", "use_bias", "first_attention_norm")
 
 
 def load_hf_weights(encoder, path, tensors=None):
@@ -462,7 +512,7 @@ def load_hf_weights(encoder, path, tensors=None):
     family = FAMILIES["bert"]
     if os.path.isfile(os.path.join(directory, CONFIG_FILE)):
         family = read_hf_family(directory)
-    prefix = _detect_prefix(tensors, directory)
+    prefix = _detect_prefix(tensors, directory, f"{family.embeddings['token']}.weight")
     pooler = family.pooler or "pooler.dense"
     with_pooler = family.pooler is not None and f"{prefix}{pooler}.weight" in tensors
     if not with_pooler:
@@ -603,15 +653,20 @@ def hf_tensors(encoder, model_type=None):
     transformer = transformer_of(encoder)
     family = export_family(transformer, model_type)
     _refuse_adapters(transformer, family)
-    tensors = {}
+    tensors, fused = {}, {}
     for planned in _weight_plan(transformer, "", with_pooler=True, family=family):
         value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
+        if isinstance(planned.to_variable, _PartOfLinear):  # put together below
+            fused.setdefault(planned.source_names[0], {})[planned.to_variable.index] = value.T
+            continue
         if planned.to_variable is not None:
             if planned.to_variable is not _LINEAR_TO_DENSE:  # only an involution reads backwards
                 raise ValueError(f"{planned.source_names[0]}: no inverse of "
                                  f"{planned.to_variable!r} to export it with")
             value = _LINEAR_TO_DENSE(value)
         tensors[planned.source_names[0]] = np.ascontiguousarray(value)
+    for name, parts in fused.items():
+        tensors[name] = np.ascontiguousarray(np.concatenate([parts[i] for i in sorted(parts)]))
     return tensors
 
 
@@ -635,6 +690,8 @@ def _hf_config(transformer, tokens, family=None):
     )
     config[family.activation_field] = _hidden_act(transformer.gelu_approximate)
     config.update(family.export_fields)
+    if family.write_settings is not None:
+        config.update(family.write_settings(transformer))
     return config
 
 

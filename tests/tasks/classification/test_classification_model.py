@@ -75,7 +75,7 @@ def test_pair_classifier_task_contract():
 # DistilBERT (no segment table) by default; the others under `-m slow` (the run stays short).
 @pytest.mark.parametrize("encoder", ["distilbert_tiny"] + [
     pytest.param(name, marks=pytest.mark.slow)
-    for name in ("roberta_tiny", "albert_tiny", "electra_tiny")])
+    for name in ("roberta_tiny", "albert_tiny", "electra_tiny", "modernbert_tiny")])
 def test_pair_classifier_task_contract_on_each_family(encoder):
     """The same contract on the other BERT-family layouts (pairs: segment ids that RoBERTa
     ignores and DistilBERT has no table for)."""

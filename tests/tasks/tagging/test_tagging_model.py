@@ -63,7 +63,8 @@ def test_crf_loss_is_negative_log_likelihood_per_word():
 
 
 # The other BERT-family layouts (zoo.presets), with a WordPiece vocabulary: the architecture.
-FAMILY_ENCODERS = ("roberta_tiny", "distilbert_tiny", "albert_tiny", "electra_tiny")
+FAMILY_ENCODERS = ("roberta_tiny", "distilbert_tiny", "albert_tiny", "electra_tiny",
+                   "modernbert_tiny")
 
 
 # One family runs by default (RoBERTa: offset positions, segment ids ignored); the rest

@@ -280,3 +280,51 @@ def test_works_in_tf_data_tf_function_and_a_saved_model(tokenizer, reference, tm
         rows.append(values[start:start + length])
         start += length
     assert rows == expected
+
+
+# ModernBERT's layout (tests/fixtures/make_modernbert_bpe_reference.py): NFC, BERT's special
+# tokens after the vocabulary, `[CLS] a [SEP] b [SEP]` with no segment ids.
+MODERNBERT = os.path.join(os.path.dirname(FIXTURES), "modernbert_bpe")
+
+
+@pytest.fixture(scope="module")
+def modernbert():
+    with open(os.path.join(MODERNBERT, "reference.json"), encoding="utf-8") as file:
+        reference = json.load(file)
+    return ByteLevelBpeTokenizer.from_hf_directory(os.path.join(MODERNBERT, "tokenizer_json")), \
+        reference
+
+
+def test_the_modernbert_fixture_reads_with_its_template(modernbert):
+    tokenizer, _ = modernbert
+    assert tokenizer.vocabulary_size == 3000
+    assert (tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+            tokenizer.mask_id) == (2995, 2996, 2997, 2998, 2999)
+    assert tokenizer.template == PackTemplate(1, 0)  # one [SEP] between, no segment ids
+    assert tokenizer.normalization == "NFC" and not tokenizer.add_prefix_space
+    token_ids, segment_ids = tokenizer.pack(
+        [tokenizer.tokenize_flat(["a"]), tokenizer.tokenize_flat(["b"])], 16)
+    assert token_ids.to_list() == [[2996, 64, 2997, 65, 2997]]  # "a", "b": bytes 0x61, 0x62
+    assert segment_ids.to_list() == [[0, 0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("name", ["conll", "wikitext", "hostile"])
+def test_modernbert_single_texts_match_transformers(modernbert, name):
+    tokenizer, reference = modernbert
+    texts = reference["single"][name]
+    assert mismatches(packed(tokenizer, texts["texts"]), texts["ids"], texts["texts"]) == []
+
+
+def test_modernbert_pairs_match_transformers_truncated_too(modernbert):
+    tokenizer, reference = modernbert
+    everything = [text for name in ("conll", "wikitext", "hostile")
+                  for text in reference["single"][name]["texts"]]
+    firsts = [everything[i] for i, _ in reference["pairs"]["index"]]
+    seconds = [everything[j] for _, j in reference["pairs"]["index"]]
+    assert mismatches(packed(tokenizer, firsts, seconds), reference["pairs"]["ids"],
+                      list(zip(firsts, seconds))) == []
+    # Three special tokens: an odd budget of 21, where the longer text keeps the odd token.
+    count = reference["pairs_truncated_24"]["count"]
+    assert mismatches(packed(tokenizer, firsts[:count], seconds[:count], max_length=24),
+                      reference["pairs_truncated_24"]["ids"],
+                      list(zip(firsts, seconds))[:count]) == []

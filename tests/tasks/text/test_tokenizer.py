@@ -166,10 +166,26 @@ def test_build_vocabulary_learns_from_cleaned_text():
     assert extra[:6] == [*RESERVED_TOKENS, "[X]"] and len(extra) == 60
 
 
+def _hf_longest_first(n1, n2, budget):
+    """Hugging Face `tokenizers`' longest-first truncation of a pair (`truncate_encodings`,
+    checked against transformers 5.24 on every pair of lengths 1..11 and budgets 2..13)."""
+    if n1 + n2 <= budget:
+        return n1, n2
+    swap = n1 > n2
+    short, long = (n2, n1) if swap else (n1, n2)
+    long = short if short > budget else max(short, budget - short)
+    if short + long > budget:
+        short, long = budget // 2, budget // 2 + budget % 2
+    kept = (long, short) if swap else (short, long)
+    return min(kept[0], n1), min(kept[1], n2)
+
+
 @pytest.mark.parametrize("segments", [1, 2])
 def test_pack_equals_tensorflow_text_trimmer_and_combine_segments(segments):
-    """The flat-op packing against the reference it replaced: every pair of lengths 0..9
-    (ties included) with budgets that cut one, both or neither segment."""
+    """The flat-op packing against the reference it replaced (tensorflow_text's trimmers;
+    for pairs, Hugging Face's longest-first, which gives an odd token to the longer
+    segment): every pair of lengths 0..9 (ties included) with budgets that cut one, both
+    or neither segment."""
     import tensorflow_text as tf_text
 
     tokenizer = WordPieceTokenizer(VOCAB)
@@ -178,10 +194,13 @@ def test_pack_equals_tensorflow_text_trimmer_and_combine_segments(segments):
                                   ragged_rank=1) for k in range(segments)]
     for max_length in (3 + segments, 6, 9, 25):
         budget = max_length - 1 - segments
-        trimmer = (tf_text.WaterfallTrimmer(budget, axis=-1) if segments == 1
-                   else tf_text.ShrinkLongestTrimmer(budget, axis=-1))
-        expected = tf_text.combine_segments(trimmer.trim(columns), tokenizer.cls_id,
-                                            tokenizer.sep_id)
+        if segments == 1:
+            trimmed = tf_text.WaterfallTrimmer(budget, axis=-1).trim(columns)
+        else:
+            kept = [_hf_longest_first(a, b, budget) for a, b in lengths]
+            trimmed = [tf.ragged.constant([list(range(10, 10 + keep[k])) for keep in kept],
+                                          tf.int32, ragged_rank=1) for k in range(2)]
+        expected = tf_text.combine_segments(trimmed, tokenizer.cls_id, tokenizer.sep_id)
         packed = tf.function(lambda *c: tokenizer.pack(list(c), max_length),
                              autograph=False)(*columns)
         for ours, theirs in zip(packed, expected):
