@@ -24,19 +24,9 @@ import pytest
 from nlpzoo.zoo import build_encoder, load_pretrained, load_tokenizer
 from nlpzoo.zoo.checkpoints import export_hf_checkpoint
 from tests.helpers.binaries import run_tools
+from tests.helpers.family_fixtures import FAMILIES, TOKENIZERS
 from tests.helpers.paths import ROOT
 
-TOKENIZERS = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
-# family (model_type) → (encoder preset, tokenizer fixture directory)
-FAMILIES = {
-    "roberta": ("roberta_tiny", "roberta_bpe/tokenizer_json"),
-    "xlm-roberta": ("roberta_tiny", "xlm_roberta_spm/tokenizer_json"),
-    "albert": ("albert_tiny", "albert_spm/legacy"),
-    "distilbert": ("distilbert_tiny", "bert_uncased_wordpiece"),
-    "electra": ("electra_tiny", "bert_cased_wordpiece"),
-    "deberta-v2": ("deberta_tiny", "deberta_v3_spm/legacy"),
-    "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json"),
-}
 TREC = os.path.join(ROOT, "samples", "trec", "train.label")
 CONLL = os.path.join(ROOT, "samples", "conll2003")
 HOSTILE = "Café naïve  Zürich\t東京 👍🏽 don't <mask> [MASK]"
