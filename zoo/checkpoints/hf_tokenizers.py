@@ -345,15 +345,7 @@ def _export_byte_pair(tokenizer, model_max_length):
     if tuple(tokenizer.template) != (2, 0):
         raise ValueError(f"template={tuple(tokenizer.template)}: RobertaTokenizer packs "
                          "<s> a </s></s> b </s> (two separators, one segment id)")
-    index = {}
-    for token_id, token in enumerate(tokenizer.vocabulary):
-        if index.setdefault(token, token_id) != token_id:
-            raise ValueError(f"the token {token!r} has two ids ({index[token]}, {token_id}); "
-                             "vocab.json maps each token to one")
-    specials = set(tokenizer.special_tokens.values())
-    added = [_added_token(index[token["content"]], token["content"],
-                          token["content"] in specials, token["lstrip"], token["rstrip"])
-             for token in tokenizer.added_tokens]
+    index, added = _byte_pair_index(tokenizer, "vocab.json")
     config = dict(_special_fields(tokenizer), tokenizer_class="RobertaTokenizer",
                   bos_token=tokenizer.special_tokens["cls"],
                   eos_token=tokenizer.special_tokens["sep"],
@@ -365,19 +357,26 @@ def _export_byte_pair(tokenizer, model_max_length):
             TOKENIZER_CONFIG_FILE: config}
 
 
-def _byte_pair_tokenizer_json(tokenizer, model_max_length):
-    """tokenizer.json of a byte-level BPE (ModernBERT's layout: its normaliser, a
-    `TemplateProcessing` post-processor of our template) + PreTrainedTokenizerFast's
-    tokenizer_config.json."""
+def _byte_pair_index(tokenizer, file_name):
+    """{token: id} of a byte-level BPE (each token one id, as `file_name` maps them) and
+    its added tokens as transformers writes them."""
     index = {}
     for token_id, token in enumerate(tokenizer.vocabulary):
         if index.setdefault(token, token_id) != token_id:
             raise ValueError(f"the token {token!r} has two ids ({index[token]}, {token_id}); "
-                             "tokenizer.json maps each token to one")
+                             f"{file_name} maps each token to one")
     specials = set(tokenizer.special_tokens.values())
     added = [_added_token(index[token["content"]], token["content"],
                           token["content"] in specials, token["lstrip"], token["rstrip"])
              for token in tokenizer.added_tokens]
+    return index, added
+
+
+def _byte_pair_tokenizer_json(tokenizer, model_max_length):
+    """tokenizer.json of a byte-level BPE (ModernBERT's layout: its normaliser, a
+    `TemplateProcessing` post-processor of our template) + PreTrainedTokenizerFast's
+    tokenizer_config.json."""
+    index, added = _byte_pair_index(tokenizer, "tokenizer.json")
     cls, sep = tokenizer.special_tokens["cls"], tokenizer.special_tokens["sep"]
     separators, second_id = tuple(tokenizer.template)
 
