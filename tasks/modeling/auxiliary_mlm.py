@@ -28,7 +28,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from nlpzoo.layers import Encoder, MaskedLMHead, transformer_of
+from nlpzoo.layers import Encoder, MaskedLMHead, encoder_head_settings, transformer_of
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.text.masking import batch_mlm_mask
 from nlpzoo.tasks.text.masking import default_max_predictions
@@ -91,9 +91,11 @@ class AuxiliaryMaskedLM(keras.layers.Layer):
         if transformer.vocabulary_size != self.vocabulary_size:
             raise ValueError(f"the encoder has {transformer.vocabulary_size} token "
                              f"embeddings, the objective {self.vocabulary_size}")
+        # The encoder's GELU form and LayerNorm epsilon, as pretraining's head has them
+        # (BERT's defaults otherwise: a RoBERTa-style encoder's 1e-5 epsilon would be lost).
         self.head = MaskedLMHead(self.vocabulary_size,
                                  embedding_layer=transformer.token_embedding,
-                                 name="auxiliary_mlm_head")
+                                 name="auxiliary_mlm_head", **encoder_head_settings(transformer))
         self.head.build((None, None, transformer.hidden_dim), (None, self.max_predictions))
         self.built = True
         return self

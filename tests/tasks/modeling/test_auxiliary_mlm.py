@@ -151,6 +151,20 @@ def test_the_loss_adds_weight_times_the_masked_lm_cross_entropy():
         AuxiliaryMaskedLM(0.0, vocabulary_size=VOCABULARY, mask_id=4, special_ids=SPECIAL)
 
 
+def test_its_head_takes_the_encoder_gelu_form_and_layer_norm_epsilon():
+    model = build_task_model(get_task("classification"), "bert_tiny", num_classes=3,
+                             vocabulary_size=VOCABULARY, gelu_approximate=True,
+                             layer_norm_epsilon=1e-5)
+    model.attach_auxiliary_mlm(AuxiliaryMaskedLM(
+        1.0, vocabulary_size=VOCABULARY, mask_id=4, special_ids=SPECIAL, max_predictions=5))
+    head = model.auxiliary_mlm.head
+    assert head.layer_norm.epsilon == pytest.approx(1e-5)
+    x = np.linspace(-3, 3, 8, dtype="float32").reshape(1, 8)
+    tanh_gelu = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(head.transform.activation(x)),
+                               tanh_gelu, atol=1e-6)
+
+
 def test_its_gradient_reaches_the_encoder_and_its_head_but_not_the_task_head():
     features, labels = _batch(), np.array([0, 1, 2, 1, 0, 2])
     model = _classifier(weight=1.0)
