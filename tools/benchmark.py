@@ -47,6 +47,7 @@ from absl import flags  # noqa: E402
 from nlpzoo.zoo.benchmarking import flops  # noqa: E402
 from nlpzoo.zoo.benchmarking.kerashub_models import encode_words, kerashub_tagger  # noqa: E402
 from nlpzoo.zoo.benchmarking.padded_batches import length_sorted_batches  # noqa: E402
+from nlpzoo.tasks.text.autotuning import without_autotuning  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import (  # noqa: E402
     define_hardware_flags,
@@ -225,7 +226,9 @@ def _random_batches(vocabulary_size):
          "segment_ids": np.zeros(shape, "int32"),
          "padding_mask": np.ones(shape, "int32")}
     y = rng.integers(0, 2, count).astype("int32")
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(FLAGS.batch_size)
+    # Both models' windows without tf.data's autotuning wait (tasks/text/autotuning.py):
+    # with it, each window ends at one of the model thread's wake-ups, not when its steps end.
+    dataset = without_autotuning(tf.data.Dataset.from_tensor_slices((x, y)).batch(FLAGS.batch_size))
     batches = [{name: tf.constant(value[i:i + FLAGS.batch_size]) for name, value in x.items()}
                for i in range(0, count, FLAGS.batch_size)]
     return dataset, batches
@@ -410,7 +413,8 @@ def _samples_dataset(samples, element_spec):
     """`samples` (one batch of each shape) as a dataset with `element_spec`: the same spec
     as the epoch's dataset, so that the epochs reuse the traces made on it."""
     import tensorflow as tf
-    return tf.data.Dataset.from_generator(lambda: iter(samples), output_signature=element_spec)
+    return without_autotuning(tf.data.Dataset.from_generator(lambda: iter(samples),
+                                                             output_signature=element_spec))
 
 
 def _fit_one_pass(model, dataset):
@@ -480,8 +484,12 @@ def _ours_finetune(task, checkpoint, head, train, predict, labels, jit_compile):
 
     keras.utils.set_random_seed(0)
     try:
+        # A constant rate, as KerasHub's optimizer here (`_optimizer`). A schedule left to
+        # `fit` (compiled without total_steps) would be resolved, and the step traced
+        # again, at every timed epoch: tools/train.py compiles with its total steps.
         model = load_pretrained(checkpoint, task, head=head, jit_compile=jit_compile,
-                                **task.model_head_options(labels), **_pack_options(jit_compile))
+                                schedule="constant", **task.model_head_options(labels),
+                                **_pack_options(jit_compile))
     except ValueError as error:  # e.g. a zoo without sequence packing
         raise UserError(f"--init_checkpoint={checkpoint}: {error}")
     tokens, lowercase = read_tokenizer_settings(checkpoint)
@@ -549,8 +557,8 @@ def _kerashub_finetune(checkpoint, preprocessor, train, predict, labels, learnin
     order = np.random.default_rng(0).permutation(len(batches))
     spec = ({name: tf.TensorSpec([None, None], tf.int32) for name in batches[0][0]},
             tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.float32))
-    dataset = tf.data.Dataset.from_generator(
-        lambda: (batches[i][:3] for i in order), output_signature=spec)
+    dataset = without_autotuning(tf.data.Dataset.from_generator(  # as ours: no autotuning wait
+        lambda: (batches[i][:3] for i in order), output_signature=spec))
     model.predict_on_batch(batches[0][0])  # builds the head
     model.compile(optimizer=_optimizer(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

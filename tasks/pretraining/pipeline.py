@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
+from nlpzoo.tasks.text.autotuning import without_autotuning
 from nlpzoo.tasks.text.masking import mlm_mask, span_mask
 
 OBJECTIVES = ("mlm", "mlm_nsp", "mlm_sop", "span_sbo")
@@ -145,4 +146,4 @@ def make_pretraining_dataset(
             lambda index, example: (example, tf.stack([tf.cast(seed, tf.int64), index])))
     dataset = dataset.map(transform, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=training)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return without_autotuning(dataset.prefetch(tf.data.AUTOTUNE))

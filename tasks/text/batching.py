@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from nlpzoo.tasks.text.autotuning import without_autotuning
+
 DEFAULT_BUCKETS = (16, 32, 64, 128, 256, 512)
 # The features whose length picks an example's bucket: the tokens, by default. Two-tower
 # models (a bi-encoder's text and text pair) name both, and both pad to the longer one's.
@@ -210,7 +212,7 @@ def shuffle_batch_and_count(dataset, count, batch_size, max_length, padding_valu
     >>> int(batches.cardinality()), len(list(batches))  # one whole batch of 3s; the rest: 2
     (3, 3)
     """
-    dataset = dataset.cache()
+    dataset = without_autotuning(dataset).cache()  # before the pass that fills the cache
     # Evaluation data is read by several iterators (Keras's distributed one for
     # validation, the evaluation callback's, the final evaluation), and two of them
     # meeting a half-written in-memory cache can see it cut short (a CI run lost

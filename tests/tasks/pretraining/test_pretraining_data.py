@@ -156,6 +156,7 @@ def _corpus_arrays(rng, n=400, t=128):
 def test_pipeline_rates_shapes_and_fresh_masks(objective):
     arrays = _corpus_arrays(np.random.default_rng(3))
     dataset = _masked_batches(objective, arrays, training=True, seed=7)
+    assert dataset.options().autotune.enabled is False  # tasks/text/autotuning.py
     iterator = iter(dataset)
     selected = eligible = 0
     treatments = np.zeros(3)

@@ -1,0 +1,31 @@
+"""tf.data pipelines without autotuning: the parallelism fixed at the machine's cores.
+
+TensorFlow 2.21 destroys an autotuned iterator only when the autotuning model
+thread next wakes up, and that thread sleeps 10 ms, then 20, 40, … (doubling,
+up to a minute) from the iterator's start. So every `fit`, `evaluate` or
+`predict` over an autotuned dataset, and every pass that fills a cache, ended
+at the next of 0.31, 0.63, 1.27, 2.55, 5.11, 10.2, 20.5, 41 s … after it
+began, whatever its work took: a 3-second validation pass took 5.1 s, and two
+timed windows of equal work could differ twofold (docs/performance.md,
+"The autotuning wait"). Without autotuning, `num_parallel_calls=AUTOTUNE`
+runs as many calls at once as the machine has cores (at most 16) and
+`prefetch(AUTOTUNE)` keeps its own growing buffer, so our pipelines keep their
+parallelism and lose the wait.
+"""
+
+import tensorflow as tf
+
+
+def without_autotuning(dataset):
+    """`dataset` with `tf.data.Options().autotune.enabled = False` (see the module docstring).
+
+    Examples:
+    >>> import tensorflow as tf
+    >>> dataset = without_autotuning(tf.data.Dataset.range(4).map(
+    ...     lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    >>> dataset.options().autotune.enabled, [int(x) for x in dataset]
+    (False, [0, 2, 4, 6])
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
