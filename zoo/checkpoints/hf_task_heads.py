@@ -131,7 +131,8 @@ class HeadRow:
     LayerNorm after its activation (ModernBERT's `ModernBertPredictionHead`:
     our pooler with `pooler_norm=True`, or the tagger's and question answerer's
     `head_transform`, named "transform" in `names`); head_config: config.json
-    fields the class's head reads, written with it.
+    fields the class's head reads, written with it; mlm_norm_bias: whether the
+    masked-LM head's LayerNorm has a bias (ModernBERT's has none).
     """
 
     architecture: str
@@ -145,6 +146,7 @@ class HeadRow:
     dropout_field: str = "classifier_dropout"
     head_norm: bool = False
     head_config: tuple = ()
+    mlm_norm_bias: bool = True
 
     def name(self, part):
         return dict(self.names)[part]
@@ -152,12 +154,13 @@ class HeadRow:
 
 def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, mlm=None,
                  cls_pooler=False, token_names=(("output", "classifier"),),
-                 qa_names=(("output", "qa_outputs"),), **options):
+                 qa_names=(("output", "qa_outputs"),), mlm_config=(), **options):
     """The four rows of a family: sequence and token classification, QA, masked LM.
 
     cls_names: the sequence classifier's (dense over the first token, output[, its
     LayerNorm]) modules; token_names, qa_names: the token classifier's and question
-    answerer's parts (BERT's: one output layer); mlm: the family's `MLM_HEAD_NAMES` map, None when the family's masked-LM class
+    answerer's parts (BERT's: one output layer); mlm_config: the config.json fields
+    the masked-LM class reads (its `head_config`); mlm: the family's `MLM_HEAD_NAMES` map, None when the family's masked-LM class
     does not match our head; cls_pooler: the sequence classifier's dense is
     the encoder's pooler (ALBERT), so that class keeps it.
     """
@@ -174,7 +177,7 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
         (model_type, QUESTION_ANSWERING): row("QuestionAnswering", qa_names),
     }
     if mlm is not None:
-        rows[(model_type, MASKED_LM)] = row("MaskedLM", (("mlm", mlm),))
+        rows[(model_type, MASKED_LM)] = row("MaskedLM", (("mlm", mlm),), head_config=mlm_config)
     return rows
 
 
@@ -193,10 +196,10 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
 #   electra      classifier.dense gelu,                  generator_predictions.dense (gelu),
 #                classifier.out_proj                     generator_predictions.LayerNorm,
 #                                                        generator_lm_head.bias
-#   deberta-v2   pooler.dense gelu (ContextPooler),      cls.predictions.* (BERT's names,
-#                classifier                              config legacy=true)
-#   modernbert   head.dense gelu, head.norm (no bias),   head.dense, head.norm, decoder
-#                classifier; token classification and    (bias: decoder.bias)
+#   deberta-v2   pooler.dense gelu (ContextPooler),      lm_predictions.lm_head.* (written
+#                classifier                              with legacy=false; no decoder)
+#   modernbert   head.dense gelu, head.norm (no bias),   head.dense (exact gelu), head.norm
+#                classifier; token classification and    (no bias), decoder.bias
 #                QA: head over every token, classifier
 #
 # Token classification is `classifier`, question answering `qa_outputs` in every family
@@ -232,11 +235,15 @@ HEAD_ROWS = {
                    "gelu", MLM_HEAD_NAMES["electra"],
                    mlm_activation="gelu"),
     **_family_rows("deberta-v2", "DebertaV2", "deberta.", ("pooler.dense", "classifier"), "gelu",
-                   (), dropout_field="pooler_dropout"),
+                   MLM_HEAD_NAMES["deberta-v2"], dropout_field="pooler_dropout",
+                   mlm_config=(("legacy", False),)),
     # ModernBertPredictionHead: dense (classifier_bias; ours has a bias), classifier_activation,
     # LayerNorm without bias (norm_bias=False, the encoder's); [CLS] pooling.
     **_family_rows("modernbert", "ModernBert", "model.", ("head.dense", "classifier", "head.norm"),
-                   "gelu", None,
+                   "gelu", MLM_HEAD_NAMES["modernbert"], mlm_activation="gelu",
+                   mlm_norm_bias=False,
+                   mlm_config=(("classifier_activation", "gelu"), ("classifier_bias", True),
+                               ("decoder_bias", True)),
                    token_names=(("transform", "head"), ("output", "classifier")),
                    qa_names=(("transform", "head"), ("output", "classifier")),
                    head_norm=True, head_config=(("classifier_pooling", "cls"),
@@ -544,6 +551,10 @@ def _masked_lm(model, row, labels, covered):
         whose = "the encoder's" if row.mlm_epsilon is None else "a fixed"
         raise ValueError(f"the masked-LM head's layer_norm_epsilon={head.layer_norm_epsilon}: "
                          f"{row.architecture}'s head uses {whose} {epsilon}")
+    if head.layer_norm_bias != row.mlm_norm_bias:
+        raise ValueError(f"the masked-LM head's layer_norm_bias={head.layer_norm_bias}: "
+                         f"{row.architecture}'s head norm has "
+                         + ("a bias" if row.mlm_norm_bias else "no bias"))
     renames = dict(row.name("mlm"))
     keep = (HF_MLM_PREFIX, HF_NSP_PREFIX) if row.pooler else (HF_MLM_PREFIX,)
     tensors = {renames.get(name, name): value for name, value in head_tensors(model).items()
@@ -557,7 +568,7 @@ def _masked_lm(model, row, labels, covered):
              f"{row.architecture}."]
     if row.pooler:
         notes.append("Next-sentence head: label 0 is \"b follows a\" (transformers' order).")
-    return tensors, {}, {}, notes
+    return tensors, dict(row.head_config), {}, notes
 
 
 def _question_answering(model, row, labels, covered):
