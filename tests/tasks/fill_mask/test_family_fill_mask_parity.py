@@ -1,5 +1,7 @@
-"""Fill-mask on tiny RoBERTa, XLM-R, ALBERT and DistilBERT `*ForMaskedLM` checkpoints equals
-Hugging Face `transformers`: token ids, logits at the masks, and the pipeline's top 10.
+"""Fill-mask on tiny RoBERTa, XLM-R, ALBERT, DistilBERT, DeBERTa-v3 and ModernBERT
+`*ForMaskedLM` checkpoints equals Hugging Face `transformers`: token ids, logits at the
+masks, and the pipeline's top 10 (DeBERTa's head under `lm_predictions.lm_head.*`, ModernBERT's
+`head` without a dense bias or a norm bias).
 
 The fixtures, tests/fixtures/family_mlm/<model_type>/, are written by
 tests/fixtures/make_fill_mask_reference.py: the checkpoint (config.json,
@@ -27,13 +29,14 @@ from tests.helpers.paths import ROOT
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 # float32 on both sides (measured in the report of this test's commit).
 PARITY_TOLERANCE = 1e-5
-FAMILIES = ("roberta", "xlm-roberta", "albert", "distilbert")
+FAMILIES = ("roberta", "xlm-roberta", "albert", "distilbert", "deberta-v2", "modernbert")
 # Whether each mask of the generator's sentences starts a word, by the tokenizer's rule:
 # "{mask} is a big city" starts one for WordPiece and SentencePiece ("▁" at the start of
 # the text) but not for byte-level BPE without a prefix space (no "Ġ" there).
 _STARTS = [[True], [True, True], [True], [False, True], [True, True]]
 EXPECTED_STARTS = {family: _STARTS for family in FAMILIES}
 EXPECTED_STARTS["roberta"] = [[True], [True, True], [False], [False, True], [True, True]]
+EXPECTED_STARTS["modernbert"] = EXPECTED_STARTS["roberta"]
 
 
 def family_checkpoint(family, directory):
@@ -131,7 +134,7 @@ def test_export_gives_back_the_checkpoints_tensors_and_logits(case, tmp_path):
         assert result.architecture == json.load(f)["architectures"][0]
     original, written = read_hf_weights(directory), read_hf_weights(exported)
     head = {name for name in original if not name.startswith(
-        ("roberta.", "albert.", "distilbert."))}
+        ("roberta.", "albert.", "distilbert.", "deberta.", "model."))}
     assert head and head <= set(written)
     for name, value in original.items():
         if name in written:
