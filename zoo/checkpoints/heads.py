@@ -27,8 +27,8 @@ the factorised word embeddings); DistilBERT's `vocab_transform`,
 required); DeBERTa-v2's `lm_predictions.lm_head.*` (`legacy: false`; with
 `legacy: true` BERT's own names); ModernBERT's `head.dense`, `head.norm` (no
 bias), `decoder.bias` (a missing dense or decoder bias reads as zeros; a `head`
-without a decoder, a task class's, is no masked-LM head). The head's activation and epsilon are the encoder's
-(`layers.encoder_head_settings`), which is each family's.
+without a decoder, a task class's, is no masked-LM head). The head's activation and
+epsilon are the encoder's (`layers.encoder_head_settings`), which is each family's.
 
 A native checkpoint written by tools/pretrain.py keeps its heads under the
 same (BERT) names and layouts (`head_tensors`, in `pretraining_heads.npz`), so one

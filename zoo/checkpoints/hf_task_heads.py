@@ -20,8 +20,8 @@ anything else          BertModel + head_weights.safetensors  (Keras variable pat
 (span NER, ...)
 =====================  ====================================  ==========================
 
-RoBERTa, XLM-R, DistilBERT, ALBERT and ELECTRA export as their own
-`<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
+RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2 and ModernBERT export as
+their own `<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
 and the model's tokenizer of any kind goes with it
 (`hf_tokenizers.export_hf_tokenizer`).
 
@@ -160,9 +160,9 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
     cls_names: the sequence classifier's (dense over the first token, output[, its
     LayerNorm]) modules; token_names, qa_names: the token classifier's and question
     answerer's parts (BERT's: one output layer); mlm_config: the config.json fields
-    the masked-LM class reads (its `head_config`); mlm: the family's `MLM_HEAD_NAMES` map, None when the family's masked-LM class
-    does not match our head; cls_pooler: the sequence classifier's dense is
-    the encoder's pooler (ALBERT), so that class keeps it.
+    the masked-LM class reads (its `head_config`); mlm: the family's `MLM_HEAD_NAMES`
+    map, None when the family's masked-LM class does not match our head; cls_pooler: the
+    sequence classifier's dense is the encoder's pooler (ALBERT), so that class keeps it.
     """
     def row(kind, names, **more):
         return HeadRow(f"{class_prefix}For{kind}", f"AutoModelFor{kind}", prefix,
@@ -203,7 +203,8 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
 #                QA: head over every token, classifier
 #
 # Token classification is `classifier`, question answering `qa_outputs` in every family
-# but ModernBERT (its `head` then `classifier`, QA's two columns start and end); only BERT has a class with a next-sentence head (ALBERT's is sentence order).
+# but ModernBERT (its `head` then `classifier`, QA's two columns start and end); only
+# BERT has a class with a next-sentence head (ALBERT's is sentence order).
 HEAD_ROWS = {
     ("bert", SEQUENCE_CLASSIFICATION): HeadRow(
         "BertForSequenceClassification", "AutoModelForSequenceClassification", "bert.",
