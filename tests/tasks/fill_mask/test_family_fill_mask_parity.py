@@ -158,3 +158,23 @@ def test_an_electra_discriminator_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="no masked-LM head \\(generator_predictions") as error:
         load_pretrained(directory, "fill_mask")
     assert "\n" not in str(error.value) and "ElectraForMaskedLM" in str(error.value)
+
+
+def test_a_modernbert_head_without_its_decoder_is_no_masked_lm_head(tmp_path):
+    """ModernBERT's task classes name their `head` as its masked-LM class does; without a
+    decoder bias it is a classifier's head, not read as a masked-LM head; with one, the
+    Hub's missing dense bias (`classifier_bias: false`) reads as zeros."""
+    from safetensors.numpy import load_file, save_file
+
+    from nlpzoo.zoo.checkpoints.heads import HF_MLM_PREFIX, hf_head_tensors
+
+    directory = family_checkpoint("modernbert", tmp_path / "checkpoint")
+    heads = hf_head_tensors(directory)
+    assert "head.dense.bias" not in read_hf_weights(directory)
+    np.testing.assert_array_equal(heads[HF_MLM_PREFIX + "transform.dense.bias"], 0.0)
+    assert HF_MLM_PREFIX + "transform.LayerNorm.bias" not in heads
+    path = os.path.join(directory, "model.safetensors")
+    tensors = load_file(path)
+    del tensors["decoder.bias"]
+    save_file(tensors, path, metadata={"format": "pt"})
+    assert hf_head_tensors(directory) == {}
