@@ -22,6 +22,7 @@ from nlpzoo.layers.next_sentence_head import NextSentenceHead
 from nlpzoo.layers.pair_features import PAIR_TERMS, PairFeatures
 from nlpzoo.layers.pattern_rows import PatternRows, pattern_rows
 from nlpzoo.layers.position_gather import PositionGather, gather_positions
+from nlpzoo.layers.prediction_transform import PredictionTransform, token_transform
 from nlpzoo.layers.self_attention import MultiHeadSelfAttention
 from nlpzoo.layers.sequence_pooling import POOLINGS, SequencePooling
 from nlpzoo.layers.span_boundary_head import SpanBoundaryHead
@@ -57,6 +58,7 @@ __all__ = [
     "PatternRows",
     "POOLINGS",
     "PositionGather",
+    "PredictionTransform",
     "RelativePositionEmbeddings",
     "SequencePooling",
     "SpanBoundaryHead",
@@ -78,6 +80,7 @@ __all__ = [
     "encoder_config",
     "gather_positions",
     "pattern_rows",
+    "token_transform",
     "rebuild_encoder",
     "transformer_of",
 ]

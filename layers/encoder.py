@@ -79,7 +79,7 @@ class Encoder(keras.Model):
             embedding_dim, dropout, attention_dropout, norm_first,
             gelu_approximate, share_layers, layer_norm_epsilon,
             initializer_range, adapter_size, lora_rank, pack_length,
-            position_offset, pooler_activation, absolute_positions,
+            position_offset, pooler_activation, pooler_norm, absolute_positions,
             relative_attention, position_buckets, max_relative_positions,
             global_rope_theta, local_rope_theta, local_attention,
             global_attn_every_n_layers, gated_feedforward, use_bias,

@@ -17,7 +17,9 @@ LEGACY_HEAD_SETTINGS = {"activation": "gelu", "layer_norm_epsilon": 1e-12}
 def encoder_head_settings(transformer):
     """The `activation` and `layer_norm_epsilon` of a masked-LM head on `transformer`: its
     blocks' GELU (exact, or the tanh form with `gelu_approximate`) and LayerNorm epsilon,
-    what BERT's, ALBERT's and DistilBERT's heads use (RoBERTa's: exact GELU and its epsilon).
+    what BERT's, ALBERT's and DistilBERT's heads use (RoBERTa's: exact GELU and its epsilon);
+    and `layer_norm_bias=False` on an encoder whose norms have no bias (`use_bias=False`:
+    ModernBERT, whose head's norm has none either).
 
     Examples:
     >>> from nlpzoo.layers.transformer_encoder import TransformerEncoder
@@ -27,8 +29,11 @@ def encoder_head_settings(transformer):
     >>> encoder_head_settings(encoder)
     {'activation': 'gelu_approximate', 'layer_norm_epsilon': 1e-05}
     """
-    return {"activation": GELU_APPROXIMATE if transformer.gelu_approximate else "gelu",
-            "layer_norm_epsilon": float(transformer.layer_norm_epsilon)}
+    settings = {"activation": GELU_APPROXIMATE if transformer.gelu_approximate else "gelu",
+                "layer_norm_epsilon": float(transformer.layer_norm_epsilon)}
+    if not getattr(transformer, "use_bias", True):
+        settings["layer_norm_bias"] = False
+    return settings
 
 
 @register
@@ -66,6 +71,7 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
             "gelu_approximate" for its tanh form (`encoder_head_settings`
             gives an encoder's), or any Keras activation.
         layer_norm_epsilon: epsilon of the LayerNorm.
+        layer_norm_bias: whether the LayerNorm has a bias (ModernBERT's has none).
         initializer_range: stddev of the truncated-normal initialiser.
 
     Examples:
@@ -88,15 +94,17 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         vocabulary_size, embedding_layer=None, tied=None, embedding_dim=None,
         # The settings of its dense layers and LayerNorms (`_set_head_settings`).
         activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
-        **kwargs,
+        layer_norm_bias=True, **kwargs,
     ):
         super().__init__(**kwargs)
         self._set_head_settings(activation, layer_norm_epsilon, initializer_range)
+        self.layer_norm_bias = bool(layer_norm_bias)
 
         # === Layers ===
         self.transform = None  # its width may be the input's: made in build
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+            epsilon=self.layer_norm_epsilon, center=self.layer_norm_bias,
+            dtype=self.dtype_policy, name="layer_norm"
         )
         self._make_decoder(vocabulary_size, embedding_layer, tied, embedding_dim)
 
@@ -132,4 +140,5 @@ class MaskedLMHead(TiedHeadMixin, keras.layers.Layer):
         )
 
     def get_config(self):
-        return {**super().get_config(), **self._head_config()}
+        return {**super().get_config(), **self._head_config(),
+                "layer_norm_bias": self.layer_norm_bias}

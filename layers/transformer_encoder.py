@@ -20,8 +20,8 @@ outputs `sequence_output`, `pooled_output`, `hidden_states`):
     (* the pooler of the family's classification head: DistilBERT's
     `pre_classifier`, ELECTRA's `ElectraClassificationHead.dense`, DeBERTa's
     `ContextPooler`.
-    ** the dense + gelu of ModernBERT's `ModernBertPredictionHead`; the layer
-    norm that follows it there has no place in the pooler.)
+    ** ModernBERT's `ModernBertPredictionHead`: the dense + gelu and, with
+    `pooler_norm=True`, the LayerNorm that follows it there.)
 
 DeBERTa-v3's positions live in attention (`layers.disentangled_attention`): one
 table of relative embeddings (`position_buckets`, `max_relative_positions`) is
@@ -111,6 +111,10 @@ class TransformerEncoder(keras.layers.Layer):
         pooler_activation: the pooler's activation: "tanh" (BERT, RoBERTa,
             ALBERT), "relu" (DistilBERT), "gelu" (ELECTRA, DeBERTa, ModernBERT;
             exact erf GELU).
+        pooler_norm: a LayerNorm (this encoder's epsilon; a bias when
+            `use_bias`) after the pooler's activation: ModernBERT's prediction
+            head, whose task heads over tokens (tagger, question answering)
+            put one like it over every token (`layers.prediction_transform`).
         absolute_positions: False: no learned absolute positions at the input
             (DeBERTa's `position_biased_input=False`; ModernBERT, whose
             positions are rotary).
@@ -175,6 +179,7 @@ class TransformerEncoder(keras.layers.Layer):
         pack_length=0,
         position_offset=0,
         pooler_activation="tanh",
+        pooler_norm=False,
         absolute_positions=True,
         relative_attention=None,
         position_buckets=0,
@@ -217,6 +222,7 @@ class TransformerEncoder(keras.layers.Layer):
             raise ValueError(f"pooler_activation must be one of {', '.join(POOLER_ACTIVATIONS)}, "
                              f"got {pooler_activation!r}")
         self.pooler_activation = pooler_activation
+        self.pooler_norm = bool(pooler_norm)
         self.absolute_positions = bool(absolute_positions)
         self.relative_attention = relative_attention
         self.position_buckets = int(position_buckets)
@@ -307,6 +313,10 @@ class TransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="pooler",
         )
+        # Only made with the option, so older encoders keep their weights' layout.
+        self.pooler_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, center=self.use_bias, dtype=self.dtype_policy,
+            name="pooler_norm") if self.pooler_norm else None
 
     @property
     def pack_length(self):
@@ -371,6 +381,8 @@ class TransformerEncoder(keras.layers.Layer):
         if self.final_norm is not None:
             self.final_norm.build(hidden_shape)
         self.pooler.build((token_ids_shape[0], self.hidden_dim))
+        if self.pooler_layer_norm is not None:
+            self.pooler_layer_norm.build((token_ids_shape[0], self.hidden_dim))
         self.built = True
         if self.adapter_size or self.lora_rank:
             # Variable by variable, so the layers (and Keras's record of which
@@ -445,6 +457,8 @@ class TransformerEncoder(keras.layers.Layer):
             hidden_states = [unpack(state) for state in hidden_states]
             x = hidden_states[-1]
         pooled = self.pooler(x[:, 0, :])
+        if self.pooler_layer_norm is not None:
+            pooled = self.pooler_layer_norm(pooled)
         return {
             "sequence_output": x,
             "pooled_output": pooled,
@@ -493,6 +507,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "lora_rank": self.lora_rank,
                 "position_offset": self.position_offset,
                 "pooler_activation": self.pooler_activation,
+                "pooler_norm": self.pooler_norm,
                 "absolute_positions": self.absolute_positions,
                 "relative_attention": self.relative_attention,
                 "position_buckets": self.position_buckets,

@@ -67,6 +67,7 @@ class EncoderPreset:
     layer_norm_epsilon: float = _ENCODER_DEFAULTS["layer_norm_epsilon"]
     position_offset: int = _ENCODER_DEFAULTS["position_offset"]
     pooler_activation: str = _ENCODER_DEFAULTS["pooler_activation"]
+    pooler_norm: bool = _ENCODER_DEFAULTS["pooler_norm"]
     absolute_positions: bool = _ENCODER_DEFAULTS["absolute_positions"]
     relative_attention: str = _ENCODER_DEFAULTS["relative_attention"]
     position_buckets: int = _ENCODER_DEFAULTS["position_buckets"]
@@ -128,10 +129,11 @@ _DEBERTA_V3 = dict(absolute_positions=False, relative_attention="disentangled",
 # ModernBERT (Warner et al. 2024): pre-LN with a final norm, GeGLU, no biases, rotary
 # positions (global layers base 160,000, local ones 10,000; no position table), every
 # third layer global and the others a 128-token window, no segments, BPE vocabulary of
-# 50,368 ids.
+# 50,368 ids; its task heads' prediction head (dense, gelu, LayerNorm) is the pooler with
+# its norm, and the taggers' and question answerers' transform over each token.
 _MODERNBERT = dict(num_segments=0, absolute_positions=False, norm_first=True,
                    gated_feedforward=True, use_bias=False,
-                   first_attention_norm=False, pooler_activation="gelu",
+                   first_attention_norm=False, pooler_activation="gelu", pooler_norm=True,
                    global_rope_theta=160_000.0, local_rope_theta=10_000.0,
                    local_attention=128, global_attn_every_n_layers=3,
                    layer_norm_epsilon=1e-5, dropout=0.0, attention_dropout=0.0,

@@ -150,7 +150,9 @@ class EncoderTaskModel(keras.Model):
         encoder = getattr(self, "encoder", None)
         if self.reads_pooled_output or encoder is None:
             return []
-        return list(transformer_of(encoder).pooler.weights)
+        transformer = transformer_of(encoder)
+        norm = getattr(transformer, "pooler_layer_norm", None)
+        return list(transformer.pooler.weights) + (list(norm.weights) if norm else [])
 
     @property
     def trainable_weights(self):

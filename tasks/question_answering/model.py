@@ -2,7 +2,7 @@
 
 import keras
 
-from nlpzoo.layers import Encoder, SpanEndpointHead
+from nlpzoo.layers import Encoder, SpanEndpointHead, token_transform
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 
 # The encoder's inputs and the positions an answer may take ([CLS] and the context).
@@ -17,7 +17,9 @@ class QuestionAnswerer(EncoderTaskModel):
     the context's tokens and [CLS], which stands for "no answer in this
     window" (SQuAD v2.0's unanswerable questions, and windows of a long
     context that do not hold the answer). The loss (`Task.loss`) is the mean
-    of the start and the end cross-entropy.
+    of the start and the end cross-entropy. On an encoder with `pooler_norm=True`
+    (ModernBERT) the token vectors go through the family's prediction head
+    first (`layers.token_transform`), as `ModernBertForQuestionAnswering` does.
 
     Args:
         encoder: an `Encoder`.
@@ -38,6 +40,9 @@ class QuestionAnswerer(EncoderTaskModel):
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in QA_INPUTS}
         sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
+        transform = token_transform(encoder)
+        if transform is not None:
+            sequence = transform(sequence)
         logits = head(sequence, allowed=inputs["answer_mask"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder

@@ -3,7 +3,14 @@
 import keras
 from keras import ops
 
-from nlpzoo.layers import CRF, SUBWORD_POOLINGS, Encoder, PositionGather, SubwordPooling
+from nlpzoo.layers import (
+    CRF,
+    SUBWORD_POOLINGS,
+    Encoder,
+    PositionGather,
+    SubwordPooling,
+    token_transform,
+)
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
 from nlpzoo.tasks.words.tags import allowed_transitions
@@ -49,6 +56,11 @@ class SequenceTagger(EncoderTaskModel):
     written), and each word's vector is concatenated with a learned
     `casing_dim`-wide embedding of its shape before the tag scores: the
     capitalisation an uncased encoder lower-cased away.
+
+    On an encoder with `pooler_norm=True` (ModernBERT) each word's vector goes
+    through the family's prediction head first (`layers.token_transform`:
+    dense, activation, LayerNorm; "head_transform"), as
+    `ModernBertForTokenClassification` does over every token.
 
     Args:
         encoder: an `Encoder` (or a functional encoder with inputs
@@ -98,6 +110,7 @@ class SequenceTagger(EncoderTaskModel):
         # "first" keeps the layer (and the saved models) of before the option.
         gather = (SubwordPooling(subword_aggregation, name="subword_pooling") if pooled
                   else PositionGather(name="first_subwords"))
+        transform = token_transform(encoder)
         dropout_layer = keras.layers.Dropout(dropout, name="word_dropout")
         emissions = keras.layers.Dense(
             num_classes,
@@ -117,6 +130,8 @@ class SequenceTagger(EncoderTaskModel):
         sequence = encoder({name: inputs[name] for name in Encoder.INPUTS})["sequence_output"]
         spans = (inputs["word_starts"],) + ((inputs[WORD_ENDS],) if pooled else ())
         words = gather(sequence, *spans)
+        if transform is not None:
+            words = transform(words)
         if casing_dim:
             words = concat_word_shape_embedding(words, inputs[CASING_INPUT], casing_dim)
         words = dropout_layer(words)

@@ -216,19 +216,51 @@ def test_deberta_exports_with_a_tokenizer_smaller_than_its_embedding_table(tmp_p
     assert load_tokenizer(str(tmp_path / "hf")).encode(text) == tokenizer.encode(text)
 
 
-def test_a_modernbert_task_model_export_with_its_head_is_refused_in_one_line(tmp_path):
-    """ModernBERT's heads (dense, gelu, LayerNorm) have no row yet; the bare encoder
-    exports (test_export_then_import_round_trips)."""
-    from nlpzoo.zoo import build_model, load_tokenizer
+@pytest.mark.parametrize("case", ["mean_pooling", "no_pooler_norm", "mean_subwords",
+                                  "bert_pooler_norm"])
+def test_heads_modernbert_cannot_hold_are_refused_in_one_line(tmp_path, case):
+    """ModernBERT's task classes read `head` (dense, gelu, LayerNorm) over [CLS] or every
+    token: a classifier without the encoder's pooler_norm (an encoder saved before it), a
+    mean-pooled one, a tagger averaging subwords through the transform, and a BERT encoder
+    given a pooler norm have no class, and are refused before anything is written."""
+    from nlpzoo.tasks.tagging.model import SequenceTagger
+    from nlpzoo.zoo import build_encoder, build_model, load_tokenizer
     from nlpzoo.zoo.checkpoints import export_hf_task_model
 
     tokenizer = load_tokenizer(os.path.join(ROOT, "tests", "fixtures", "tokenizers",
                                             "modernbert_bpe", "tokenizer_json"))
-    model = build_model("modernbert_tiny_classifier", num_classes=2,
-                        vocabulary_size=tokenizer.vocabulary_size)
-    with pytest.raises(ValueError, match="head on a 'modernbert' encoder here yet"):
+    size = dict(vocabulary_size=tokenizer.vocabulary_size)
+    model, message = {
+        "mean_pooling": lambda: (build_model("modernbert_tiny_classifier", num_classes=2,
+                                             pooling="mean", **size), "pooling='mean'"),
+        "no_pooler_norm": lambda: (build_model("modernbert_tiny_classifier", num_classes=2,
+                                               pooler_norm=False, **size), "pooler_norm=False"),
+        "mean_subwords": lambda: (SequenceTagger(build_encoder("modernbert_tiny", **size), 3,
+                                                 subword_aggregation="mean"),
+                                  "subword_aggregation='mean'"),
+        "bert_pooler_norm": lambda: (build_model("bert_tiny_classifier", num_classes=2,
+                                                 pooler_norm=True, **size),
+                                     "pooler_norm=True"),
+    }[case]()
+    with pytest.raises(ValueError, match=message) as error:
         export_hf_task_model(model, str(tmp_path / "out"), vocabulary=tokenizer)
+    assert "\n" not in str(error.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_modernbert_task_model_without_pooler_norm_has_no_transform():
+    """Defaults keep old behaviour: an encoder without `pooler_norm` (every family but
+    ModernBERT, and ModernBERT models saved before the option) gives taggers and question
+    answerers no head transform, and its pooler no norm."""
+    from nlpzoo.zoo import build_model
+
+    old = build_model("modernbert_tiny_tagger", num_classes=3, pooler_norm=False,
+                      vocabulary_size=50)
+    new = build_model("modernbert_tiny_tagger", num_classes=3, vocabulary_size=50)
+    assert "head_transform" not in {layer.name for layer in old.layers}
+    assert "head_transform" in {layer.name for layer in new.layers}
+    assert old.encoder.transformer.pooler_layer_norm is None
+    assert new.encoder.transformer.get_config()["pooler_norm"] is True
 
 
 def test_modernbert_config_of_the_hub_layout_reads_too(tmp_path):

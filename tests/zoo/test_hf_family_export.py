@@ -38,6 +38,9 @@ FAMILIES = {
                 "classifier.out_proj", "gelu"),
     "deberta-v2": ("deberta_tiny", "deberta_v3_spm/tokenizer_json", "DebertaV2", "pooler.dense",
                    "classifier", "gelu"),
+    # ModernBertPredictionHead: dense, gelu, LayerNorm without bias (`head.norm`).
+    "modernbert": ("modernbert_tiny", "modernbert_bpe/tokenizer_json", "ModernBert", "head.dense",
+                   "classifier", "gelu"),
 }
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0),
                "gelu": np.vectorize(lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2))))}
@@ -70,6 +73,26 @@ def _linear(x, tensors, name):
     return x @ tensors[name + ".weight"].T + tensors[name + ".bias"]
 
 
+def _norm(x, tensors, name, epsilon):
+    """torch's LayerNorm; without `.bias` when the module has none (ModernBERT's)."""
+    x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + epsilon)
+    return x * tensors[name + ".weight"] + tensors.get(name + ".bias", 0.0)
+
+
+def _config(directory):
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _token_head(hidden, directory, tensors):
+    """ModernBERT's task classes put `head` (dense, gelu, LayerNorm) over every token first;
+    the other families' read the vectors as they are."""
+    if "head.dense.weight" not in tensors:
+        return hidden
+    x = ACTIVATIONS["gelu"](_linear(hidden, tensors, "head.dense"))
+    return _norm(x, tensors, "head.norm", _config(directory)["norm_eps"])
+
+
 def _export(model, tokenizer, directory):
     return export_hf_task_model(model, str(directory), vocabulary=tokenizer)
 
@@ -87,13 +110,20 @@ def test_sequence_classifier_exports_as_the_familys_class(family, tmp_path):
     inputs = _inputs(tokenizer)
     tensors = load_file(str(tmp_path / "hf" / "model.safetensors"))
     first = _sequence_output(str(tmp_path / "hf"), inputs)[:, 0]
-    logits = _linear(ACTIVATIONS[activation](_linear(first, tensors, dense)), tensors, output)
+    pooled = ACTIVATIONS[activation](_linear(first, tensors, dense))
+    if family == "modernbert":  # its head's LayerNorm (our pooler's pooler_norm)
+        config = _config(str(tmp_path / "hf"))
+        assert (config["classifier_pooling"], config["classifier_activation"],
+                config["classifier_bias"]) == ("cls", "gelu", True)
+        assert "head.norm.bias" not in tensors
+        pooled = _norm(pooled, tensors, "head.norm", config["norm_eps"])
+    logits = _linear(pooled, tensors, output)
     np.testing.assert_allclose(logits, model(inputs, training=False), atol=TOLERANCE)
     back = load_tokenizer(str(tmp_path / "hf"))
     assert [back.encode(text) for text in HOSTILE] == [tokenizer.encode(t) for t in HOSTILE]
 
 
-@pytest.mark.parametrize("family", ["albert", "electra", "xlm-roberta"])
+@pytest.mark.parametrize("family", ["albert", "electra", "xlm-roberta", "modernbert"])
 def test_tagger_and_question_answerer_per_family(family, tmp_path):
     preset, _, prefix, *_ = FAMILIES[family]
     tokenizer = _tokenizer(family)
@@ -108,7 +138,8 @@ def test_tagger_and_question_answerer_per_family(family, tmp_path):
     word_inputs = dict(inputs, word_starts=starts, word_mask=(starts > 0).astype(np.int32))
     hidden = _sequence_output(str(tmp_path / "tag"), inputs)
     tensors = load_file(str(tmp_path / "tag" / "model.safetensors"))
-    token_logits = _linear(hidden, tensors, "classifier")
+    token_logits = _linear(_token_head(hidden, str(tmp_path / "tag"), tensors), tensors,
+                           "classifier")
     ours = np.asarray(tagger(word_inputs, training=False))
     rows, columns = np.nonzero(word_inputs["word_mask"])
     np.testing.assert_allclose(token_logits[rows, starts[rows, columns]], ours[rows, columns],
@@ -118,7 +149,9 @@ def test_tagger_and_question_answerer_per_family(family, tmp_path):
         f"{prefix}ForQuestionAnswering"
     hidden = _sequence_output(str(tmp_path / "qa"), inputs)
     tensors = load_file(str(tmp_path / "qa" / "model.safetensors"))
-    logits = np.moveaxis(_linear(hidden, tensors, "qa_outputs"), -1, 1)
+    output = "classifier" if family == "modernbert" else "qa_outputs"
+    hidden = _token_head(hidden, str(tmp_path / "qa"), tensors)
+    logits = np.moveaxis(_linear(hidden, tensors, output), -1, 1)
     ours = np.asarray(answerer(dict(inputs, answer_mask=np.ones_like(inputs["token_ids"])),
                                training=False))
     mask = np.repeat(inputs["padding_mask"][:, None].astype(bool), 2, 1)

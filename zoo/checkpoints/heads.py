@@ -24,8 +24,11 @@ the factorised word embeddings); DistilBERT's `vocab_transform`,
 `vocab_layer_norm`, `vocab_projector.bias`; an ELECTRA generator's
 `generator_predictions.*`, `generator_lm_head.bias` (a discriminator,
 `ElectraForPreTraining`, has no masked-LM head and is refused where one is
-required). The head's activation and epsilon are the encoder's
-(`layers.encoder_head_settings`), which is each family's.
+required); DeBERTa-v2's `lm_predictions.lm_head.*` (`legacy: false`; with
+`legacy: true` BERT's own names); ModernBERT's `head.dense`, `head.norm` (no
+bias), `decoder.bias` (a missing dense or decoder bias reads as zeros; a `head`
+without a decoder, a task class's, is no masked-LM head). The head's activation and
+epsilon are the encoder's (`layers.encoder_head_settings`), which is each family's.
 
 A native checkpoint written by tools/pretrain.py keeps its heads under the
 same (BERT) names and layouts (`head_tensors`, in `pretraining_heads.npz`), so one
@@ -77,7 +80,7 @@ def _swapped(value):
 def _mlm_head_plan(head):
     p = HF_MLM_PREFIX
     kernel = head.transform.kernel
-    return [
+    plan = [
         PlannedWeight(kernel, (p + "transform.dense.weight",), tuple(kernel.shape)[::-1],
                       to_variable=_linear),
         PlannedWeight(head.transform.bias, (p + "transform.dense.bias",),
@@ -85,12 +88,14 @@ def _mlm_head_plan(head):
         PlannedWeight(head.layer_norm.gamma, (p + "transform.LayerNorm.weight",
                                               p + "transform.LayerNorm.gamma"),
                       tuple(head.layer_norm.gamma.shape)),
-        PlannedWeight(head.layer_norm.beta, (p + "transform.LayerNorm.bias",
-                                             p + "transform.LayerNorm.beta"),
-                      tuple(head.layer_norm.beta.shape)),
         PlannedWeight(head.decoder.bias, (p + "bias", p + "decoder.bias"),
                       tuple(head.decoder.bias.shape)),
     ]
+    if head.layer_norm.beta is not None:  # ModernBERT's head norm has none
+        plan.append(PlannedWeight(head.layer_norm.beta, (p + "transform.LayerNorm.bias",
+                                                         p + "transform.LayerNorm.beta"),
+                                  tuple(head.layer_norm.beta.shape)))
+    return plan
 
 
 def _nsp_head_plan(head, prefix=HF_NSP_PREFIX):
@@ -147,6 +152,23 @@ def hf_head_tensors(path, tensors=None):
     renamed = {}
     for name, value in tensors.items():
         renamed.setdefault(renames.get(name, name), value)
+    dense = renamed.get(HF_MLM_PREFIX + "transform.dense.weight")
+    if dense is not None and renames:
+        decoder = [HF_MLM_PREFIX + name for name in ("bias", "decoder.weight", "decoder.bias")
+                   if HF_MLM_PREFIX + name in renamed]
+        if not decoder:
+            # A head without a decoder is a task class's (ModernBertForSequenceClassification's
+            # `head`, named as its masked-LM head's), not a masked-LM head.
+            renamed = {name: value for name, value in renamed.items()
+                       if not name.startswith(HF_MLM_PREFIX)}
+        else:
+            # A module without a bias (ModernBERT's head.dense with classifier_bias=False,
+            # its decoder with decoder_bias=False) computes what a zero bias does.
+            renamed.setdefault(HF_MLM_PREFIX + "transform.dense.bias",
+                               np.zeros(dense.shape[0], dense.dtype))
+            table = renamed.get(HF_MLM_PREFIX + "decoder.weight")
+            if table is not None and HF_MLM_PREFIX + "decoder.bias" not in renamed:
+                renamed.setdefault(HF_MLM_PREFIX + "bias", np.zeros(table.shape[0], dense.dtype))
     return {name: value for name, value in renamed.items() if name.startswith(_HEAD_PREFIXES)}
 
 

@@ -24,9 +24,10 @@ ModernBERT) = new option values in the layers + one row here (+ presets).
 
 A family without a pooler in its checkpoints gets a freshly initialised one
 (logged by the loader) with the activation of its classification head.
-ModernBERT's head (`ModernBertPredictionHead`: dense, gelu, LayerNorm) maps
-onto that pooler only in part: the dense + gelu; its LayerNorm has no place,
-so an export with heads leaves it out (the bare encoder round-trips exactly).
+ModernBERT's head (`ModernBertPredictionHead`: dense, gelu, LayerNorm) is that
+pooler with its norm (`pooler_norm=True`); its taggers and question answerers put
+one of their own over every token (`layers.token_transform`), and
+`hf_task_heads` exports each as the class's `head`.
 
 Examples:
 >>> family_for_model_type("xlm-roberta").architecture
@@ -315,7 +316,8 @@ FAMILIES = {
                  # Its classification head's dense layer is followed by gelu.
                  settings=dict(embedding_dim=None, share_layers=False, num_segments=0,
                                absolute_positions=False, norm_first=True, gated_feedforward=True, use_bias=False,
-                               first_attention_norm=False, pooler_activation="gelu"),
+                               first_attention_norm=False, pooler_activation="gelu",
+                               pooler_norm=True),
                  required={"norm_bias": False, "attention_bias": False, "mlp_bias": False},
                  embeddings={"token": "embeddings.tok_embeddings", "position": None,
                              "segment": None, "norm": "embeddings.norm", "projection": None},

@@ -16,14 +16,29 @@ through it, the import (`heads.read_head_tensors`) through its inverse,
     distilbert    vocab_transform (activation)  vocab_layer_norm (1e-12)  vocab_projector
     electra       generator_predictions.dense   generator_predictions     generator_lm_head
     (generator)   (exact gelu)                  .LayerNorm
+    deberta-v2    lm_predictions.lm_head.dense  lm_predictions.lm_head    lm_predictions.lm_head
+    (legacy=false) (hidden_act)                 .LayerNorm                .bias; no decoder
+                                                                          module (the word
+                                                                          embeddings)
+    modernbert    head.dense (classifier_       head.norm (norm_eps, no   decoder.bias,
+                  activation, classifier_bias)  bias: norm_bias=false)    decoder
 
 An ELECTRA discriminator (`ElectraForPreTraining`) has no masked-LM head.
+DebertaV2ForMaskedLM holds its head under BERT's names when its config says
+`legacy: true` (transformers' default; `cls.predictions.*`, read as they are)
+and under `lm_predictions.lm_head.*` with `legacy: false`, the layout of
+DeBERTa's own code, which the export writes (with `legacy: false`); the import
+reads both. ModernBERT's `head` is the `ModernBertPredictionHead` its task
+classes share; a checkpoint without its dense bias (`classifier_bias: false`,
+the Hub models') reads as a zero bias.
 
 Examples:
 >>> MLM_HEAD_NAMES["roberta"][0]
 ('cls.predictions.transform.dense.weight', 'lm_head.dense.weight')
 >>> mlm_import_names("albert")["predictions.bias"]
 'cls.predictions.bias'
+>>> mlm_import_names("modernbert")["head.norm.weight"]
+'cls.predictions.transform.LayerNorm.weight'
 >>> mlm_import_names("bert")
 {}
 """
@@ -34,11 +49,15 @@ _BERT = "cls.predictions."
 def _mlm_names(dense, norm, bias, decoder):
     """BERT's masked-LM tensor names → a family's (its dense, LayerNorm, bias and decoder
     modules; the decoder's matrix is the tied word embeddings, named for the importer's
-    check, and its bias, when it has its own name, is the head's bias)."""
+    check, and its bias, when it has its own name, is the head's bias; decoder None: the
+    family's head multiplies by the word embeddings without a module of its own)."""
     names = tuple((f"{_BERT}transform.{ours}.{kind}", f"{theirs}.{kind}")
                   for ours, theirs in (("dense", dense), ("LayerNorm", norm))
                   for kind in ("weight", "bias"))
-    names += ((f"{_BERT}bias", bias), (f"{_BERT}decoder.weight", f"{decoder}.weight"))
+    names += ((f"{_BERT}bias", bias),)
+    if decoder is None:
+        return names
+    names += ((f"{_BERT}decoder.weight", f"{decoder}.weight"),)
     if f"{decoder}.bias" != bias:
         names += ((f"{_BERT}decoder.bias", f"{decoder}.bias"),)
     return names
@@ -56,6 +75,9 @@ MLM_HEAD_NAMES = {
                          "predictions.decoder"),
     "electra": _mlm_names("generator_predictions.dense", "generator_predictions.LayerNorm",
                           "generator_lm_head.bias", "generator_lm_head"),
+    "deberta-v2": _mlm_names("lm_predictions.lm_head.dense", "lm_predictions.lm_head.LayerNorm",
+                             "lm_predictions.lm_head.bias", None),
+    "modernbert": _mlm_names("head.dense", "head.norm", "decoder.bias", "decoder"),
 }
 
 

@@ -20,8 +20,8 @@ anything else          BertModel + head_weights.safetensors  (Keras variable pat
 (span NER, ...)
 =====================  ====================================  ==========================
 
-RoBERTa, XLM-R, DistilBERT, ALBERT and ELECTRA export as their own
-`<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
+RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2 and ModernBERT export as
+their own `<Family>For...` classes (`HEAD_ROWS`' comment lists their head tensors),
 and the model's tokenizer of any kind goes with it
 (`hf_tokenizers.export_hf_tokenizer`).
 
@@ -127,7 +127,12 @@ class HeadRow:
     masked-LM head's activation ("hidden_act": the encoder's, or "gelu":
     exact GELU whatever the encoder's); mlm_epsilon: its LayerNorm's epsilon
     (None: the encoder's `layer_norm_eps`); dropout_field: the config.json
-    field of the head's dropout.
+    field of the head's dropout; head_norm: the class's head ends with a
+    LayerNorm after its activation (ModernBERT's `ModernBertPredictionHead`:
+    our pooler with `pooler_norm=True`, or the tagger's and question answerer's
+    `head_transform`, named "transform" in `names`); head_config: config.json
+    fields the class's head reads, written with it; mlm_norm_bias: whether the
+    masked-LM head's LayerNorm has a bias (ModernBERT's has none).
     """
 
     architecture: str
@@ -139,34 +144,40 @@ class HeadRow:
     mlm_activation: str = "hidden_act"
     mlm_epsilon: float = None
     dropout_field: str = "classifier_dropout"
+    head_norm: bool = False
+    head_config: tuple = ()
+    mlm_norm_bias: bool = True
 
     def name(self, part):
         return dict(self.names)[part]
 
 
 def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, mlm=None,
-                 cls_pooler=False, **options):
+                 cls_pooler=False, token_names=(("output", "classifier"),),
+                 qa_names=(("output", "qa_outputs"),), mlm_config=(), **options):
     """The four rows of a family: sequence and token classification, QA, masked LM.
 
-    cls_names: the sequence classifier's (dense over the first token, output)
-    modules; mlm: the family's `MLM_HEAD_NAMES` map, None when the family's masked-LM class
-    does not match our head; cls_pooler: the sequence classifier's dense is
-    the encoder's pooler (ALBERT), so that class keeps it.
+    cls_names: the sequence classifier's (dense over the first token, output[, its
+    LayerNorm]) modules; token_names, qa_names: the token classifier's and question
+    answerer's parts (BERT's: one output layer); mlm_config: the config.json fields
+    the masked-LM class reads (its `head_config`); mlm: the family's `MLM_HEAD_NAMES`
+    map, None when the family's masked-LM class does not match our head; cls_pooler: the
+    sequence classifier's dense is the encoder's pooler (ALBERT), so that class keeps it.
     """
     def row(kind, names, **more):
         return HeadRow(f"{class_prefix}For{kind}", f"AutoModelFor{kind}", prefix,
                        names=names, **dict(options, **more))
 
+    cls_parts = ("cls_dense", "output", "cls_norm")
     rows = {
         (model_type, SEQUENCE_CLASSIFICATION): row(
-            "SequenceClassification", (("cls_dense", cls_names[0]), ("output", cls_names[1])),
+            "SequenceClassification", tuple(zip(cls_parts, cls_names)),
             cls_activation=cls_activation, pooler=cls_pooler),
-        (model_type, TOKEN_CLASSIFICATION): row("TokenClassification",
-                                                (("output", "classifier"),)),
-        (model_type, QUESTION_ANSWERING): row("QuestionAnswering", (("output", "qa_outputs"),)),
+        (model_type, TOKEN_CLASSIFICATION): row("TokenClassification", token_names),
+        (model_type, QUESTION_ANSWERING): row("QuestionAnswering", qa_names),
     }
     if mlm is not None:
-        rows[(model_type, MASKED_LM)] = row("MaskedLM", (("mlm", mlm),))
+        rows[(model_type, MASKED_LM)] = row("MaskedLM", (("mlm", mlm),), head_config=mlm_config)
     return rows
 
 
@@ -185,11 +196,15 @@ def _family_rows(model_type, class_prefix, prefix, cls_names, cls_activation, ml
 #   electra      classifier.dense gelu,                  generator_predictions.dense (gelu),
 #                classifier.out_proj                     generator_predictions.LayerNorm,
 #                                                        generator_lm_head.bias
-#   deberta-v2   pooler.dense gelu (ContextPooler),      cls.predictions.* (BERT's names,
-#                classifier                              config legacy=true)
+#   deberta-v2   pooler.dense gelu (ContextPooler),      lm_predictions.lm_head.* (written
+#                classifier                              with legacy=false; no decoder)
+#   modernbert   head.dense gelu, head.norm (no bias),   head.dense (exact gelu), head.norm
+#                classifier; token classification and    (no bias), decoder.bias
+#                QA: head over every token, classifier
 #
-# Token classification is `classifier`, question answering `qa_outputs` in every family;
-# only BERT has a class with a next-sentence head (ALBERT's is sentence order).
+# Token classification is `classifier`, question answering `qa_outputs` in every family
+# but ModernBERT (its `head` then `classifier`, QA's two columns start and end); only
+# BERT has a class with a next-sentence head (ALBERT's is sentence order).
 HEAD_ROWS = {
     ("bert", SEQUENCE_CLASSIFICATION): HeadRow(
         "BertForSequenceClassification", "AutoModelForSequenceClassification", "bert.",
@@ -221,7 +236,19 @@ HEAD_ROWS = {
                    "gelu", MLM_HEAD_NAMES["electra"],
                    mlm_activation="gelu"),
     **_family_rows("deberta-v2", "DebertaV2", "deberta.", ("pooler.dense", "classifier"), "gelu",
-                   (), dropout_field="pooler_dropout"),
+                   MLM_HEAD_NAMES["deberta-v2"], dropout_field="pooler_dropout",
+                   mlm_config=(("legacy", False),)),
+    # ModernBertPredictionHead: dense (classifier_bias; ours has a bias), classifier_activation,
+    # LayerNorm without bias (norm_bias=False, the encoder's); [CLS] pooling.
+    **_family_rows("modernbert", "ModernBert", "model.", ("head.dense", "classifier", "head.norm"),
+                   "gelu", MLM_HEAD_NAMES["modernbert"], mlm_activation="gelu",
+                   mlm_norm_bias=False,
+                   mlm_config=(("classifier_activation", "gelu"), ("classifier_bias", True),
+                               ("decoder_bias", True)),
+                   token_names=(("transform", "head"), ("output", "classifier")),
+                   qa_names=(("transform", "head"), ("output", "classifier")),
+                   head_norm=True, head_config=(("classifier_pooling", "cls"),
+                                                ("classifier_bias", True))),
 }
 
 # The pipeline tag of each kind (the card's front matter).
@@ -296,6 +323,47 @@ def _linear(prefix, dense, tensors, covered):
     covered.update(id(variable) for variable in dense.weights)
 
 
+def _norm(prefix, layer_norm, tensors, covered):
+    """A Keras LayerNormalization as a torch LayerNorm (`.bias` only when it has one)."""
+    tensors[prefix + ".weight"] = _numpy(layer_norm.gamma)
+    if layer_norm.beta is not None:
+        tensors[prefix + ".bias"] = _numpy(layer_norm.beta)
+    covered.update(id(variable) for variable in layer_norm.weights)
+
+
+def _token_transform(model, row, tensors, covered):
+    """A tagger's or question answerer's `head_transform` as the row's "transform" module
+    (dense, LayerNorm); whether there was one. Refuses a model and a class that differ."""
+    names = {layer.name: layer for layer in model.layers}
+    transform = names.get("head_transform")
+    wanted = "transform" in dict(row.names)
+    if (transform is not None) != wanted:
+        raise ValueError(
+            f"{row.architecture} has " + ("a" if wanted else "no")
+            + " prediction head (dense, activation, LayerNorm) over each token; this model "
+            + ("has none" if wanted else "has one (its encoder's pooler_norm=True)"))
+    if transform is None:
+        return False
+    transformer = transformer_of(model.encoder)
+    if (transform.activation != transformer.pooler_activation
+            or transform.norm_bias != transformer.use_bias or not transform.use_bias):
+        raise ValueError(f"the head transform's activation={transform.activation!r}, "
+                         f"norm_bias={transform.norm_bias}, use_bias={transform.use_bias}: "
+                         f"{row.architecture} reads the classifier_activation and norm_bias "
+                         "its pooler's head has, with a dense bias")
+    _linear(row.name("transform") + ".dense", transform.dense, tensors, covered)
+    _norm(row.name("transform") + ".norm", transform.norm, tensors, covered)
+    return True
+
+
+def _head_config(model, row):
+    """The config.json fields the class's head reads (ModernBERT's classifier_*)."""
+    config = dict(row.head_config)
+    if row.head_norm:
+        config["classifier_activation"] = transformer_of(model.encoder).pooler_activation
+    return config
+
+
 def _refuse_layer_mix(encoder, architecture):
     layer_mix = getattr(encoder, "layer_mix", "last")
     if layer_mix != "last":
@@ -338,9 +406,15 @@ def _sequence_classification(model, row, labels, covered):
             raise ValueError(f"pooling='pooler' with pooler_activation={pooler_activation!r}: "
                              f"{row.architecture} applies {row.cls_activation} to its "
                              "first-token dense layer")
-        pooler = transformer_of(model.encoder).pooler
-        _linear(row.name("cls_dense"), pooler, tensors, covered)
-    elif model.pooling == "cls" and len(head.hidden_layers) == 1:
+        transformer = transformer_of(model.encoder)
+        if transformer.pooler_norm != row.head_norm:
+            raise ValueError(f"pooler_norm={transformer.pooler_norm}: {row.architecture}'s "
+                             "head has " + ("a" if row.head_norm else "no")
+                             + " LayerNorm after its activation")
+        _linear(row.name("cls_dense"), transformer.pooler, tensors, covered)
+        if row.head_norm:
+            _norm(row.name("cls_norm"), transformer.pooler_layer_norm, tensors, covered)
+    elif model.pooling == "cls" and len(head.hidden_layers) == 1 and not row.head_norm:
         hidden = head.hidden_layers[0]
         activation = _activation_name(hidden)
         if head.hidden_dim != hidden_dim or activation != row.cls_activation:
@@ -354,13 +428,17 @@ def _sequence_classification(model, row, labels, covered):
     else:
         what = (f"pooling={model.pooling!r}" if model.pooling != "cls"
                 else "pooling='cls' without a hidden layer")
+        if row.head_norm:
+            raise ValueError(f"{what}: {row.architecture} reads norm({row.cls_activation}("
+                             "dense(first token))), the encoder's pooler with pooler_norm; "
+                             "only pooling='pooler' maps onto it")
         raise ValueError(f"{what}: {row.architecture} reads {row.cls_activation}(dense(first "
                          "token)); only pooling='pooler', or 'cls' with one hidden layer "
                          "of the encoder's width, map onto it")
     _linear(row.name("output"), head.logits_dense, tensors, covered)
 
     options = _options(model)
-    config, extra = {row.dropout_field: float(model.dropout)}, {}
+    config, extra = {row.dropout_field: float(model.dropout), **_head_config(model, row)}, {}
     if options.get("objective") == "regression" or model.num_classes == 1:
         labels = list(labels) or ["score"]
         config.update(problem_type="regression", num_labels=1, **_label_config(labels[:1]))
@@ -410,9 +488,13 @@ def _token_classification(model, row, labels, covered):
                          "word's subword vectors goes into the tag layer; "
                          f"{row.architecture}'s per-token logits cannot give it")
     tensors = {}
+    if _token_transform(model, row, tensors, covered) and aggregation == "mean":
+        raise ValueError("subword_aggregation='mean' with the head transform: the mean of a "
+                         "word's subword vectors goes through it (not linear), "
+                         f"{row.architecture} transforms each token")
     _linear(row.name("output"), model.get_layer("emissions"), tensors, covered)
     config = {row.dropout_field: float(model.dropout), "num_labels": len(labels),
-              **_label_config(labels)}
+              **_label_config(labels), **_head_config(model, row)}
     notes = [f"transformers gives logits for every token; this model labels a word from "
              f"{_SUBWORD_NOTES[aggregation]} (`subword_aggregation={aggregation}`). Read "
              "the word's label there (e.g. with the fast tokenizer's `word_ids()`); the "
@@ -470,6 +552,10 @@ def _masked_lm(model, row, labels, covered):
         whose = "the encoder's" if row.mlm_epsilon is None else "a fixed"
         raise ValueError(f"the masked-LM head's layer_norm_epsilon={head.layer_norm_epsilon}: "
                          f"{row.architecture}'s head uses {whose} {epsilon}")
+    if head.layer_norm_bias != row.mlm_norm_bias:
+        raise ValueError(f"the masked-LM head's layer_norm_bias={head.layer_norm_bias}: "
+                         f"{row.architecture}'s head norm has "
+                         + ("a bias" if row.mlm_norm_bias else "no bias"))
     renames = dict(row.name("mlm"))
     keep = (HF_MLM_PREFIX, HF_NSP_PREFIX) if row.pooler else (HF_MLM_PREFIX,)
     tensors = {renames.get(name, name): value for name, value in head_tensors(model).items()
@@ -483,17 +569,18 @@ def _masked_lm(model, row, labels, covered):
              f"{row.architecture}."]
     if row.pooler:
         notes.append("Next-sentence head: label 0 is \"b follows a\" (transformers' order).")
-    return tensors, {}, {}, notes
+    return tensors, dict(row.head_config), {}, notes
 
 
 def _question_answering(model, row, labels, covered):
     _refuse_layer_mix(model.encoder, row.architecture)
     tensors = {}
+    _token_transform(model, row, tensors, covered)
     _linear(row.name("output"), model.get_layer("span_endpoints").dense, tensors, covered)
     notes = ["`start_logits` and `end_logits` are given for every token; this model let "
              "an answer start or end only in the context and at [CLS] (no answer), so mask "
              "the question's tokens before picking the best span."]
-    return tensors, {}, {}, notes
+    return tensors, _head_config(model, row), {}, notes
 
 
 _KIND_TENSORS = {

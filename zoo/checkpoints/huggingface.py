@@ -469,11 +469,14 @@ def _refuse_inexpressible(transformer, family):
             + ("at pad_token_id + 1" if family.positions_after_padding else "at 0"))
     fixed = {name: value for name, value in family.settings.items()
              if name not in ("embedding_dim", "share_layers", "num_segments")
-             and (name != "pooler_activation" or family.pooler is not None)}
+             and (name not in ("pooler_activation", "pooler_norm")
+                  or family.pooler is not None)}
     for name, value in fixed.items():
         if getattr(transformer, name) != value:
             raise ValueError(f"{name}={getattr(transformer, name)!r}: {architecture} has "
                              f"{name}={value!r}")
+    if transformer.pooler_norm and family.pooler is not None:
+        raise ValueError(f"pooler_norm=True: {architecture}'s pooler has no LayerNorm")
 
 
 # Block options beyond BERT's that a family fixes (its settings) or leaves at the default.

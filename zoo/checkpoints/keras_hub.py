@@ -212,6 +212,8 @@ def read_keras_hub_config(path):
                                        harmless_fields=harmless)
     encoder_config["attention_dropout"] = encoder_config["dropout"]  # KerasHub uses one rate
     encoder_config.update(family.settings)
+    for argument, source in family.fallbacks:  # fixed now: a shorter override keeps it
+        encoder_config[argument] = encoder_config[source]
     if family.layer_groups:
         encoder_config["share_layers"] = _layer_sharing(
             fields, encoder_config["num_layers"], config_path)
@@ -251,15 +253,22 @@ def _weight_plan(transformer, family=_BERT):
     if transformer.position_offset:
         raise ValueError(f"position_offset={transformer.position_offset}: {family.backbone}'s "
                          "positions start at 0")
-    if transformer.relative_attention is not None or not transformer.absolute_positions:
+    relative = family.settings.get("relative_attention")
+    if (transformer.relative_attention != relative
+            or transformer.absolute_positions != ("position" in roles)):
         raise ValueError(f"relative_attention={transformer.relative_attention!r}, "
                          f"absolute_positions={transformer.absolute_positions}: "
-                         f"{family.backbone} has learned absolute positions only")
+                         f"{family.backbone} has " + (
+                             "learned absolute positions only" if relative is None
+                             else f"{relative} relative attention and no absolute positions"))
+    if relative is not None and transformer.position_buckets < 1:
+        raise ValueError(f"position_buckets={transformer.position_buckets}: {family.backbone} "
+                         "always puts distances into log buckets (bucket_size)")
     if (transformer.num_segments == 0) != ("segment" not in roles):
         raise ValueError(f"num_segments={transformer.num_segments}: {family.backbone} "
                          + ("has no segment table" if "segment" not in roles
                             else "has a segment table"))
-    present = {"token", "position", "segment", "norm", "pooler"}
+    present = {"token", "position", "segment", "norm", "pooler", "relative"}
     if embeddings.projection is not None:
         present.add("projection")
     groups = saved_layer_groups(family, present)
@@ -272,7 +281,7 @@ def _weight_plan(transformer, family=_BERT):
             variable, (key,), tuple(variable.shape) if shape is None else shape,
             to_variable=lambda value, target=tuple(variable.shape): value.reshape(target),
             label=f"{name} ({WEIGHTS_FILE}: {key})",
-            position_table=name == f"{layer_paths['position']}/embeddings")
+            position_table=name == f"{layer_paths.get('position')}/embeddings")
         plan.append((name, planned))
 
     def dense(name, group, layer, kernel_shape=None, bias_shape=None):
@@ -291,18 +300,27 @@ def _weight_plan(transformer, family=_BERT):
     layer_norm(layer_paths["norm"], groups["norm"], embeddings.layer_norm)
     if "projection" in groups:
         dense(layer_paths["projection"], groups["projection"], embeddings.projection)
+    if "relative" in groups:  # DeBERTa-v3's table of relative embeddings and its LayerNorm
+        relative = transformer.relative_embeddings
+        add(f"{layer_paths['relative']}/rel_embedding", groups["relative"], 0,
+            relative.table.embeddings)
+        layer_norm(f"{layer_paths['relative']}/rel_embeddings_layer_norm",
+                   f"{groups['relative']}/layer_norm", relative.layer_norm)
+    output_shape = ((heads, head_dim, hidden) if family.output_per_head
+                    else (hidden, hidden))
     for index, block in enumerate(transformer.blocks):
         name = family.block_label(index)
-        group = saved_block_group(index)
+        group = saved_block_group(index, family.saved_block)
         attention = block.attention
+        parts = dict(family.attention_parts)
         for part, layer in (("query", attention.query_dense), ("key", attention.key_dense),
                             ("value", attention.value_dense)):
             dense(f"{name}/self_attention_layer/{part}",
-                  f"{group}/_self_attention_layer/{part}_dense", layer,
+                  f"{group}/_self_attention_layer/{parts[part]}", layer,
                   (hidden, heads, head_dim), (heads, head_dim))
         dense(f"{name}/self_attention_layer/attention_output",
-              f"{group}/_self_attention_layer/output_dense", attention.output_dense,
-              (heads, head_dim, hidden))
+              f"{group}/_self_attention_layer/{parts['attention_output']}",
+              attention.output_dense, output_shape)
         layer_norm(f"{name}/self_attention_layer_norm", f"{group}/_self_attention_layer_norm",
                    block.attention_norm)
         dense(f"{name}/feedforward_intermediate_dense",

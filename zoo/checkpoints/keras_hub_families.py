@@ -15,12 +15,26 @@ presets through these rows only: no other module looks at a backbone's name.
     AlbertBackbone        width E, always projected to H     tanh GELU, 1e-12,       pooled_dense
                                                              num_groups blocks
     ElectraBackbone       width E, projected when E != H     tanh GELU, 1e-12        pooled_dense
+    DebertaV3Backbone     token only (relative positions:    erf GELU, 1e-7,         none
+                          rel_embedding, bucket_size)        disentangled attention
 
 KerasHub's RoBERTa-family position table starts at position 0 (its converter
 drops the two rows Hugging Face reserves before `padding_idx + 1`), so these
 import with `position_offset=0`. A backbone without a pooler leaves ours
 freshly initialised, with the activation of KerasHub's classifier head for the
-family (tanh; DistilBERT relu).
+family (tanh; DistilBERT relu; DeBERTa-v3 gelu, its ContextPooler's).
+
+KerasHub's DeBERTa-v3 is transformers' DeBERTa-v2 layout with v3's settings
+(shared attention keys, c2p and p2c, layer-normalised relative embeddings, no
+absolute positions, no segments): `bucket_size` is `position_buckets`
+(the table has 2 · bucket_size rows) and `max_sequence_length` doubles as
+`max_relative_positions`, the longest distance told apart by the log buckets
+(512 in its presets, as in microsoft/deberta-v3-*). Its outputs at real
+tokens are ours (and transformers'); at padding they differ, as KerasHub does
+not zero the embeddings of padding before the blocks (transformers and we do),
+which no real token reads. Its log bucket multiplies by (mid - 1) before
+dividing, transformers after; in float32 both give the same bucket at every
+distance for bucket_size 256 up to 512 (checked) and for the test's 4 up to 32.
 
 Where a weight is in model.weights.h5: Keras saves a functional model's
 layers under their class name in snake case, numbered in the order of the
@@ -127,6 +141,15 @@ class KerasHubFamily:
         tokenizer: the kind of `SubwordTokenizer` they become (`TOKENIZER_KINDS`).
         sentencepiece_family: the `SentencePieceTokenizer` family (XLM-R's
             fairseq ids, which KerasHub's `XLMRobertaTokenizer` uses too).
+        saved_block: the block class as model.weights.h5 names it (snake case).
+        attention_parts: our attention layer's query, key, value and output
+            dense layers → their names in the saved block's
+            `_self_attention_layer` group.
+        fallbacks: encoder argument → the argument whose value it takes
+            (DeBERTa-v3's `max_relative_positions`: `max_sequence_length`).
+        output_per_head: the attention output kernel is saved as [heads,
+            head_dim, hidden] (KerasHub's `TransformerEncoder`), else as
+            [hidden, hidden] (its `DisentangledAttentionEncoder`).
     """
 
     backbone: str
@@ -139,6 +162,11 @@ class KerasHubFamily:
     layer_groups: bool = False
     projection_always: bool = False
     sentencepiece_family: Optional[str] = None
+    saved_block: str = "transformer_encoder"
+    attention_parts: tuple = (("query", "query_dense"), ("key", "key_dense"),
+                              ("value", "value_dense"), ("attention_output", "output_dense"))
+    fallbacks: tuple = ()
+    output_per_head: bool = True
 
     @property
     def pooler(self):
@@ -171,13 +199,15 @@ def saved_layer_groups(family, roles):
     return groups
 
 
-def saved_block_group(index):
+def saved_block_group(index, saved_block="transformer_encoder"):
     """The model.weights.h5 group of the `index`-th distinct block.
 
     >>> saved_block_group(0), saved_block_group(2)
     ('layers/transformer_encoder', 'layers/transformer_encoder_2')
+    >>> saved_block_group(1, "disentangled_attention_encoder")
+    'layers/disentangled_attention_encoder_1'
     """
-    return "layers/transformer_encoder" + (f"_{index}" if index else "")
+    return f"layers/{saved_block}" + (f"_{index}" if index else "")
 
 
 _POST_LN = dict(norm_first=False, position_offset=0, embedding_dim=None, share_layers=False)
@@ -219,6 +249,23 @@ FAMILIES = {
                             pooler_activation="tanh"),
                        _factorised("embeddings_projection"), ("ElectraTokenizer",),
                        "wordpiece"),
+        KerasHubFamily("DebertaV3Backbone",
+                       dict(_NO_SEGMENT_FIELDS, bucket_size=("position_buckets", 256)),
+                       dict(_POST_LN, num_segments=0, gelu_approximate=False,
+                            layer_norm_epsilon=1e-7, pooler_activation="gelu",
+                            absolute_positions=False, relative_attention="disentangled"),
+                       (SavedLayer("token", "token_embedding", "reversible_embedding"),
+                        SavedLayer("norm", "embeddings_layer_norm", "layer_normalization"),
+                        SavedLayer("relative", "rel_embedding", "relative_embedding")),
+                       ("DebertaV3Tokenizer",), "sentencepiece",
+                       block_template="disentangled_attention_encoder_layer_{index}",
+                       sentencepiece_family="deberta-v2",
+                       saved_block="disentangled_attention_encoder",
+                       attention_parts=(("query", "_query_dense"), ("key", "_key_dense"),
+                                        ("value", "_value_dense"),
+                                        ("attention_output", "_output_dense")),
+                       fallbacks=(("max_relative_positions", "max_sequence_length"),),
+                       output_per_head=False),
     )
 }
 SUPPORTED_BACKBONES = tuple(FAMILIES)
@@ -234,10 +281,10 @@ def family_for_backbone(class_name):
 
     >>> family_for_backbone("RobertaBackbone").settings["layer_norm_epsilon"]
     1e-05
-    >>> family_for_backbone("DebertaV3Backbone")
+    >>> family_for_backbone("ModernBertBackbone")
     Traceback (most recent call last):
     ...
-    ValueError: class_name='DebertaV3Backbone' is not supported; only KerasHub BertBackbone, ...
+    ValueError: class_name='ModernBertBackbone' is not supported; only KerasHub BertBackbone, ...
     """
     family = FAMILIES.get(class_name)
     if family is None:

@@ -1,5 +1,7 @@
-"""Fill-mask on tiny RoBERTa, XLM-R, ALBERT and DistilBERT `*ForMaskedLM` checkpoints equals
-Hugging Face `transformers`: token ids, logits at the masks, and the pipeline's top 10.
+"""Fill-mask on tiny RoBERTa, XLM-R, ALBERT, DistilBERT, DeBERTa-v3 and ModernBERT
+`*ForMaskedLM` checkpoints equals Hugging Face `transformers`: token ids, logits at the
+masks, and the pipeline's top 10 (DeBERTa's head under `lm_predictions.lm_head.*`, ModernBERT's
+`head` without a dense bias or a norm bias).
 
 The fixtures, tests/fixtures/family_mlm/<model_type>/, are written by
 tests/fixtures/make_fill_mask_reference.py: the checkpoint (config.json,
@@ -27,13 +29,14 @@ from tests.helpers.paths import ROOT
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 # float32 on both sides (measured in the report of this test's commit).
 PARITY_TOLERANCE = 1e-5
-FAMILIES = ("roberta", "xlm-roberta", "albert", "distilbert")
+FAMILIES = ("roberta", "xlm-roberta", "albert", "distilbert", "deberta-v2", "modernbert")
 # Whether each mask of the generator's sentences starts a word, by the tokenizer's rule:
 # "{mask} is a big city" starts one for WordPiece and SentencePiece ("▁" at the start of
 # the text) but not for byte-level BPE without a prefix space (no "Ġ" there).
 _STARTS = [[True], [True, True], [True], [False, True], [True, True]]
 EXPECTED_STARTS = {family: _STARTS for family in FAMILIES}
 EXPECTED_STARTS["roberta"] = [[True], [True, True], [False], [False, True], [True, True]]
+EXPECTED_STARTS["modernbert"] = EXPECTED_STARTS["roberta"]
 
 
 def family_checkpoint(family, directory):
@@ -131,7 +134,7 @@ def test_export_gives_back_the_checkpoints_tensors_and_logits(case, tmp_path):
         assert result.architecture == json.load(f)["architectures"][0]
     original, written = read_hf_weights(directory), read_hf_weights(exported)
     head = {name for name in original if not name.startswith(
-        ("roberta.", "albert.", "distilbert."))}
+        ("roberta.", "albert.", "distilbert.", "deberta.", "model."))}
     assert head and head <= set(written)
     for name, value in original.items():
         if name in written:
@@ -155,3 +158,23 @@ def test_an_electra_discriminator_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="no masked-LM head \\(generator_predictions") as error:
         load_pretrained(directory, "fill_mask")
     assert "\n" not in str(error.value) and "ElectraForMaskedLM" in str(error.value)
+
+
+def test_a_modernbert_head_without_its_decoder_is_no_masked_lm_head(tmp_path):
+    """ModernBERT's task classes name their `head` as its masked-LM class does; without a
+    decoder bias it is a classifier's head, not read as a masked-LM head; with one, the
+    Hub's missing dense bias (`classifier_bias: false`) reads as zeros."""
+    from safetensors.numpy import load_file, save_file
+
+    from nlpzoo.zoo.checkpoints.heads import HF_MLM_PREFIX, hf_head_tensors
+
+    directory = family_checkpoint("modernbert", tmp_path / "checkpoint")
+    heads = hf_head_tensors(directory)
+    assert "head.dense.bias" not in read_hf_weights(directory)
+    np.testing.assert_array_equal(heads[HF_MLM_PREFIX + "transform.dense.bias"], 0.0)
+    assert HF_MLM_PREFIX + "transform.LayerNorm.bias" not in heads
+    path = os.path.join(directory, "model.safetensors")
+    tensors = load_file(path)
+    del tensors["decoder.bias"]
+    save_file(tensors, path, metadata={"format": "pt"})
+    assert hf_head_tensors(directory) == {}
