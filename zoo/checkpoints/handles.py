@@ -45,6 +45,11 @@ PRETRAINED_CHECKPOINTS = {
     "hf://albert/albert-base-v2": "albert_base",
     "hf://google/electra-base-discriminator": "electra_base",
     "hf://sentence-transformers/all-MiniLM-L6-v2": "minilm_l6_h384",
+    "hf://microsoft/deberta-v3-base": "deberta_v3_base",
+    "hf://microsoft/deberta-v3-small": "deberta_v3_small",
+    "hf://microsoft/deberta-v3-xsmall": "deberta_v3_xsmall",
+    "hf://answerdotai/ModernBERT-base": "modernbert_base",
+    "hf://answerdotai/ModernBERT-large": "modernbert_large",
     "kaggle://keras/bert/keras/bert_base_en_uncased": "bert_base",
 }
 
