@@ -103,3 +103,13 @@ def _killed(process):
 def json_line(stdout):
     """The first line of `stdout` that is a JSON object (what evaluate.py prints)."""
     return json.loads([line for line in stdout.splitlines() if line.startswith("{")][0])
+
+
+def one_error_line(result):
+    """The one `error: ...` line of a binary that failed as a user's mistake should make it
+    fail: exit status 1, no traceback, exactly one such line on stderr."""
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr[-2000:]
+    return errors[0]

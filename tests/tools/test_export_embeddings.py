@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from nlpzoo.tasks.sentence_embedding.task import SentenceEmbeddingTask
-from tests.helpers.binaries import finish_processes, start_python, start_tool
+from tests.helpers.binaries import finish_processes, one_error_line, start_python, start_tool
 from tests.helpers.embedding_checks import save_tiny_checkpoint, save_tiny_classifier, trec_texts
 
 # Short and long texts (cut at max_seq_length), accents, odd whitespace, an empty one.
@@ -58,14 +58,6 @@ def _check(results):
         assert result.returncode == 0, f"{name}: {result.stderr[-3000:]}"
 
 
-def _error_line(result):
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr[-2000:]
-    return errors[0]
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     base = tmp_path_factory.mktemp("export_embeddings")
@@ -108,9 +100,9 @@ def test_export_from_a_checkpoint_serves_the_keras_models_embeddings(checkpoint_
 
 def test_task_flags_are_refused_where_they_mean_nothing(checkpoint_export):
     base, results = checkpoint_export["base"], checkpoint_export["results"]
-    assert _error_line(results["no task"]).startswith(
+    assert one_error_line(results["no task"]).startswith(
         f"error: --init_checkpoint={checkpoint_export['checkpoint']} needs --task")
-    assert _error_line(results["head flag without task"]) == (
+    assert one_error_line(results["head flag without task"]) == (
         "error: --pooling: only for a model built with --task; a trained model is exported "
         "as it is")
     assert not os.path.exists(base / "never")
@@ -170,7 +162,7 @@ def test_a_saved_embedder_exports_and_predicts_through_the_task_door(model_expor
 
 @pytest.mark.slow
 def test_a_task_that_needs_training_is_not_built_from_a_checkpoint(model_exports):
-    assert _error_line(model_exports["results"]["trainable task"]) == (
+    assert one_error_line(model_exports["results"]["trainable task"]) == (
         "error: --task=classification needs training: train it with tools/train.py and "
         "use its --model_dir; --task builds only tasks that need none (fill_mask, "
         "sentence_embedding)")
@@ -178,6 +170,6 @@ def test_a_task_that_needs_training_is_not_built_from_a_checkpoint(model_exports
 
 @pytest.mark.slow
 def test_evaluate_refuses_a_model_whose_task_needs_no_training(model_exports):
-    assert _error_line(model_exports["results"]["evaluate"]) == (
+    assert one_error_line(model_exports["results"]["evaluate"]) == (
         "error: a sentence_embedding model has no labels or loss to evaluate against (its "
         "task needs no training)")

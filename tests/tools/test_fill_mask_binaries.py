@@ -13,7 +13,7 @@ import pytest
 from nlpzoo.zoo import build_encoder
 from nlpzoo.zoo import load_pretrained
 from nlpzoo.zoo.checkpoints import export_hf_checkpoint, read_tokenizer_settings
-from tests.helpers.binaries import finish_processes, start_python, start_tool
+from tests.helpers.binaries import finish_processes, one_error_line, start_python, start_tool
 from tests.helpers.paths import ROOT
 
 CHECKPOINT = os.path.join(ROOT, "tests", "fixtures", "tiny_bert_mlm")
@@ -21,14 +21,6 @@ MASKED = ["The capital of France is [MASK] .", "The [MASK] sat on the [MASK] .",
           "She was un[MASK] to read ."]
 PLAIN = ["The capital of France is Paris .", "The cat sat on the mat .",
          "She was unable to read the book at night .", "he walks to the river and plays"]
-
-
-def _error_line(result):
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr[-2000:]
-    return errors[0]
 
 
 def _write(path, lines):
@@ -97,7 +89,7 @@ def test_evaluate_prints_the_scores_of_the_fixed_masking(runs, model):
 
 def test_a_text_without_a_mask_is_one_error_line_and_nothing_written(runs):
     results, outputs, _, _ = runs
-    line = _error_line(results["no mask"])
+    line = one_error_line(results["no mask"])
     assert line.startswith("error: ") and line.endswith(
         "unmasked.txt:2: no [MASK] in the text; put [MASK] where a word is to be predicted: "
         "'no mask in this one'")
@@ -106,7 +98,7 @@ def test_a_text_without_a_mask_is_one_error_line_and_nothing_written(runs):
 
 def test_a_checkpoint_without_an_mlm_head_is_refused_in_one_line(runs):
     results, _, headless, _ = runs
-    assert _error_line(results["headless"]) == (
+    assert one_error_line(results["headless"]) == (
         f"error: {headless} has no masked-LM head (cls.predictions.*), which this model needs; "
         f"make a checkpoint with one by continued MLM pretraining: tools/pretrain.py "
         f"--init_checkpoint={headless} --objective=mlm --corpus=<text> --model_dir=<run>, "

@@ -12,7 +12,7 @@ import pytest
 
 from nlpzoo.zoo import build_encoder, load_pretrained
 from nlpzoo.zoo.checkpoints import export_hf_checkpoint, read_tokenizer_settings
-from tests.helpers.binaries import finish_processes, start_python, start_tool
+from tests.helpers.binaries import finish_processes, one_error_line, start_python, start_tool
 from tests.helpers.paths import ROOT
 
 CHECKPOINT = os.path.join(ROOT, "tests", "fixtures", "tiny_bert_mlm")
@@ -23,14 +23,6 @@ EXAMPLES = [("the cat sat on the mat", "pos"), ("he was happy in the house", "po
             ("she read a book at night", "pos"), ("my dog was small and sad", "neg"),
             ("we play in the big city", "pos"), ("the old house by the river", "neg")]
 FLAGS = [f"--pattern={pattern}" for pattern in PATTERNS] + [f"--verbalizer={VERBALIZER}"]
-
-
-def _error_line(result):
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr[-2000:]
-    return errors[0]
 
 
 def _write_jsonl(path, examples):
@@ -106,15 +98,15 @@ def test_zero_shot_evaluate_scores_the_pretrained_model(runs):
 
 def test_refusals_are_one_line(runs):
     results, _, headless = runs
-    assert _error_line(results["no mask"]) == (
+    assert one_error_line(results["no mask"]) == (
         "error: --task: pattern '{text} it was .': 0 [MASK] slots; a pattern has exactly one, "
         "where the label word goes")
-    assert _error_line(results["unknown label"]).endswith(
+    assert one_error_line(results["unknown label"]).endswith(
         "unknown.jsonl:3: the verbalizer has no word for the label(s) other of the data "
         "(--verbalizer=label:word,...)")
-    assert _error_line(results["headless"]).startswith(
+    assert one_error_line(results["headless"]).startswith(
         f"error: {headless} has no masked-LM head (cls.predictions.*)")
-    assert _error_line(results["no checkpoint"]) == (
+    assert one_error_line(results["no checkpoint"]) == (
         "error: --task=prompt_classification: it starts from the pretrained mlm_head of a "
         "checkpoint: give --init_checkpoint")
 
