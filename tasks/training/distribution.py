@@ -370,17 +370,18 @@ def check_jit_compile(strategy, jit_compile):
 
 
 def build_for_fit(model, strategy, dataset):
-    """Prepares `model` for `fit` and `evaluate` under multi-worker training; a no-op
-    under every other strategy (call it after compile, before `fit`).
+    """Prepares `model` for `fit` and `evaluate` under a strategy of several replicas;
+    a no-op with one replica (call it after compile, before `fit`).
 
-    Under any strategy of several replicas it makes the optimizer clip the summed
-    gradient (`clip_the_sum`). Two more gaps of Keras 3.15's TensorFlow trainer under
-    `MultiWorkerMirroredStrategy`:
+    It makes the optimizer clip the summed gradient (`clip_the_sum`), and mends two
+    gaps of Keras 3.15's TensorFlow trainer:
 
-    - `fit` builds a distributed model from its first batch reduced over the replicas
-      with `strategy.reduce`, which fails on a dict of features (and drops that batch).
-      Building here from one undistributed local batch (the same shapes) avoids both.
-    - Each step's logs are reduced with `strategy.reduce("MEAN", logs, axis=0)` whatever
+    - `fit` builds a distributed model from its first batch averaged over the replicas
+      with `strategy.reduce`, which fails on a dict of features under multi-worker
+      training (and drops that batch), and on a batch whose replicas' shares differ in
+      size (a global batch of 7 on 2 replicas: "Inputs to operation AddN … must have
+      the same size"). Building here from one undistributed local batch avoids both.
+    - Under `MultiWorkerMirroredStrategy`, each step's logs are reduced with `strategy.reduce("MEAN", logs, axis=0)` whatever
       `distribute_reduction_method` says, and a scalar has no axis 0 (TensorFlow:
       "Invalid reduction dimension 0 for input with 0 dimensions", tensorflow#72388).
       `with_replica_axis` gives every logged value a leading axis of one, so that
@@ -395,12 +396,14 @@ def build_for_fit(model, strategy, dataset):
     False
     """
     clip_the_sum(model.optimizer, strategy)
-    if not in_multi_worker_mode(strategy):
+    if strategy.num_replicas_in_sync == 1:
         return
     batch = next(iter(dataset.take(1)))
     with strategy.scope():
         build_from_batch(model, batch)
     skip_build_in_fit(model)
+    if not in_multi_worker_mode(strategy):
+        return
     model.train_step = with_replica_axis(model.train_step)
     model.test_step = with_replica_axis(model.test_step)
 
