@@ -6,10 +6,12 @@ tools/multitask.py on two workers; a failing worker's one line; two workers agai
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -115,6 +117,30 @@ def test_xla_over_several_cpu_devices_of_one_process_is_refused():
     with pytest.raises(UserError, match="--jit_compile=true cannot run 2 replicas"):
         distribution.check_jit_compile(strategy, True)
     distribution.check_jit_compile(strategy, False)
+
+
+def test_a_non_chief_resumes_from_a_copy_of_the_chief_s_state_and_entries(tmp_path,
+                                                                           monkeypatch):
+    """A non-chief worker's directory holds a copy of what resuming reads from the chief's
+    --model_dir (and the multi-task entries' directories), not its logs; a fresh or
+    finished run (no checkpoints/) gives it nothing but our marker."""
+    monkeypatch.setattr(distribution, "is_chief", lambda strategy: False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    os.makedirs(tmp_path / "tmp")
+    chief = tmp_path / "run"
+    for name in ("checkpoints/training_state.json", "config.json", "vocab.txt",
+                 "trec/config.json", "trec/labels.json", "logs/train/events", "metrics.json"):
+        os.makedirs((chief / name).parent, exist_ok=True)
+        (chief / name).write_text(name)
+    copy = distribution.worker_model_dir(str(chief), None, subdirectories=["trec", "conll"])
+    assert os.path.dirname(copy) == str(tmp_path / "tmp")
+    assert sorted(os.listdir(copy)) == [MARKER, "checkpoints", "config.json", "trec", "vocab.txt"]
+    assert sorted(os.listdir(os.path.join(copy, "trec"))) == ["config.json", "labels.json"]
+    assert open(os.path.join(copy, "checkpoints", "training_state.json")).read() == (
+        "checkpoints/training_state.json")
+    shutil.rmtree(chief / "checkpoints")
+    fresh = distribution.worker_model_dir(str(chief), None, subdirectories=["trec"])
+    assert os.listdir(fresh) == [MARKER]
 
 
 # --- mirrored over two logical CPU devices ------------------------------------------------
@@ -482,23 +508,46 @@ def test_two_workers_train_multitask_with_and_without_packing(tmp_path, pack_len
     assert 0.0 < metrics["conll"]["token_accuracy"] <= 1.0 and metrics["conll"]["sentences"] == 6
 
 
+def _flags_with_a_bad_file(tool, tmp_path, request):
+    """(flags for both workers, worker 0's data flag, worker 1's: a file that is not
+    there) of a short two-worker run of tools/<tool>."""
+    missing = str(tmp_path / "nowhere.txt")
+    common = ["--max_seq_length=32", "--vocab_size=400", "--mixed_precision=float32",
+              f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=multi_worker_mirrored"]
+    if tool == "pretrain.py":
+        return ([*common, "--preset=bert_tiny", "--objective=mlm", "--max_steps=2",
+                 "--batch_size=8"], f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}",
+                f"--corpus={missing}")
+    if tool == "multitask.py":
+        tasks = tmp_path / "tasks.txt"
+        tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
+                         f"--eval_data={TREC}/dev.label\n")
+        return [*common, "--epochs=1", "--batch_size=16"], f"--tasks={tasks}", f"--tasks={missing}"
+    labelled = ([f"--teacher={request.getfixturevalue('trained_tagger_dir')}", "--head=softmax",
+                 f"--eval_data={os.path.join(CONLL, 'dev.txt')}"], os.path.join(CONLL, "train.txt"))
+    if tool == "train.py":
+        labelled = (["--task=classification", "--preset=bert_tiny",
+                     f"--eval_data={os.path.join(TREC, 'dev.label')}"],
+                    os.path.join(TREC, "train.label"))
+    return ([*common, *labelled[0], "--epochs=1", "--batch_size=16"],
+            f"--train_data={labelled[1]}", f"--train_data={missing}")
+
+
 @pytest.mark.slow
-def test_a_worker_that_fails_says_so_in_one_line_and_its_peer_names_it(tmp_path):
-    """Worker 1 is given a training file that is not there: it ends with its own one-line
+@pytest.mark.parametrize("tool", ["train.py", "pretrain.py", "distill.py", "multitask.py"])
+def test_a_worker_that_fails_says_so_in_one_line_and_its_peer_names_it(tmp_path, request, tool):
+    """Worker 1 is given an input file that is not there: it ends with its own one-line
     error; worker 0 loses its collectives with it and ends with one line naming it. Both
-    exit 1, neither prints a traceback."""
-    missing = tmp_path / "nowhere.label"
-    flags = ["--task=classification", "--preset=bert_tiny",
-             f"--eval_data={os.path.join(TREC, 'dev.label')}", f"--model_dir={tmp_path / 'run'}",
-             "--epochs=1", "--batch_size=16", "--max_seq_length=32", "--vocab_size=400",
-             "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored"]
-    processes = _start_workers("train.py", flags, tmp_path / "tmp", per_worker=[
-        [f"--train_data={os.path.join(TREC, 'train.label')}"], [f"--train_data={missing}"]])
+    exit 1, neither prints a traceback, whichever training binary they run."""
+    flags, good, bad = _flags_with_a_bad_file(tool, tmp_path, request)
+    processes = _start_workers(tool, flags, tmp_path / "tmp", per_worker=[[good], [bad]])
     results = finish_processes(processes)
     for result in results.values():
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     last_lines = [result.stderr.strip().splitlines()[-1] for result in results.values()]
-    assert last_lines[1] == f"error: worker 1: {missing}: no such file"
+    missing = bad.split("=", 1)[1]
+    assert last_lines[1].startswith("error: worker 1: ") and missing in last_lines[1], last_lines
+    assert "no such file" in last_lines[1], last_lines
     assert last_lines[0].startswith("error: worker 0: lost contact with worker 1 ("), last_lines
 
 
