@@ -615,8 +615,8 @@ def test_two_workers_end_with_one_process_s_weights_without_dropout(tmp_path):
 
 # A resumed two-worker run replays the uninterrupted one's remaining steps on the same
 # batches, from the chief's saved weights, optimizer and dropout generator states (mirrored
-# variables: the same on every worker): measured bit-identical weights (the same
-# fingerprint line) on this machine; the test allows float32 rounding.
+# variables: the same on every worker): the distilled student's best_model.keras was
+# bit-identical on this machine (2026-11-28); the test allows float32 rounding.
 RESUMED_WEIGHT_TOLERANCE = 1e-6
 
 
