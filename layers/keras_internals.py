@@ -147,9 +147,10 @@ def loss_tracker(model):
     return getattr(model, "_loss_tracker", None)
 
 
-def compiled_loss(model, y_true, y_pred):
+def compiled_loss(model, y_true, y_pred, sample_weight=None):
     """The loss given to `compile` alone, on `y_true` and `y_pred` (private
-    `_compile_loss`): without `model.losses` and whatever `compute_loss` adds.
+    `_compile_loss`): without `model.losses` and whatever `compute_loss` adds;
+    None when `model` was compiled without a loss.
 
     Examples:
     >>> import numpy as np
@@ -158,7 +159,8 @@ def compiled_loss(model, y_true, y_pred):
     >>> float(compiled_loss(model, np.array([[1.0]]), np.array([[3.0]])))
     4.0
     """
-    return model._compile_loss(y_true, y_pred)
+    loss = getattr(model, "_compile_loss", None)
+    return None if loss is None else loss(y_true, y_pred, sample_weight)
 
 
 def build_from_batch(model, batch):

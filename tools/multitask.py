@@ -407,9 +407,11 @@ def _evaluate(entries, setup, encoder):
 def main(argv):
     strategy = distribution.make_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
     run_setup.check_gradient_accumulation(FLAGS, binary="tools/multitask.py")
-    # Only the chief writes --model_dir; other workers write to a temporary directory.
-    FLAGS.model_dir = distribution.worker_model_dir(FLAGS.model_dir, strategy)
     entries = read_entries(FLAGS.tasks)
+    # Only the chief writes --model_dir; other workers write to a temporary directory
+    # (resuming: with a copy of the chief's state, its entries' directories included).
+    FLAGS.model_dir = distribution.worker_model_dir(
+        FLAGS.model_dir, strategy, subdirectories=[entry.name for entry in entries])
     if FLAGS.target is not None and FLAGS.target not in {entry.name for entry in entries}:
         raise UserError(f"--target={FLAGS.target} is not an entry of {FLAGS.tasks} "
                         f"({', '.join(entry.name for entry in entries)})")

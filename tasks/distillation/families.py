@@ -98,12 +98,7 @@ class TaggingFamily:
     def hard_loss(self, student, x, labels, y_pred):
         """The tagger's own loss (CRF negative log-likelihood or cross-entropy) per
         labelled word; unlabelled sentences carry -1 tags and count for nothing."""
-        crf = getattr(student, "crf", None)
-        if crf is None:
-            return masked_sparse_cross_entropy(labels, y_pred, weights=x["word_mask"])
-        mask = ops.cast(x["word_mask"], "float32") * ops.cast(labels >= 0, "float32")
-        per_sentence = -crf.log_likelihood(y_pred, ops.maximum(labels, 0), mask)
-        return ops.sum(per_sentence) / ops.maximum(ops.sum(mask), 1.0)
+        return student.tag_loss(x, labels, y_pred)
 
 
 def family_of(task):

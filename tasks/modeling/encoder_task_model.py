@@ -10,7 +10,9 @@ import tensorflow as tf
 from keras import ops
 
 from nlpzoo.layers import Encoder, transformer_of
+from nlpzoo.layers.keras_internals import compiled_loss
 from nlpzoo.tasks.modeling.auxiliary_mlm import AuxiliaryMaskedLM  # noqa: F401  (registered for from_config)
+from nlpzoo.tasks.modeling.losses import replica_weight
 from nlpzoo.tasks.text.raw_inputs import is_raw_input, raw_values
 from nlpzoo.tasks.training.optimization import per_update, schedule_for_fit
 from nlpzoo.tasks.training.step_clock import accumulation_steps
@@ -302,10 +304,20 @@ class EncoderTaskModel(keras.Model):
         return self
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        # Models whose loss is compile's (classification); the others add the
-        # auxiliary loss in `_plus_layer_losses`.
-        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        return loss + self._auxiliary_loss(x, training)
+        # Models whose loss is compile's (classification, question answering): a mean
+        # over the batch's rows that Keras scales by 1/replicas. The others compute
+        # their own and call `_plus_layer_losses` themselves.
+        loss = compiled_loss(self, y, y_pred, sample_weight)
+        if loss is None:  # compiled without a loss: Keras's own (layer losses, or its error)
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        weight = replica_weight(ops.shape(tf.nest.flatten(y_pred)[0])[0])
+        if not isinstance(weight, float):  # several replicas
+            # The step takes the weighted gradient (this replica's share of the mean over
+            # the whole batch); the value stays the replica's own mean, which Keras's
+            # loss tracker weights by the replica's rows: the batch's mean, as logged
+            # by one device, however unevenly the rows split.
+            loss = loss * weight - ops.stop_gradient(loss * weight - loss)
+        return self._plus_layer_losses(loss, x, training, scaled=True)
 
     def _auxiliary_loss(self, x, training):
         """λ · the auxiliary masked-LM loss (0 without one), scaled for tf.distribute."""
@@ -357,16 +369,22 @@ class EncoderTaskModel(keras.Model):
             model._set_metadata(preprocessor, metadata)
         return model
 
-    def _plus_layer_losses(self, loss, x=None, training=False):
+    def _plus_layer_losses(self, loss, x=None, training=False, scaled=False):
         """Adds regularisation losses that layers registered with `add_loss`, and scales
-        the total by 1/replicas under a tf.distribute strategy, as Keras's own
-        `compute_loss` does: the replicas' gradients are summed, and Keras's loss
-        tracker multiplies the replicas back. With the batch's features `x`, adds
-        the auxiliary masked-LM loss too (`attach_auxiliary_mlm`)."""
-        for extra in self.losses:
-            loss = loss + ops.cast(extra, "float32")
+        both by 1/replicas under a tf.distribute strategy (`loss` is already scaled
+        when `scaled`: compile's loss), as Keras's compiled loss is: the replicas'
+        gradients are summed, and Keras's loss tracker multiplies the replicas back.
+        `loss` is the task's mean over this replica's items, weighted by
+        `replica_weight`; a layer loss (a penalty on the weights) is the same on every
+        replica and is not. With the batch's features `x`, adds the auxiliary
+        masked-LM loss too (`attach_auxiliary_mlm`)."""
+        extras = [ops.cast(extra, "float32") for extra in self.losses]
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        loss = loss / replicas if replicas > 1 else loss
+        if replicas > 1:
+            extras = [extra / replicas for extra in extras]
+            loss = loss if scaled else loss / replicas
+        for extra in extras:
+            loss = loss + extra
         return loss + self._auxiliary_loss(x, training)
 
 

@@ -1,7 +1,39 @@
 """Losses that task models share."""
 
 import keras
+import tensorflow as tf
 from keras import ops
+
+
+def replica_weight(count):
+    """R · count / Σ count over the R replicas of a `tf.distribute` step: the weight that
+    turns one replica's mean over its own `count` items (examples, words, masked tokens)
+    into its share of the mean over every replica's items.
+
+    Each replica's loss is scaled by 1/R and their gradients are summed, so a step on
+    the mean of per-replica means equals one device's step on the whole batch only when
+    every replica counts alike; with this weight it always does (a last batch of 7
+    examples split 4 + 3, or halves holding different numbers of words). 1 outside a
+    strategy of several replicas; 0 for a replica that counts 0 items. No gradient flows
+    through it.
+
+    Args:
+        count: this replica's number of items (or total weight), a scalar.
+
+    Returns:
+        A float32 scalar (a Python 1.0 with a single replica).
+
+    Examples:
+    >>> replica_weight(3)  # one replica: its mean is the mean
+    1.0
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = context.num_replicas_in_sync if context is not None else 1
+    if replicas == 1:
+        return 1.0
+    count = ops.stop_gradient(ops.cast(count, "float32"))
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    return tf.math.divide_no_nan(count * replicas, total)
 
 
 def masked_sparse_cross_entropy(labels, logits, weights=None):
@@ -10,7 +42,8 @@ def masked_sparse_cross_entropy(labels, logits, weights=None):
     Slots whose label is negative (-1 marks padding) count with weight 0,
     whatever `weights` says; the rest with `weights` (1 by default). The
     mean is Σ w · CE / Σ w, and 0 when no slot counts, so a batch without a
-    single real slot adds nothing and produces no NaN. Used by the softmax
+    single real slot adds nothing and produces no NaN. Under a strategy of several
+    replicas it is weighted by `replica_weight(Σ w)`. Used by the softmax
     tagger (weights: the word mask), span NER (span mask × NONE weight) and
     pretraining (MLM and SBO slots).
 
@@ -41,7 +74,8 @@ def masked_sparse_cross_entropy(labels, logits, weights=None):
     total = ops.sum(ops.cast(per_slot, "float32") * weight)
     # With 0/1 weights the sum is 0 or >= 1, so this floor only matters for
     # fractional weights (NONE spans) and for an empty batch (0 / floor = 0).
-    return total / ops.maximum(ops.sum(weight), 1e-6)
+    count = ops.sum(weight)
+    return total / ops.maximum(count, 1e-6) * replica_weight(count)
 
 
 def distillation_loss(teacher_probabilities, student_logits, temperature=1.0):
@@ -55,7 +89,8 @@ def distillation_loss(teacher_probabilities, student_logits, temperature=1.0):
     same weight whatever T is. A slot whose teacher row is all zeros (padding,
     a word the teacher did not see) has no target: the mean is
     Σ w · KL / Σ w with w = Σ_k p_k (1 or 0), and 0 when no slot counts.
-    The teacher's side is a constant: no gradient flows into it.
+    The teacher's side is a constant: no gradient flows into it. Under a strategy of
+    several replicas the mean is weighted by `replica_weight(Σ w)`.
 
     Args:
         teacher_probabilities: [..., K] rows that sum to 1 (or are all 0).
@@ -85,5 +120,6 @@ def distillation_loss(teacher_probabilities, student_logits, temperature=1.0):
     # 0 · log 0 = 0: rows (and entries) without mass contribute nothing.
     p_log_p = ops.where(p > 0, p * ops.log(ops.maximum(p, 1e-30)), 0.0)
     per_slot = ops.sum(p_log_p - p * log_q, axis=-1)
-    weight = ops.sum(p, axis=-1)
-    return temperature ** 2 * ops.sum(per_slot) / ops.maximum(ops.sum(weight), 1e-6)
+    count = ops.sum(ops.sum(p, axis=-1))
+    return (temperature ** 2 * ops.sum(per_slot) / ops.maximum(count, 1e-6)
+            * replica_weight(count))

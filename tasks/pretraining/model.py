@@ -13,7 +13,7 @@ from nlpzoo.layers import (
 )
 from nlpzoo.layers.masked_lm_head import LEGACY_HEAD_SETTINGS
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel, MaskedAccuracy
-from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy, replica_weight
 from nlpzoo.tasks.pretraining.pair_objectives import pair_objective
 from nlpzoo.tasks.pretraining.pipeline import OBJECTIVES
 
@@ -134,7 +134,8 @@ class Pretrainer(EncoderTaskModel):
         if pair is not None:  # NSP or SOP: two-way cross-entropy on the pooled output
             labels = ops.cast(y[pair.label], "int32")
             pair_loss = ops.mean(keras.losses.sparse_categorical_crossentropy(
-                labels, y_pred[pair.logits], from_logits=True))
+                labels, y_pred[pair.logits], from_logits=True)) * replica_weight(
+                    ops.shape(labels)[0])
             getattr(self, f"{pair.prefix}_loss_tracker").update_state(pair_loss)
             getattr(self, f"{pair.prefix}_accuracy").update_state(labels, y_pred[pair.logits])
             loss = loss + pair_loss

@@ -12,7 +12,7 @@ from nlpzoo.layers import (
     token_transform,
 )
 from nlpzoo.tasks.modeling.encoder_task_model import EncoderTaskModel
-from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
+from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy, replica_weight
 from nlpzoo.tasks.words.tags import allowed_transitions
 from nlpzoo.tasks.words.preprocessor import WORD_ENDS
 from nlpzoo.tasks.words.shapes import CASING_INPUT, concat_word_shape_embedding
@@ -152,13 +152,18 @@ class SequenceTagger(EncoderTaskModel):
         self.subword_aggregation = subword_aggregation
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return self._plus_layer_losses(self.tag_loss(x, y, y_pred), x, training)
+
+    def tag_loss(self, x, y, y_pred):
+        """The mean per labelled word (tag -1: not counted) of the CRF's negative
+        log-likelihood or the softmax's cross-entropy, weighted by `replica_weight`
+        under several replicas; without layer losses and replica scaling."""
         if self.crf is None:
-            loss = masked_sparse_cross_entropy(y, y_pred, weights=x["word_mask"])
-        else:
-            mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
-            per_sentence = -self.crf.log_likelihood(y_pred, ops.maximum(y, 0), mask)
-            loss = ops.sum(per_sentence) / ops.maximum(ops.sum(mask), 1.0)
-        return self._plus_layer_losses(loss, x, training)
+            return masked_sparse_cross_entropy(y, y_pred, weights=x["word_mask"])
+        mask = ops.cast(x["word_mask"], "float32") * ops.cast(y >= 0, "float32")
+        per_sentence = -self.crf.log_likelihood(y_pred, ops.maximum(y, 0), mask)
+        words = ops.sum(mask)
+        return ops.sum(per_sentence) / ops.maximum(words, 1.0) * replica_weight(words)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         # A CRF's metrics see the Viterbi tags it outputs (as one-hot scores), not

@@ -15,17 +15,18 @@ tools/multitask.py runs its own loop of `strategy.run` steps.
 
 - `--batch_size` is the global batch: each step splits it over all replicas
   (`strategy.num_replicas_in_sync`); Keras scales each replica's loss by
-  1/replicas and the gradients are summed, so one step is the step one device
-  takes on the whole batch.
+  1/replicas and the gradients are summed, and each replica's mean (over its
+  examples, words or masked tokens) is weighted by its share of the batch's
+  (`tasks.modeling.losses.replica_weight`), so one step is the step one device
+  takes on the whole batch, however unevenly the batch splits.
 - Sharding: the input pipelines are built from in-memory tensors, so every
   worker builds the same batches and `AutoShardPolicy.DATA` gives each worker
   its part of every global batch (`shard_by_data`); FILE sharding would need
   one input file per worker.
 - Two workers end with the weights of one process on the same global batch,
-  up to float32 rounding, when nothing random differs and every batch splits
-  into equal halves: dropout masks are drawn per replica, and a replica's loss
-  is the mean over its own half (docs/distributed.md gives the measured
-  differences). The replicas clip their summed gradient (`clip_the_sum`).
+  up to float32 rounding, when nothing random differs: dropout masks are drawn
+  per replica (docs/distributed.md gives the measured differences). The
+  replicas clip their summed gradient (`clip_the_sum`).
 - A worker that fails ends in one line naming it (`worker_failure`), as
   `tools/cli/errors.run` prints it; the others then lose their collectives
   and end the same way.
@@ -205,10 +206,12 @@ def is_chief(strategy):
         and "chief" not in resolver.cluster_spec().as_dict()))
 
 
-def worker_model_dir(model_dir, strategy):
+def worker_model_dir(model_dir, strategy, subdirectories=()):
     """Where this process writes: `model_dir` on the chief, elsewhere a fresh temporary
     directory, removed when the process exits, holding a copy of the chief's resume state
-    when there is one (so that every worker resumes the same run).
+    when there is one (so that every worker resumes the same run). `subdirectories` of
+    `model_dir` are copied whole with it (tools/multitask.py's entries: each has its
+    own config, vocabulary and labels).
 
     Examples:
     >>> worker_model_dir("runs/trec", make_strategy("one_device"))
@@ -219,10 +222,10 @@ def worker_model_dir(model_dir, strategy):
     worker_dir = tempfile.mkdtemp(prefix=_WORKER_DIR_PREFIX)
     write_marker(worker_dir, "worker")  # ours, as the chief's --model_dir is
     atexit.register(shutil.rmtree, worker_dir, ignore_errors=True)
-    for name in _RESUME_STATE:
+    if not os.path.exists(os.path.join(model_dir, "checkpoints")):
+        return worker_dir  # a fresh or finished run: nothing to resume
+    for name in (*_RESUME_STATE, *subdirectories):
         source = os.path.join(model_dir, name)
-        if not os.path.exists(os.path.join(model_dir, "checkpoints")):
-            break  # a fresh or finished run: nothing to resume
         if os.path.isdir(source):
             shutil.copytree(source, os.path.join(worker_dir, name))
         elif os.path.exists(source):
@@ -370,17 +373,18 @@ def check_jit_compile(strategy, jit_compile):
 
 
 def build_for_fit(model, strategy, dataset):
-    """Prepares `model` for `fit` and `evaluate` under multi-worker training; a no-op
-    under every other strategy (call it after compile, before `fit`).
+    """Prepares `model` for `fit` and `evaluate` under a strategy of several replicas;
+    a no-op with one replica (call it after compile, before `fit`).
 
-    Under any strategy of several replicas it makes the optimizer clip the summed
-    gradient (`clip_the_sum`). Two more gaps of Keras 3.15's TensorFlow trainer under
-    `MultiWorkerMirroredStrategy`:
+    It makes the optimizer clip the summed gradient (`clip_the_sum`), and mends two
+    gaps of Keras 3.15's TensorFlow trainer:
 
-    - `fit` builds a distributed model from its first batch reduced over the replicas
-      with `strategy.reduce`, which fails on a dict of features (and drops that batch).
-      Building here from one undistributed local batch (the same shapes) avoids both.
-    - Each step's logs are reduced with `strategy.reduce("MEAN", logs, axis=0)` whatever
+    - `fit` builds a distributed model from its first batch averaged over the replicas
+      with `strategy.reduce`, which fails on a dict of features under multi-worker
+      training (and drops that batch), and on a batch whose replicas' shares differ in
+      size (a global batch of 7 on 2 replicas: "Inputs to operation AddN … must have
+      the same size"). Building here from one undistributed local batch avoids both.
+    - Under `MultiWorkerMirroredStrategy`, each step's logs are reduced with `strategy.reduce("MEAN", logs, axis=0)` whatever
       `distribute_reduction_method` says, and a scalar has no axis 0 (TensorFlow:
       "Invalid reduction dimension 0 for input with 0 dimensions", tensorflow#72388).
       `with_replica_axis` gives every logged value a leading axis of one, so that
@@ -395,12 +399,14 @@ def build_for_fit(model, strategy, dataset):
     False
     """
     clip_the_sum(model.optimizer, strategy)
-    if not in_multi_worker_mode(strategy):
+    if strategy.num_replicas_in_sync == 1:
         return
     batch = next(iter(dataset.take(1)))
     with strategy.scope():
         build_from_batch(model, batch)
     skip_build_in_fit(model)
+    if not in_multi_worker_mode(strategy):
+        return
     model.train_step = with_replica_axis(model.train_step)
     model.test_step = with_replica_axis(model.test_step)
 

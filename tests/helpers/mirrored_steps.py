@@ -1,7 +1,8 @@
 """Run as a script by tests/test_distribution.py: the same training steps on one device and
 mirrored over two logical CPU devices, from the same weights on the same global batches.
 
-    python tests/mirrored_steps.py TASK TRAIN_FILE JIT_COMPILE   # prints one JSON line
+    python tests/helpers/mirrored_steps.py TASK TRAIN_FILE JIT_COMPILE [GLOBAL_BATCH]
+    # prints one JSON line; GLOBAL_BATCH 8 by default (an odd one splits unevenly)
 
 Two logical devices must be configured before TensorFlow initialises its devices, hence a
 process of its own. Dropout is off and the optimizer is plain SGD, so that the two runs
@@ -39,6 +40,7 @@ def run_steps(strategy_name, task, data, tokens, labels, weights, jit_compile):
                       jit_compile=jit_compile)
     for features, _ in data.take(1):
         model(features)  # builds the weights
+    distribution.build_for_fit(model, strategy, data)  # as the binaries do
     if weights is not None:
         model.set_weights(weights)
     start = model.get_weights()
@@ -67,7 +69,7 @@ def _step_losses(log_dir):
             for event in accumulator.Tensors(StepLogger.loss_tag)]
 
 
-def main(task_name, train_file, jit_compile):
+def main(task_name, train_file, jit_compile, global_batch=GLOBAL_BATCH):
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -80,12 +82,12 @@ def main(task_name, train_file, jit_compile):
 
     keras.utils.set_random_seed(7)
     task = get_task_class(task_name)()
-    examples = task.read(train_file)[:GLOBAL_BATCH * NUM_STEPS]
+    examples = task.read(train_file)[:global_batch * NUM_STEPS]
     task = task.adapt(examples)
     labels = task.label_names(examples)
     tokens = build_vocabulary(task.texts(examples), 300, True)
     preprocessor = task.make_preprocessor(tokens, True, 32)
-    data = task.make_dataset(examples, preprocessor, labels, batch_size=GLOBAL_BATCH,
+    data = task.make_dataset(examples, preprocessor, labels, batch_size=global_batch,
                              training=False).take(NUM_STEPS).cache()
     one_losses, one_step_losses, start, one_weights, _ = run_steps(
         "one_device", task, data, tokens, labels, None, jit_compile)
@@ -102,4 +104,4 @@ def main(task_name, train_file, jit_compile):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3] == "true")
+    main(sys.argv[1], sys.argv[2], sys.argv[3] == "true", *map(int, sys.argv[4:]))

@@ -6,10 +6,12 @@ tools/multitask.py on two workers; a failing worker's one line; two workers agai
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -117,13 +119,37 @@ def test_xla_over_several_cpu_devices_of_one_process_is_refused():
     distribution.check_jit_compile(strategy, False)
 
 
+def test_a_non_chief_resumes_from_a_copy_of_the_chief_s_state_and_entries(tmp_path,
+                                                                           monkeypatch):
+    """A non-chief worker's directory holds a copy of what resuming reads from the chief's
+    --model_dir (and the multi-task entries' directories), not its logs; a fresh or
+    finished run (no checkpoints/) gives it nothing but our marker."""
+    monkeypatch.setattr(distribution, "is_chief", lambda strategy: False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    os.makedirs(tmp_path / "tmp")
+    chief = tmp_path / "run"
+    for name in ("checkpoints/training_state.json", "config.json", "vocab.txt",
+                 "trec/config.json", "trec/labels.json", "logs/train/events", "metrics.json"):
+        os.makedirs((chief / name).parent, exist_ok=True)
+        (chief / name).write_text(name)
+    copy = distribution.worker_model_dir(str(chief), None, subdirectories=["trec", "conll"])
+    assert os.path.dirname(copy) == str(tmp_path / "tmp")
+    assert sorted(os.listdir(copy)) == [MARKER, "checkpoints", "config.json", "trec", "vocab.txt"]
+    assert sorted(os.listdir(os.path.join(copy, "trec"))) == ["config.json", "labels.json"]
+    assert open(os.path.join(copy, "checkpoints", "training_state.json")).read() == (
+        "checkpoints/training_state.json")
+    shutil.rmtree(chief / "checkpoints")
+    fresh = distribution.worker_model_dir(str(chief), None, subdirectories=["trec"])
+    assert os.listdir(fresh) == [MARKER]
+
+
 # --- mirrored over two logical CPU devices ------------------------------------------------
 
 
-def _mirrored_steps(task, train_file):
+def _mirrored_steps(task, train_file, global_batch=8):
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "tests", "helpers", "mirrored_steps.py"), task, train_file,
-         "false"], capture_output=True, text=True, cwd=ROOT, timeout=600,
+         "false", str(global_batch)], capture_output=True, text=True, cwd=ROOT, timeout=600,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -153,14 +179,35 @@ def test_mirrored_steps_equal_one_device_steps_on_the_same_global_batch():
 
 
 @pytest.mark.slow
-def test_mirrored_tagger_loss_is_scaled_per_replica():
-    """Token-averaged losses (our own compute_loss) are averaged within each replica, then
-    over replicas: the first step's loss equals one device's up to the imbalance of tokens
-    between the two halves (about 0.3% here), not twice it, as it was when our models did
-    not scale their loss by 1/replicas."""
+def test_mirrored_steps_on_unevenly_split_batches_equal_one_device_steps():
+    """Global batches of 7 split 4 + 3. Each replica's mean over its own examples is
+    weighted by its share of the batch (`losses.replica_weight`), so the steps are one
+    device's on the whole batch: without that weight (a mean of the two halves' means)
+    the weights differed by 2.2e-3 after these 4 SGD steps, 1.1e-8 with it. The losses
+    StepLogger writes are one device's too (Keras's loss mean weighs each replica's mean
+    by its examples)."""
+    result = _mirrored_steps("classification", os.path.join(TREC, "train.label"), 7)
+    assert result["replicas"] == 2 and len(result["one_device_step_logger"]) == 4
+    assert result["mirrored_step_logger"] == pytest.approx(result["one_device_step_logger"],
+                                                           rel=1e-5)
+    assert result["max_weight_change"] > 1e-2
+    assert result["max_weight_difference"] < 1e-6
+
+
+@pytest.mark.slow
+def test_mirrored_tagger_steps_equal_one_device_steps_over_unequal_words():
+    """A token-averaged loss (our own compute_loss): the halves of a batch of 8 sentences
+    hold different numbers of words, and each replica's mean over its words is weighted
+    by its share of the batch's words, so losses and weights are one device's (before
+    that weight: first-step loss 0.3% off, weights 7.5e-3 apart after 2 steps; with it
+    6e-8)."""
     result = _mirrored_steps("tagging", os.path.join(CONLL, "train.txt"))
     assert result["replicas"] == 2
-    assert result["mirrored"][0] == pytest.approx(result["one_device"][0], rel=0.02)
+    assert result["mirrored"] == pytest.approx(result["one_device"], rel=1e-5)
+    assert result["mirrored_step_logger"] == pytest.approx(result["one_device_step_logger"],
+                                                           rel=1e-5)
+    assert result["max_weight_change"] > 1e-2
+    assert result["max_weight_difference"] < 1e-6
 
 
 _CLIPPED_STEPS = """
@@ -346,6 +393,31 @@ def test_two_workers_pretrain_to_the_end_and_only_the_chief_writes(tmp_path):
     assert 4.0 < metrics["mlm_loss"] < 8.0, metrics
 
 
+def _kill_worker_1_once_the_chief_saved(tool, flags, model_dir, temp_dir):
+    """Starts two workers of tools/<tool> and kills worker 1 (SIGKILL) right after the
+    chief's first saved training state. The chief stops at its next collective
+    (TensorFlow's UnavailableError) with one line naming itself and the lost worker, exit
+    1, no traceback. Returns the saved state (checkpoints/training_state.json) and the
+    killed worker's temporary directory (no exit handler removed it)."""
+    processes = _start_workers(tool, flags, temp_dir)
+    state = os.path.join(model_dir, "checkpoints", STATE_FILE)
+    deadline = time.monotonic() + TOOL_TIMEOUT_S
+    while (not os.path.exists(state) and processes[0].poll() is None
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    processes[1].kill()
+    stopped = finish_processes(processes)
+    assert stopped[1].returncode == -signal.SIGKILL
+    assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
+        stopped[0].stderr[-3000:])
+    assert stopped[0].stderr.strip().splitlines()[-1].startswith(
+        "error: worker 0: lost contact with worker 1 (UnavailableError: ")
+    assert "Traceback" not in stopped[0].stderr
+    left = _worker_dirs(temp_dir)
+    assert len(left) == 1
+    return json.load(open(state)), left
+
+
 @pytest.mark.slow
 def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(tmp_path):
     """A killed worker stops the chief at its next collective (TensorFlow's UnavailableError);
@@ -355,26 +427,11 @@ def test_when_a_worker_dies_the_chief_stops_and_both_resume_from_its_checkpoint(
     model_dir = str(tmp_path / "run")
     temp_dir = tmp_path / "tmp"
     flags = _pretraining_flags(tmp_path, model_dir, max_steps=8)  # 4 epochs of 2 steps
-    processes = _start_workers("pretrain.py", flags, temp_dir)
-    state = os.path.join(model_dir, "checkpoints", STATE_FILE)
-    deadline = time.monotonic() + TOOL_TIMEOUT_S
-    while (not os.path.exists(state) and processes[0].poll() is None
-           and time.monotonic() < deadline):
-        time.sleep(0.05)
-    processes[1].kill()  # right after the chief's first checkpoint: epochs 2 to 4 are left
-    stopped = finish_processes(processes)
-    assert stopped[1].returncode == -signal.SIGKILL
-    assert stopped[0].returncode == 1 and "UnavailableError" in stopped[0].stderr, (
-        stopped[0].stderr[-3000:])
-    # One line naming the worker and what it lost, no traceback.
-    assert stopped[0].stderr.strip().splitlines()[-1].startswith(
-        "error: worker 0: lost contact with worker 1 (UnavailableError: ")
-    assert "Traceback" not in stopped[0].stderr
-    done = json.load(open(state))["epoch"]
+    # Right after the chief's first checkpoint: epochs 2 to 4 are left.
+    state, left = _kill_worker_1_once_the_chief_saved("pretrain.py", flags, model_dir, temp_dir)
+    done = state["epoch"]
     assert 1 <= done < 4
     assert "encoder" not in os.listdir(model_dir)
-    left = _worker_dirs(temp_dir)  # SIGKILL: no exit handler removed the worker's directory
-    assert len(left) == 1
 
     results = finish_processes(_start_workers("pretrain.py", flags, temp_dir))
     _check_workers(results, temp_dir, left_before=left)
@@ -451,23 +508,46 @@ def test_two_workers_train_multitask_with_and_without_packing(tmp_path, pack_len
     assert 0.0 < metrics["conll"]["token_accuracy"] <= 1.0 and metrics["conll"]["sentences"] == 6
 
 
+def _flags_with_a_bad_file(tool, tmp_path, request):
+    """(flags for both workers, worker 0's data flag, worker 1's: a file that is not
+    there) of a short two-worker run of tools/<tool>."""
+    missing = str(tmp_path / "nowhere.txt")
+    common = ["--max_seq_length=32", "--vocab_size=400", "--mixed_precision=float32",
+              f"--model_dir={tmp_path / 'run'}", "--distribution_strategy=multi_worker_mirrored"]
+    if tool == "pretrain.py":
+        return ([*common, "--preset=bert_tiny", "--objective=mlm", "--max_steps=2",
+                 "--batch_size=8"], f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}",
+                f"--corpus={missing}")
+    if tool == "multitask.py":
+        tasks = tmp_path / "tasks.txt"
+        tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
+                         f"--eval_data={TREC}/dev.label\n")
+        return [*common, "--epochs=1", "--batch_size=16"], f"--tasks={tasks}", f"--tasks={missing}"
+    labelled = ([f"--teacher={request.getfixturevalue('trained_tagger_dir')}", "--head=softmax",
+                 f"--eval_data={os.path.join(CONLL, 'dev.txt')}"], os.path.join(CONLL, "train.txt"))
+    if tool == "train.py":
+        labelled = (["--task=classification", "--preset=bert_tiny",
+                     f"--eval_data={os.path.join(TREC, 'dev.label')}"],
+                    os.path.join(TREC, "train.label"))
+    return ([*common, *labelled[0], "--epochs=1", "--batch_size=16"],
+            f"--train_data={labelled[1]}", f"--train_data={missing}")
+
+
 @pytest.mark.slow
-def test_a_worker_that_fails_says_so_in_one_line_and_its_peer_names_it(tmp_path):
-    """Worker 1 is given a training file that is not there: it ends with its own one-line
+@pytest.mark.parametrize("tool", ["train.py", "pretrain.py", "distill.py", "multitask.py"])
+def test_a_worker_that_fails_says_so_in_one_line_and_its_peer_names_it(tmp_path, request, tool):
+    """Worker 1 is given an input file that is not there: it ends with its own one-line
     error; worker 0 loses its collectives with it and ends with one line naming it. Both
-    exit 1, neither prints a traceback."""
-    missing = tmp_path / "nowhere.label"
-    flags = ["--task=classification", "--preset=bert_tiny",
-             f"--eval_data={os.path.join(TREC, 'dev.label')}", f"--model_dir={tmp_path / 'run'}",
-             "--epochs=1", "--batch_size=16", "--max_seq_length=32", "--vocab_size=400",
-             "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored"]
-    processes = _start_workers("train.py", flags, tmp_path / "tmp", per_worker=[
-        [f"--train_data={os.path.join(TREC, 'train.label')}"], [f"--train_data={missing}"]])
+    exit 1, neither prints a traceback, whichever training binary they run."""
+    flags, good, bad = _flags_with_a_bad_file(tool, tmp_path, request)
+    processes = _start_workers(tool, flags, tmp_path / "tmp", per_worker=[[good], [bad]])
     results = finish_processes(processes)
     for result in results.values():
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     last_lines = [result.stderr.strip().splitlines()[-1] for result in results.values()]
-    assert last_lines[1] == f"error: worker 1: {missing}: no such file"
+    missing = bad.split("=", 1)[1]
+    assert last_lines[1].startswith("error: worker 1: ") and missing in last_lines[1], last_lines
+    assert "no such file" in last_lines[1], last_lines
     assert last_lines[0].startswith("error: worker 0: lost contact with worker 1 ("), last_lines
 
 
@@ -529,3 +609,88 @@ def test_two_workers_end_with_one_process_s_weights_without_dropout(tmp_path):
         next(line for line in result.stdout.splitlines()
              if line.startswith("weights fingerprint ")))[0]] for result in (one, two[0])]
     assert sums[1] == pytest.approx(sums[0], rel=1e-5)
+
+
+# --- a killed worker of distill.py and multitask.py, resumed --------------------------------
+
+# A resumed two-worker run replays the uninterrupted one's remaining steps on the same
+# batches, from the chief's saved weights, optimizer and dropout generator states (mirrored
+# variables: the same on every worker): the distilled student's best_model.keras was
+# bit-identical on this machine (2026-11-28); the test allows float32 rounding.
+RESUMED_WEIGHT_TOLERANCE = 1e-6
+
+
+def _fingerprint(result):
+    """The `weights fingerprint` line's (hash, sum, sum of squares)."""
+    line = next(line for line in result.stdout.splitlines()
+                if line.startswith("weights fingerprint "))
+    digest, total, squares = re.match(
+        r"weights fingerprint (\S+) \(sum (\S+), sum of squares (\S+)\)", line).groups()
+    return digest, float(total), float(squares)
+
+
+def _killed_and_resumed_against_uninterrupted(tool, flags_for, tmp_path):
+    """Runs tools/<tool> on two workers without interruption, then again with worker 1
+    killed after the chief's first save and the same command run again on both. Checks
+    that the resumed run starts at the saved step, that only the chief wrote, and that it
+    ends with the uninterrupted run's weights; returns both model directories and the
+    resumed workers' results."""
+    whole_dir, run_dir = tmp_path / "whole", tmp_path / "run"
+    whole = finish_processes(_start_workers(tool, flags_for(whole_dir), tmp_path / "tmp_whole"))
+    _check_workers(whole, tmp_path / "tmp_whole")
+    state, left = _kill_worker_1_once_the_chief_saved(tool, flags_for(run_dir), str(run_dir),
+                                                      tmp_path / "tmp")
+    total = json.load(open(whole_dir / "config.json"))["total_steps"]
+    assert 0 < state["step"] < total, (state, total)
+    resumed = finish_processes(_start_workers(tool, flags_for(run_dir), tmp_path / "tmp"))
+    _check_workers(resumed, tmp_path / "tmp", left_before=left)
+    for result in resumed.values():
+        assert f"resuming from step {state['step']} of {total}" in result.stdout, result.stdout
+    assert not os.path.exists(run_dir / "checkpoints")
+    expected, got = _fingerprint(whole[0]), _fingerprint(resumed[0])
+    assert got[1:] == pytest.approx(expected[1:], rel=RESUMED_WEIGHT_TOLERANCE), (got, expected)
+    return whole_dir, run_dir
+
+
+def _max_weight_difference(path_a, path_b):
+    return max(float(abs(a - b).max()) for a, b in zip(_weights(path_a), _weights(path_b)))
+
+
+@pytest.mark.slow
+def test_a_distillation_worker_killed_mid_run_resumes_to_the_uninterrupted_weights(
+        tmp_path, trained_tagger_dir):
+    def flags_for(model_dir):
+        return ["--teacher", trained_tagger_dir, "--head=softmax",
+                f"--train_data={os.path.join(CONLL, 'train.txt')}",
+                f"--eval_data={os.path.join(CONLL, 'dev.txt')}", f"--model_dir={model_dir}",
+                "--epochs=2", "--batch_size=4", "--max_seq_length=32", "--vocab_size=300",
+                "--mixed_precision=float32", "--checkpoint_every_steps=2", "--seed=7",
+                "--distribution_strategy=multi_worker_mirrored"]
+
+    whole, run = _killed_and_resumed_against_uninterrupted("distill.py", flags_for, tmp_path)
+    assert _max_weight_difference(whole / "best_model.keras",
+                                  run / "best_model.keras") < RESUMED_WEIGHT_TOLERANCE
+    expected = json.load(open(whole / "distillation.json"))["student"]["metrics"]
+    metrics = json.load(open(run / "distillation.json"))["student"]["metrics"]
+    assert metrics == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_multitask_worker_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
+                     f"--eval_data={TREC}/dev.label\n"
+                     f"conll --task=tagging --head=softmax --train_data={CONLL}/train.txt "
+                     f"--eval_data={CONLL}/dev.txt\n")
+
+    def flags_for(model_dir):
+        return [f"--tasks={tasks}", f"--model_dir={model_dir}", "--epochs=2",
+                "--batch_size=16", "--max_seq_length=32", "--vocab_size=300",
+                "--mixed_precision=float32", "--checkpoint_every_steps=4", "--seed=7",
+                "--distribution_strategy=multi_worker_mirrored"]
+
+    whole, run = _killed_and_resumed_against_uninterrupted("multitask.py", flags_for, tmp_path)
+    expected, metrics = (json.load(open(folder / "metrics.json")) for folder in (whole, run))
+    assert metrics.keys() == expected.keys()
+    for entry, values in expected.items():
+        assert metrics[entry] == pytest.approx(values, abs=1e-6), entry
