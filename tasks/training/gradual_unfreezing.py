@@ -46,6 +46,8 @@ def unfreezing_groups(transformer):
     if transformer.final_norm is not None:
         top.append(transformer.final_norm)
     top.append(transformer.pooler)
+    if getattr(transformer, "pooler_layer_norm", None) is not None:  # ModernBERT's head norm
+        top.append(transformer.pooler_layer_norm)
     layer_groups = [top] + [[block] for block in reversed(transformer.blocks[:-1])]
     layer_groups.append([transformer.embeddings])
     groups, seen = [], set()
@@ -90,7 +92,7 @@ def freeze_below_top_layers(encoder, trainable_layers):
     groups = unfreezing_groups(encoder)
     trained = {name for group in groups[:trainable_layers] for name in group.layers}
     sublayers = [transformer.embeddings, *transformer.blocks, transformer.final_norm,
-                 transformer.pooler]
+                 transformer.pooler, getattr(transformer, "pooler_layer_norm", None)]
     for layer in sublayers:
         if layer is not None and layer.name not in trained:
             layer.trainable = False

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from nlpzoo.layers import Encoder
-from nlpzoo.tasks.training.gradual_unfreezing import GradualUnfreezing, unfreezing_groups
+from nlpzoo.tasks.training.gradual_unfreezing import (
+    GradualUnfreezing,
+    freeze_below_top_layers,
+    unfreezing_groups,
+)
 from nlpzoo.zoo import build_model
 
 EVERY_STEPS, BATCH = 2, 4
@@ -127,6 +131,18 @@ def test_a_pre_ln_encoder_thaws_its_final_norm_with_the_top_block():
     encoder = Encoder(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8,
                       intermediate_dim=16, norm_first=True)
     assert unfreezing_groups(encoder)[0].layers == ("block_1", "final_norm", "pooler")
+
+
+def test_a_pooler_norm_thaws_and_freezes_with_the_pooler():
+    encoder = Encoder(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8,
+                      intermediate_dim=16, norm_first=True, pooler_activation="gelu",
+                      pooler_norm=True)
+    assert unfreezing_groups(encoder)[0].layers == (
+        "block_1", "final_norm", "pooler", "pooler_norm")
+    freeze_below_top_layers(encoder, 1)
+    frozen = {id(v) for v in encoder.non_trainable_weights}
+    assert all(id(v) not in frozen for v in encoder.transformer.pooler_layer_norm.weights)
+    assert all(id(v) in frozen for v in encoder.transformer.blocks[0].weights)
 
 
 def test_shared_layers_are_one_block():
