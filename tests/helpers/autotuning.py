@@ -2,9 +2,9 @@
 
 Tests call `fit`, `evaluate` and `predict` on NumPy arrays and small
 `tf.data` datasets thousands of times; Keras turns each into an autotuned
-dataset, and TensorFlow 2.21 ends each such call only at the autotuning
-thread's next wake-up (`nlpzoo.tasks.text.autotuning`): a call of 0.7 s took
-1.27 s. Our own pipelines turn autotuning off themselves; this does the same
+dataset, and TensorFlow 2.21 can end such a call only at the autotuning
+thread's next wake-up, seconds after its work (`nlpzoo.tasks.text.autotuning`).
+Our own pipelines turn autotuning off themselves; this does the same
 for the datasets Keras makes in tests. Results are unchanged (the same
 batches in the same order); only the idle wait goes.
 """
