@@ -4,8 +4,9 @@ Keras 3 keeps some things we rely on private: the key an optimizer files a
 variable under, whether it decays a variable, the learning rate or schedule
 it was given, its table of built variables, its shared weight-decay pass and
 its count of batches (under gradient accumulation `iterations` counts updates);
-a model's running mean of the loss, and the step that builds its loss and
-metrics from a first batch. There is no public way to get them, so each has
+a model's running mean of the loss, the step that builds its loss and
+metrics from a first batch, and the data adapters that turn what `fit` is
+given into a `tf.data.Dataset`. There is no public way to get them, so each has
 one small named function here, and `tests/layers/test_keras_internals.py`
 checks every one of them against the installed Keras. That is what the
 `keras>=3.15,<3.16` pin in setup.cfg protects: before moving the pin, run
@@ -24,6 +25,9 @@ False
 """
 
 import keras
+from keras.src.trainers.data_adapters import array_data_adapter
+from keras.src.trainers.data_adapters import generator_data_adapter
+from keras.src.trainers.data_adapters import tf_dataset_adapter
 
 
 # === Optimizers ===
@@ -259,3 +263,49 @@ def save_without_optimizer_state(model, path):
         model.save(path)
     finally:
         model.optimizer = optimizer
+
+
+# === Data adapters ===
+
+DATA_ADAPTERS = (array_data_adapter.ArrayDataAdapter,
+                 generator_data_adapter.GeneratorDataAdapter,
+                 tf_dataset_adapter.TFDatasetAdapter)
+
+
+def transform_keras_datasets(transform):
+    """Makes `fit`, `evaluate` and `predict` pass each `tf.data.Dataset` that Keras
+    builds from their data (NumPy arrays, generators, datasets) through
+    `transform(dataset) -> dataset` (private data adapters' `get_tf_dataset`).
+
+    Applying the same `transform` twice changes nothing. Returns a function that
+    puts back what was there before.
+
+    Examples:
+    >>> import numpy as np
+    >>> seen = []
+    >>> restore = transform_keras_datasets(lambda dataset: seen.append(dataset) or dataset)
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> _ = model.fit(np.ones((2, 1)), np.ones((2, 1)), verbose=0)
+    >>> restore()
+    >>> len(seen)
+    1
+    """
+    replaced = {}
+    for adapter in DATA_ADAPTERS:
+        original = adapter.get_tf_dataset
+        if getattr(original, "dataset_transform", None) is transform:
+            continue
+
+        def get_tf_dataset(self, _original=original):
+            return transform(_original(self))
+
+        get_tf_dataset.dataset_transform = transform
+        replaced[adapter] = original
+        adapter.get_tf_dataset = get_tf_dataset
+
+    def restore():
+        for adapter, original in replaced.items():
+            adapter.get_tf_dataset = original
+
+    return restore

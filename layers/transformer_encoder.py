@@ -319,6 +319,20 @@ class TransformerEncoder(keras.layers.Layer):
             name="pooler_norm") if self.pooler_norm else None
 
     @property
+    def pooler_layers(self):
+        """The layers that make `pooled_output` from the first token: the pooler dense and,
+        with `pooler_norm` (ModernBERT's head), its LayerNorm. They train, freeze and go
+        unused together.
+
+        Examples:
+        >>> encoder = TransformerEncoder(vocabulary_size=50, num_layers=1, num_heads=2,
+        ...                              hidden_dim=8, intermediate_dim=16, pooler_norm=True)
+        >>> [layer.name for layer in encoder.pooler_layers]
+        ['pooler', 'pooler_norm']
+        """
+        return [self.pooler] + ([self.pooler_layer_norm] if self.pooler_layer_norm else [])
+
+    @property
     def pack_length(self):
         """Length of the rows examples are packed into (0: no packing).
 

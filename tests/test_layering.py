@@ -295,6 +295,21 @@ def test_package_imports_only_the_packages_below_it(package):
                             + "\n".join(violations))
 
 
+def test_only_keras_internals_imports_private_keras_api():
+    """Private Keras API has one home (`layers/keras_internals.py`, checked against the
+    installed Keras by tests/layers/test_keras_internals.py); tests and benchmarks too."""
+    found = []
+    for package in [*sorted(ALLOWED_IMPORTS), "tests", "benchmarks", "examples"]:
+        for path in python_files(package):
+            if path in ("layers/keras_internals.py", "tests/test_layering.py"):
+                continue
+            found += [f"{path}:{imported.line} imports {imported.name}"
+                      for imported in imports_of_source(_read(path), path)
+                      if imported.name == "keras.src" or imported.name.startswith("keras.src.")]
+    assert not found, ("private Keras API belongs in nlpzoo.layers.keras_internals:\n"
+                       + "\n".join(found))
+
+
 def test_every_module_of_tasks_has_a_rank():
     unplaced = []
     for path in python_files("tasks"):

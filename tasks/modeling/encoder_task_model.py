@@ -152,9 +152,7 @@ class EncoderTaskModel(keras.Model):
         encoder = getattr(self, "encoder", None)
         if self.reads_pooled_output or encoder is None:
             return []
-        transformer = transformer_of(encoder)
-        norm = getattr(transformer, "pooler_layer_norm", None)
-        return list(transformer.pooler.weights) + (list(norm.weights) if norm else [])
+        return [v for layer in transformer_of(encoder).pooler_layers for v in layer.weights]
 
     @property
     def trainable_weights(self):

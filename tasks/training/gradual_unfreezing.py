@@ -45,9 +45,7 @@ def unfreezing_groups(transformer):
     top = [transformer.blocks[-1]]
     if transformer.final_norm is not None:
         top.append(transformer.final_norm)
-    top.append(transformer.pooler)
-    if getattr(transformer, "pooler_layer_norm", None) is not None:  # ModernBERT's head norm
-        top.append(transformer.pooler_layer_norm)
+    top.extend(transformer.pooler_layers)
     layer_groups = [top] + [[block] for block in reversed(transformer.blocks[:-1])]
     layer_groups.append([transformer.embeddings])
     groups, seen = [], set()
@@ -90,11 +88,10 @@ def freeze_below_top_layers(encoder, trainable_layers):
         raise ValueError(f"trainable_layers must be between 1 and the encoder's {blocks} "
                          f"distinct blocks, got {trainable_layers}")
     groups = unfreezing_groups(encoder)
-    trained = {name for group in groups[:trainable_layers] for name in group.layers}
-    sublayers = [transformer.embeddings, *transformer.blocks, transformer.final_norm,
-                 transformer.pooler, getattr(transformer, "pooler_layer_norm", None)]
-    for layer in sublayers:
-        if layer is not None and layer.name not in trained:
+    # Only blocks and the embeddings can lie below the top group (which always trains).
+    frozen = {name for group in groups[trainable_layers:] for name in group.layers}
+    for layer in [transformer.embeddings, *transformer.blocks]:
+        if layer.name in frozen:
             layer.trainable = False
 
 

@@ -9,25 +9,11 @@ for the datasets Keras makes in tests. Results are unchanged (the same
 batches in the same order); only the idle wait goes.
 """
 
-from keras.src.trainers.data_adapters import array_data_adapter
-from keras.src.trainers.data_adapters import generator_data_adapter
-from keras.src.trainers.data_adapters import tf_dataset_adapter
-
+from nlpzoo.layers.keras_internals import transform_keras_datasets
 from nlpzoo.tasks.text.autotuning import without_autotuning
-
-_ADAPTERS = (array_data_adapter.ArrayDataAdapter, generator_data_adapter.GeneratorDataAdapter,
-             tf_dataset_adapter.TFDatasetAdapter)
 
 
 def keras_datasets_without_autotuning():
-    """Wraps each adapter's `get_tf_dataset` (private Keras API, tests only); idempotent."""
-    for adapter in _ADAPTERS:
-        original = adapter.get_tf_dataset
-        if getattr(original, "without_autotuning", False):
-            continue
-
-        def get_tf_dataset(self, _original=original):
-            return without_autotuning(_original(self))
-
-        get_tf_dataset.without_autotuning = True
-        adapter.get_tf_dataset = get_tf_dataset
+    """Turns autotuning off in every dataset Keras builds for `fit`, `evaluate` and
+    `predict` (tests only); idempotent."""
+    transform_keras_datasets(without_autotuning)

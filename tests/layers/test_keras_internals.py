@@ -9,6 +9,7 @@ test fails for a reason that is hard to trace.
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from nlpzoo.layers import keras_internals
 
@@ -161,3 +162,30 @@ def test_maybe_symbolic_build_is_what_fit_calls_to_build():
     keras_internals.skip_build_in_fit(model)
     model.fit(features, labels, batch_size=4, epochs=1, verbose=0)  # trains without it
     assert len(calls) == 1
+
+
+def test_data_adapters_make_the_datasets_fit_evaluate_and_predict_iterate():
+    for adapter in keras_internals.DATA_ADAPTERS:
+        assert callable(getattr(adapter, "get_tf_dataset", None)), (
+            f"Keras {keras.__version__}: {adapter.__name__}.get_tf_dataset is gone: adapt "
+            "`keras_internals.transform_keras_datasets`")
+    seen = []
+
+    def record(dataset):
+        seen.append(dataset)
+        return dataset
+
+    model = _model(optimizer="sgd", loss="mse")
+    features, labels = _batch()
+    restore = keras_internals.transform_keras_datasets(record)
+    keras_internals.transform_keras_datasets(record)  # a second time: no second wrap
+    try:
+        model.fit(features, labels, batch_size=2, verbose=0)
+        model.evaluate(features, labels, batch_size=2, verbose=0)
+        model.predict(features, batch_size=2, verbose=0)
+        model.fit(tf.data.Dataset.from_tensor_slices((features, labels)).batch(2), verbose=0)
+    finally:
+        restore()
+    assert len(seen) == 4, "fit/evaluate/predict no longer build their data through the adapters"
+    model.predict(features, verbose=0)
+    assert len(seen) == 4, "restore did not put Keras's own adapters back"
