@@ -25,6 +25,7 @@ from nlpzoo.layers import rebuild_encoder, transformer_of
 from nlpzoo.zoo import build_encoder, load_tokenizer
 from nlpzoo.zoo.checkpoints import export_keras_hub_preset, load_encoder
 from nlpzoo.zoo.checkpoints.keras_hub import _export_values, _weight_plan
+from nlpzoo.zoo.checkpoints.keras_hub_families import FAMILIES as FAMILIES_BY_BACKBONE
 from tests.helpers.family_fixtures import FAMILIES, TOKENIZERS
 
 # Our float32 forward pass against KerasHub's on the same weights. Most families agree to
@@ -112,7 +113,7 @@ def exported(request, tmp_path_factory):
     name = request.param
     encoder, tokenizer = _tiny(name)
     directory = str(tmp_path_factory.mktemp("keras_hub_export") / name)
-    family = export_keras_hub_preset(encoder, directory, tokenizer)
+    family = FAMILIES_BY_BACKBONE[export_keras_hub_preset(encoder, directory, tokenizer)]
     return name, encoder, tokenizer, directory, family
 
 
@@ -177,8 +178,8 @@ def test_a_gelu_form_other_than_keras_hubs_is_exported_with_a_warning(tmp_path, 
     encoder = build_encoder("electra_tiny", vocabulary_size=tokenizer.vocabulary_size,
                             num_layers=1)
     with caplog.at_level(logging.WARNING):
-        family = export_keras_hub_preset(encoder, str(tmp_path / "preset"), tokenizer)
-    assert family.backbone == "ElectraBackbone"
+        backbone = export_keras_hub_preset(encoder, str(tmp_path / "preset"), tokenizer)
+    assert backbone == "ElectraBackbone"
     assert "exact (erf) GELU (gelu_approximate=False)" in caplog.text
     assert "pooler_activation='gelu'" in caplog.text
 

@@ -14,15 +14,16 @@ A KerasHub preset directory, as written by `backbone.save_to_preset(dir)` and
 Importing reads config.json and the HDF5 file directly (no KerasHub backbone is
 built). The backbones KerasHub 0.32 has for the BERT family are read:
 `BertBackbone`, `RobertaBackbone`, `XLMRobertaBackbone`, `DistilBertBackbone`,
-`AlbertBackbone` and `ElectraBackbone`; what tells them apart (config fields,
+`AlbertBackbone`, `ElectraBackbone` and `DebertaV3Backbone`; what tells them apart (config fields,
 the numerics KerasHub fixes in code, where each weight is saved) is one row of
 `zoo.checkpoints.keras_hub_families`, and an imported encoder reproduces
 KerasHub's outputs: its GELU form (tanh for BERT, ALBERT, ELECTRA; erf for
-RoBERTa, XLM-R, DistilBERT), LayerNorm epsilon, positions from 0 and segments.
+RoBERTa, XLM-R, DistilBERT, DeBERTa-v3), LayerNorm epsilon, positions from 0
+and segments.
 Every variable of the encoder is set, or import fails: a missing weight or one
 of the wrong shape raises `ValueError` naming it (by its KerasHub variable path
 and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
-XLM-R, DistilBERT) leaves ours freshly initialised (logged).
+XLM-R, DistilBERT, DeBERTa-v3) leaves ours freshly initialised (logged).
 
 The tokenizer becomes our `SubwordTokenizer` of the same scheme, with
 KerasHub's ids: `WordPieceTokenizer` (BERT, DistilBERT, ELECTRA),
@@ -32,14 +33,32 @@ text as they are, without transformers' `lstrip` on `<mask>`) or
 ALBERT with the model's ids and, as KerasHub, no lower-casing or accent
 stripping of its own, where transformers' `AlbertTokenizer` does both).
 
-Exporting (`export_keras_hub_preset`) builds a `keras_hub.models.BertBackbone`
-and a `BertTokenizer`, copies the weights and saves both with KerasHub's own
-`save_to_preset`, so `BertBackbone.from_preset(dir)` and
-`BertTokenizer.from_preset(dir)` load the result. Only encoders BertBackbone
-can represent are exported: post-LN (`norm_first=False`), no factorised
-embeddings, no layer sharing, `layer_norm_epsilon=1e-12`. An encoder with exact
-GELU (a Hugging Face import) is exported with a warning: the weights are
-carried over, and KerasHub computes its tanh GELU with them.
+Exporting (`export_keras_hub_preset`) writes the backbone of the row that holds
+the encoder with its tokenizer (`keras_hub_export_family`: the tokenizer's kind
+and, for SentencePiece, its family narrow the rows; the encoder's segments,
+embedding projection, layer sharing and relative attention pick among them; of
+those left, one with the encoder's LayerNorm epsilon and GELU form): it builds
+that KerasHub backbone and tokenizer (WordPiece vocabulary; BPE vocabulary and
+merges; the SentencePiece model with its own ids,
+`SentencePieceTokenizer.legacy_model`), sets every backbone variable by the
+import's plan read backwards (a variable left unset fails the export, naming
+it), checks that KerasHub's tokenizer numbers the tokens as ours, and saves both
+with KerasHub's own `save_to_preset`, so `keras_hub.models.<Family>Backbone.from_preset(dir)`
+and the tokenizer's `from_preset` load the result. Positions offset by
+`position_offset` (RoBERTa, XLM-R) lose their first rows, as KerasHub's
+converter drops them; a single segment row is added to the position table of a
+backbone without segments (or written as both rows of one with): both exact.
+DeBERTa-v3's `max_sequence_length` is written as the encoder's
+`max_relative_positions`, which is what KerasHub's backbone uses it for (it has no
+position table), and read back as both.
+Refused in one line: what no KerasHub backbone holds (pre-LN, rotary positions,
+local attention, gated feedforward, no biases, a pooler LayerNorm: ModernBERT;
+adapters), a layout no row of the tokenizer's kind has (segments with a BPE
+tokenizer), and a LayerNorm epsilon other than the backbone's. Warned about,
+as the weights still carry over: a GELU form other than the backbone's (~1e-3
+differences), a pooler activation other than its pooled_output's tanh,
+SentencePiece lower-casing or accent stripping, which KerasHub's tokenizers do
+not do, and KerasHub's single dropout rate.
 
 Variable mapping (KerasHub path → ours; KerasHub keeps attention kernels per
 head, [hidden, heads, head_dim] and [heads, head_dim, hidden], which are
@@ -67,6 +86,7 @@ Examples:
 ...                         gelu_approximate=True)
 >>> directory = os.path.join(tempfile.mkdtemp(), "preset")
 >>> export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True)
+'BertBackbone'
 >>> read_keras_hub_config(directory)["gelu_approximate"]
 True
 >>> imported = load_keras_hub_encoder(directory)
@@ -779,6 +799,9 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True, over
             stripped exactly when it does); a `SubwordTokenizer` says so itself.
         overwrite: replace an existing non-empty `directory`.
 
+    Returns:
+        The backbone class written (config.json's `class_name`), e.g. "RobertaBackbone".
+
     LoRA updates are exported merged into the kernels they update.
 
     Raises:
@@ -832,4 +855,4 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True, over
         keras_hub_tokenizer.save_to_preset(temporary)
 
     write_directory_atomically(directory, write, overwrite=overwrite)
-    return family
+    return family.backbone
