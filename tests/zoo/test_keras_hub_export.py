@@ -141,8 +141,8 @@ def test_keras_hub_loads_the_export_with_our_outputs(exported):
         print(f"{name} {output}: max abs difference {difference:.2e}, max abs {np.max(np.abs(expected)):.1f}")
         assert difference < TOLERANCE, (output, difference)
     keras_hub_tokenizer = getattr(keras_hub.models, tokenizer_class).from_preset(directory)
-    theirs_ids = [keras.ops.convert_to_numpy(
-        keras_hub_tokenizer(_as_keras_hub_reads(text, tokenizer))).tolist() for text in SENTENCES]
+    theirs_ids = [keras.ops.convert_to_numpy(keras_hub_tokenizer(
+        _as_keras_hub_reads(text, tokenizer))).tolist() for text in SENTENCES]
     assert theirs_ids == tokenizer.tokenize_flat(SENTENCES).to_list()
     assert list(keras_hub_tokenizer.get_vocabulary()) == tokenizer.vocabulary
 

@@ -14,13 +14,12 @@ A KerasHub preset directory, as written by `backbone.save_to_preset(dir)` and
 Importing reads config.json and the HDF5 file directly (no KerasHub backbone is
 built). The backbones KerasHub 0.32 has for the BERT family are read:
 `BertBackbone`, `RobertaBackbone`, `XLMRobertaBackbone`, `DistilBertBackbone`,
-`AlbertBackbone`, `ElectraBackbone` and `DebertaV3Backbone`; what tells them apart (config fields,
-the numerics KerasHub fixes in code, where each weight is saved) is one row of
-`zoo.checkpoints.keras_hub_families`, and an imported encoder reproduces
-KerasHub's outputs: its GELU form (tanh for BERT, ALBERT, ELECTRA; erf for
-RoBERTa, XLM-R, DistilBERT, DeBERTa-v3), LayerNorm epsilon, positions from 0
-and segments.
-Every variable of the encoder is set, or import fails: a missing weight or one
+`AlbertBackbone`, `ElectraBackbone` and `DebertaV3Backbone`; what tells them
+apart (config fields, the numerics KerasHub fixes in code, where each weight is
+saved) is one row of `zoo.checkpoints.keras_hub_families`, and an imported
+encoder reproduces KerasHub's outputs: its GELU form (tanh for BERT, ALBERT,
+ELECTRA; erf for RoBERTa, XLM-R, DistilBERT, DeBERTa-v3), LayerNorm epsilon,
+positions from 0 and segments. Every variable of the encoder is set, or import fails: a missing weight or one
 of the wrong shape raises `ValueError` naming it (by its KerasHub variable path
 and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
 XLM-R, DistilBERT, DeBERTa-v3) leaves ours freshly initialised (logged).
@@ -268,6 +267,8 @@ def _check_layout(transformer, family, exporting=False):
     if exporting:
         defaults = architecture_defaults()
         for name in _POST_LN_BLOCK_OPTIONS:
+            if name == "pooler_norm" and family.pooler is None:
+                continue  # the pooler is not exported
             if getattr(transformer, name) != defaults[name]:
                 raise ValueError(f"{name}={getattr(transformer, name)!r}: {family.backbone} "
                                  f"has {name}={defaults[name]!r} (post-LN BERT blocks)")
@@ -728,31 +729,40 @@ def keras_hub_export_family(encoder, tokenizer):
     return (exact or epsilon or fitting)[0]
 
 
+def _wordpiece_arguments(tokenizer, class_name):
+    return dict(vocabulary=list(tokenizer.vocabulary), lowercase=tokenizer.lowercase,
+                strip_accents=tokenizer.lowercase)  # ours strips accents when it lower-cases
+
+
+def _byte_pair_arguments(tokenizer, class_name):
+    if tokenizer.lowercase or tokenizer.normalization:
+        raise ValueError(f"a byte-level BPE with lowercase={tokenizer.lowercase}, "
+                         f"normalization={tokenizer.normalization!r}: KerasHub's {class_name} "
+                         "has no normaliser")
+    return dict(vocabulary={token: index for index, token in enumerate(tokenizer.vocabulary)},
+                merges=list(tokenizer.merges), add_prefix_space=tokenizer.add_prefix_space)
+
+
+def _sentencepiece_arguments(tokenizer, class_name):
+    if tokenizer.lowercase or not tokenizer.keep_accents:
+        logger.warning("the tokenizer lower-cases (%s) or strips accents (%s); KerasHub's %s "
+                       "does neither, so give it text that is already lower-cased without "
+                       "accents to get this tokenizer's ids", tokenizer.lowercase,
+                       not tokenizer.keep_accents, class_name)
+    return dict(proto=tokenizer.legacy_model())
+
+
+# The arguments of KerasHub's tokenizer classes, by the kind of our tokenizer (the
+# counterpart of `_TOKENIZER_READERS`).
+_TOKENIZER_ARGUMENTS = {"wordpiece": _wordpiece_arguments, "byte_pair": _byte_pair_arguments,
+                        "sentencepiece": _sentencepiece_arguments}
+
+
 def _keras_hub_tokenizer(tokenizer, family):
-    """KerasHub's tokenizer of `family` built from ours, with the same ids."""
+    """KerasHub's tokenizer of `family` built from ours, checked to have the same ids."""
     import keras_hub
 
-    kind = tokenizer.kind
-    if kind == "byte_pair":
-        if tokenizer.lowercase or tokenizer.normalization:
-            raise ValueError(f"a byte-level BPE with lowercase={tokenizer.lowercase}, "
-                             f"normalization={tokenizer.normalization!r}: KerasHub's "
-                             f"{family.tokenizer_classes[0]} has no normaliser")
-        arguments = dict(vocabulary={token: index for index, token
-                                     in enumerate(tokenizer.vocabulary)},
-                         merges=list(tokenizer.merges),
-                         add_prefix_space=tokenizer.add_prefix_space)
-    elif kind == "sentencepiece":
-        if tokenizer.lowercase or not tokenizer.keep_accents:
-            logger.warning("the tokenizer lower-cases (%s) or strips accents (%s); KerasHub's "
-                           "%s does neither, so give it text that is already lower-cased "
-                           "without accents to get this tokenizer's ids",
-                           tokenizer.lowercase, not tokenizer.keep_accents,
-                           family.tokenizer_classes[0])
-        arguments = dict(proto=tokenizer.legacy_model())
-    else:
-        arguments = dict(vocabulary=list(tokenizer.vocabulary),
-                         lowercase=tokenizer.lowercase, strip_accents=tokenizer.lowercase)
+    arguments = _TOKENIZER_ARGUMENTS[tokenizer.kind](tokenizer, family.tokenizer_classes[0])
     tokenizer_class = getattr(keras_hub.models, family.tokenizer_classes[0])
     try:
         theirs = tokenizer_class(**arguments)
@@ -761,13 +771,16 @@ def _keras_hub_tokenizer(tokenizer, family):
                          f"{error}") from None
     vocabulary = list(theirs.get_vocabulary())
     if vocabulary != tokenizer.vocabulary:
+
+        def token(tokens, index):
+            return tokens[index] if index < len(tokens) else None
+
         first = next((index for index, (a, b) in enumerate(zip(vocabulary, tokenizer.vocabulary))
                       if a != b), min(len(vocabulary), tokenizer.vocabulary_size))
         raise ValueError(f"KerasHub's {family.tokenizer_classes[0]} numbers the tokens "
-                         f"differently ({len(vocabulary)} tokens, id {first} is "
-                         f"{vocabulary[first] if first < len(vocabulary) else None!r}, here "
-                         f"{tokenizer.vocabulary_size} tokens, id {first} is "
-                         f"{tokenizer.vocabulary[first] if first < tokenizer.vocabulary_size else None!r})")
+                         f"differently: {len(vocabulary)} tokens, id {first} is "
+                         f"{token(vocabulary, first)!r}; here {tokenizer.vocabulary_size} "
+                         f"tokens, id {first} is {token(tokenizer.vocabulary, first)!r}")
     for role, attribute in _SPECIAL_ID_ATTRIBUTES.items():
         ours, kept = getattr(tokenizer, f"{role}_id"), getattr(theirs, attribute, None)
         if kept is not None and kept != ours:
@@ -831,6 +844,10 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True, over
     family = keras_hub_export_family(transformer, tokenizer)
     plan = _weight_plan(transformer, family, exporting=True)
     _check_numerics(transformer, family)
+    layer_mix = getattr(encoder, "layer_mix", "last")
+    if layer_mix != "last":  # it feeds a task head; the encoder's weights are exact
+        logger.warning("the encoder's layer_mix=%r is not exported: %s's output is the last "
+                       "layer", layer_mix, family.backbone)
     keras_hub_tokenizer = _keras_hub_tokenizer(tokenizer, family)
     backbone = getattr(keras_hub.models, family.backbone)(
         **_backbone_arguments(transformer, family), dtype="float32")
