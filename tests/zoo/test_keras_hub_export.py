@@ -215,3 +215,49 @@ def test_what_keras_hub_cannot_represent_is_refused(tmp_path, preset, tokenizer_
         export_keras_hub_preset(encoder, str(directory), tokenizer)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert not directory.exists() and os.listdir(tmp_path) == []
+
+
+def test_a_keras_hub_variable_left_unset_fails_the_export(tmp_path, monkeypatch):
+    """Every variable of KerasHub's backbone must get a weight: one the plan misses is
+    named, and nothing is written."""
+    from nlpzoo.zoo.checkpoints import keras_hub as keras_hub_module
+
+    tokenizer = load_tokenizer(os.path.join(TOKENIZERS, FAMILIES["distilbert"][1]))
+    encoder = build_encoder("distilbert_tiny", vocabulary_size=tokenizer.vocabulary_size,
+                            num_layers=1)
+    plan = keras_hub_module._weight_plan
+
+    def without_the_last(*args, **kwargs):
+        return plan(*args, **kwargs)[:-1]
+
+    monkeypatch.setattr(keras_hub_module, "_weight_plan", without_the_last)
+    with pytest.raises(ValueError, match=r"DistilBertBackbone has variables with no "
+                                         r"counterpart here: transformer_layer_0/"
+                                         r"feedforward_layer_norm/beta$"):
+        export_keras_hub_preset(encoder, str(tmp_path / "preset"), tokenizer)
+    assert os.listdir(tmp_path) == []
+
+
+def _bpe_with_another_start_token():
+    from nlpzoo.tasks.text.byte_pair_tokenizer import ByteLevelBpeTokenizer
+
+    tokens = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "<cls>", "a", "t", "at"]
+    return ByteLevelBpeTokenizer(tokens, ["a t"], cls="<cls>")
+
+
+@pytest.mark.parametrize("preset, make_vocabulary, message", [
+    ("bert_tiny", lambda: ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the"],  # no [MASK]
+     "KerasHub's BertTokenizer refuses the tokenizer: "),
+    ("roberta_tiny", _bpe_with_another_start_token,
+     "KerasHub's RobertaTokenizer fixes the cls token at id 0 ('<s>'); this tokenizer's is 5 "
+     "('<cls>')"),
+])
+def test_a_tokenizer_keras_hub_cannot_take_is_refused(tmp_path, preset, make_vocabulary,
+                                                       message):
+    vocabulary = make_vocabulary()
+    size = getattr(vocabulary, "vocabulary_size", None) or len(vocabulary)
+    encoder = build_encoder(preset, vocabulary_size=size, num_layers=1)
+    with pytest.raises(ValueError) as error:
+        export_keras_hub_preset(encoder, str(tmp_path / "preset"), vocabulary, lowercase=True)
+    assert message in str(error.value)
+    assert os.listdir(tmp_path) == []
