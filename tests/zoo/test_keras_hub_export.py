@@ -138,7 +138,8 @@ def test_keras_hub_loads_the_export_with_our_outputs(exported):
         if output == "sequence_output":  # KerasHub's DeBERTa-v3 differs at padding only
             got, expected = got[real], expected[real]
         difference = float(np.max(np.abs(got - expected)))
-        print(f"{name} {output}: max abs difference {difference:.2e}, max abs {np.max(np.abs(expected)):.1f}")
+        print(f"{name} {output}: max abs difference {difference:.2e}, "
+              f"max abs value {np.max(np.abs(expected)):.1f}")
         assert difference < TOLERANCE, (output, difference)
     keras_hub_tokenizer = getattr(keras_hub.models, tokenizer_class).from_preset(directory)
     theirs_ids = [keras.ops.convert_to_numpy(keras_hub_tokenizer(

@@ -19,9 +19,9 @@ apart (config fields, the numerics KerasHub fixes in code, where each weight is
 saved) is one row of `zoo.checkpoints.keras_hub_families`, and an imported
 encoder reproduces KerasHub's outputs: its GELU form (tanh for BERT, ALBERT,
 ELECTRA; erf for RoBERTa, XLM-R, DistilBERT, DeBERTa-v3), LayerNorm epsilon,
-positions from 0 and segments. Every variable of the encoder is set, or import fails: a missing weight or one
-of the wrong shape raises `ValueError` naming it (by its KerasHub variable path
-and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
+positions from 0 and segments. Every variable of the encoder is set, or import
+fails: a missing weight or one of the wrong shape raises `ValueError` naming it
+(by its KerasHub variable path and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
 XLM-R, DistilBERT, DeBERTa-v3) leaves ours freshly initialised (logged).
 
 The tokenizer becomes our `SubwordTokenizer` of the same scheme, with
@@ -42,8 +42,9 @@ merges; the SentencePiece model with its own ids,
 `SentencePieceTokenizer.legacy_model`), sets every backbone variable by the
 import's plan read backwards (a variable left unset fails the export, naming
 it), checks that KerasHub's tokenizer numbers the tokens as ours, and saves both
-with KerasHub's own `save_to_preset`, so `keras_hub.models.<Family>Backbone.from_preset(dir)`
-and the tokenizer's `from_preset` load the result. Positions offset by
+with KerasHub's own `save_to_preset`, so
+`keras_hub.models.<Family>Backbone.from_preset(dir)` and the tokenizer's
+`from_preset` load the result. Positions offset by
 `position_offset` (RoBERTa, XLM-R) lose their first rows, as KerasHub's
 converter drops them; a single segment row is added to the position table of a
 backbone without segments (or written as both rows of one with): both exact.
