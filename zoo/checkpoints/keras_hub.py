@@ -105,6 +105,7 @@ import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import write_directory_atomically
 from nlpzoo.layers import architecture_defaults, transformer_of
+from nlpzoo.tasks.text.subword_tokenizer import SubwordTokenizer
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
@@ -834,7 +835,7 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True, over
     if transformer.adapter_size:
         raise ValueError(f"the encoder has adapters (adapter_size={transformer.adapter_size}), "
                          "which no KerasHub backbone can represent")
-    if hasattr(vocabulary, "kind") and hasattr(vocabulary, "vocabulary"):  # a SubwordTokenizer
+    if isinstance(vocabulary, SubwordTokenizer):
         tokenizer = vocabulary
         if tokenizer.vocabulary_size > transformer.vocabulary_size:
             raise ValueError(f"the tokenizer has {tokenizer.vocabulary_size} tokens but the "
