@@ -4,13 +4,16 @@ r"""Converts an encoder checkpoint between formats.
         --output_format=keras_hub --output=runs/minilm_keras_hub
 
 --input is a checkpoint directory in any format `zoo.load_encoder` reads
-(Hugging Face BERT, KerasHub BertBackbone preset, ours), a model directory of
+(Hugging Face, KerasHub preset, ours), a model directory of
 tools/pretrain.py (its `encoder/` is used), or one of tools/train.py (the
 encoder of its `best_model.keras`, e.g. to share a fine-tuned encoder).
 --output_format is `native` (ours: `encoder.keras`, `vocab.txt`,
 `tokenizer_config.json`; a BPE or SentencePiece tokenizer as its Hugging Face
-files), `keras_hub` (loads with
-`keras_hub.models.BertBackbone.from_preset`) or `huggingface` (`config.json`,
+files), `keras_hub` (the KerasHub backbone and tokenizer of the encoder's family:
+BERT, RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA or DeBERTa-v3, with its WordPiece,
+byte-level BPE or SentencePiece tokenizer; loads with
+`keras_hub.models.<Family>Backbone.from_preset`; what no KerasHub backbone holds,
+e.g. ModernBERT, is refused in one line) or `huggingface` (`config.json`,
 `model.safetensors`, `vocab.txt`, `tokenizer_config.json`; loads with
 `transformers.BertModel.from_pretrained`). The output is written to a
 temporary directory and renamed into place; an existing one is only replaced
@@ -74,19 +77,6 @@ def _source(path):
         raise UserError(f"--input={path}: {error}")
 
 
-def _written_tokenizer(tokenizer):
-    """What the --output_format's writer takes: any tokenizer for Hugging Face and our
-    format (which keeps a BPE or SentencePiece one as its Hugging Face files), the
-    WordPiece tokens for KerasHub's BertBackbone."""
-    if FLAGS.output_format in ("huggingface", "native"):
-        return tokenizer
-    if tokenizer.kind != "wordpiece":
-        raise UserError(f"--output_format={FLAGS.output_format} keeps WordPiece vocabularies "
-                        f"only; --input's tokenizer is {tokenizer.kind} (use "
-                        "--output_format=huggingface or native)")
-    return tokenizer.vocabulary
-
-
 def _export_with_head(output):
     """--with_head: the model of --input with its head, as its transformers class."""
     from nlpzoo.zoo.runs.hf_task_export import export_hf_with_head
@@ -125,7 +115,7 @@ def main(argv):
     write = {"native": save_encoder_checkpoint, "keras_hub": export_keras_hub_preset,
              "huggingface": export_hf_checkpoint}[FLAGS.output_format]
     try:
-        write(encoder, output, _written_tokenizer(tokenizer), lowercase,
+        write(encoder, output, tokenizer, lowercase,
               overwrite=FLAGS.overwrite)
     except NotOurDirectory as error:
         raise UserError(f"--output={FLAGS.output}: {error}")

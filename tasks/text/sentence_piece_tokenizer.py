@@ -489,6 +489,51 @@ class SentencePieceTokenizer(SubwordTokenizer):
         raise FileNotFoundError(f"{directory}: no tokenizer.json nor {spec.legacy_file}: not a "
                                 f"{family} tokenizer directory")
 
+    def legacy_model(self):
+        """The model as a checkpoint's legacy `.model` file holds it (bytes), with the
+        model's own ids: what `from_sentencepiece_model` reads back to this tokenizer's
+        ids, and what SentencePiece tokenizers outside transformers (KerasHub's) take.
+
+        XLM-R: fairseq's four specials and `<mask>` are taken out and the model's
+        `<unk>`, `<s>`, `</s>` put back at 0, 1, 2 (piece id i + 1 → i). DeBERTa-v3:
+        SentencePiece's own "▁" prefix and collapsing of spaces are switched back on (the
+        family normalises the text before the model); its charsmap, which transformers
+        does not use, was not kept, so the model normalises nothing. The family's steps
+        around the model (ALBERT's lower-casing, DeBERTa's NFC) are not in it.
+
+        Raises:
+            ValueError: XLM-R pieces not in fairseq's order (`<s>`, `<pad>`, `</s>`,
+                `<unk>` first, the mask last).
+
+        >>> pieces = [("<s>", 0), ("<pad>", 0), ("</s>", 0), ("<unk>", 0), ("▁the", -1),
+        ...           ("▁cat", -2), ("s", -3), ("<mask>", 0)]
+        >>> tokenizer = SentencePieceTokenizer(unigram_model_proto(pieces, 3), "xlm-roberta")
+        >>> [piece.piece for piece in _parse_model(tokenizer.legacy_model(), "").pieces]
+        ['<unk>', '<s>', '</s>', '▁the', '▁cat', 's']
+        """
+        proto = _parse_model(self._model, "the tokenizer's SentencePiece model")
+        spec = FAMILIES[self.family]
+        if spec.legacy_offset:
+            types = type(proto.pieces[0])
+            expected = [self.special_tokens[name] for name in ("cls", "pad", "sep", "unk")]
+            found = [piece.piece for piece in proto.pieces[:4]]
+            if found != expected or proto.pieces[-1].piece != self.special_tokens["mask"]:
+                raise ValueError(f"the pieces begin {found} and end {proto.pieces[-1].piece!r}; "
+                                 f"a {self.family} model's legacy ids need {expected} first "
+                                 f"and {self.special_tokens['mask']!r} last")
+            kept = [(piece.piece, piece.score, piece.type) for piece in proto.pieces[4:-1]]
+            specials = [(self.special_tokens["unk"], 0.0, types.UNKNOWN),
+                        (self.special_tokens["cls"], 0.0, types.CONTROL),
+                        (self.special_tokens["sep"], 0.0, types.CONTROL)]
+            del proto.pieces[:]
+            for piece, score, kind in specials + kept:
+                proto.pieces.add(piece=piece, score=score, type=kind)
+            proto.trainer_spec.unk_id, proto.trainer_spec.vocab_size = 0, len(proto.pieces)
+        if spec.normalizer == "whitespace_nfc":
+            proto.normalizer_spec.add_dummy_prefix = True
+            proto.normalizer_spec.remove_extra_whitespaces = True
+        return proto.SerializeToString()
+
     # --- in the graph ---
 
     def _normalize(self, texts):

@@ -260,12 +260,13 @@ def test_keras_hub_export_round_trip(tmp_path, vocabulary):
 
 @pytest.mark.parametrize("override, field", [
     ({"norm_first": True}, "norm_first=True"),
-    ({"embedding_dim": 64}, "embedding_dim=64"),
     ({"share_layers": True}, "share_layers=True"),
+    ({"gated_feedforward": True}, "gated_feedforward=True"),
     ({"layer_norm_epsilon": 1e-6}, "layer_norm_epsilon=1e-06"),
 ])
-def test_keras_hub_export_refuses_what_bert_backbone_cannot_represent(
+def test_keras_hub_export_refuses_what_no_wordpiece_backbone_can_represent(
         tmp_path, vocabulary, override, field):
+    # (factorised embeddings with WordPiece are ELECTRA's: tests/zoo/test_keras_hub_export.py)
     encoder = _tiny_encoder(vocabulary, num_layers=1, **override)
     directory = tmp_path / "preset"
     with pytest.raises(ValueError, match=re.escape(field)):

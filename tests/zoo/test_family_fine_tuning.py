@@ -158,8 +158,10 @@ def test_each_family_checkpoint_takes_its_own_presets_defaults(checkpoints):
     assert found == {model_type: preset for model_type, (preset, _) in FAMILIES.items()}
 
 
-def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_ours_and_refuses_keras_hub(
+def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_ours_and_keras_hub(
         checkpoints, tmp_path):
+    """And refuses ModernBERT (pre-LN, rotary positions, GeGLU), which no KerasHub
+    backbone holds: one line, nothing written."""
     source = checkpoints["roberta"]
     results = run_tools({
         "hf": ("convert.py", f"--input={source}", "--output_format=huggingface",
@@ -168,15 +170,25 @@ def test_convert_writes_a_byte_pair_checkpoint_to_hugging_face_and_ours_and_refu
                    f"--output={tmp_path / 'native'}"),
         "keras_hub": ("convert.py", f"--input={source}", "--output_format=keras_hub",
                       f"--output={tmp_path / 'keras_hub'}"),
+        "modernbert": ("convert.py", f"--input={checkpoints['modernbert']}",
+                       "--output_format=keras_hub", f"--output={tmp_path / 'refused'}"),
     })
-    for name in ("hf", "native"):
+    for name in ("hf", "native", "keras_hub"):
         assert results[name].returncode == 0, results[name].stderr[-2000:]
+    for name in ("hf", "native"):
         assert load_tokenizer(str(tmp_path / name)).encode(HOSTILE) == load_tokenizer(
             source).encode(HOSTILE)
-    refused = results["keras_hub"]
+    # KerasHub's RobertaTokenizer cuts "<mask>" out as it is (transformers' lstrips it).
+    plain = HOSTILE.replace(" <mask>", "")
+    written = json.loads((tmp_path / "keras_hub" / "config.json").read_text())
+    assert written["class_name"] == "RobertaBackbone"
+    assert load_tokenizer(str(tmp_path / "keras_hub")).encode(plain) == load_tokenizer(
+        source).encode(plain)
+    refused = results["modernbert"]
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "keeps WordPiece vocabularies only; --input's tokenizer is byte_pair" in refused.stderr
-    assert not (tmp_path / "keras_hub").exists()
+    assert ("as --output_format=keras_hub: no KerasHub backbone with a byte_pair tokenizer "
+            "holds this encoder (RobertaBackbone: global_rope_theta=") in refused.stderr
+    assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.slow

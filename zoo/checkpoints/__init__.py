@@ -3,8 +3,8 @@
 `load_encoder` and `load_tokenizer` (and `zoo.load_pretrained`) read any of three
 formats, told apart by their files (`checkpoint_format`): our own native
 directory (`save_encoder_checkpoint`), a KerasHub preset of a BERT-family
-backbone (`export_keras_hub_preset` writes BERT's) and a Hugging Face directory
-(`export_hf_checkpoint` writes one). `export_hf_task_model` writes a
+backbone (`export_keras_hub_preset` writes one, of the encoder's family) and a
+Hugging Face directory (`export_hf_checkpoint` writes one). `export_hf_task_model` writes a
 fine-tuned task model with its head (`BertForSequenceClassification`, ...).
 
 >>> from nlpzoo.zoo.checkpoints import checkpoint_format

@@ -14,15 +14,15 @@ A KerasHub preset directory, as written by `backbone.save_to_preset(dir)` and
 Importing reads config.json and the HDF5 file directly (no KerasHub backbone is
 built). The backbones KerasHub 0.32 has for the BERT family are read:
 `BertBackbone`, `RobertaBackbone`, `XLMRobertaBackbone`, `DistilBertBackbone`,
-`AlbertBackbone` and `ElectraBackbone`; what tells them apart (config fields,
-the numerics KerasHub fixes in code, where each weight is saved) is one row of
-`zoo.checkpoints.keras_hub_families`, and an imported encoder reproduces
-KerasHub's outputs: its GELU form (tanh for BERT, ALBERT, ELECTRA; erf for
-RoBERTa, XLM-R, DistilBERT), LayerNorm epsilon, positions from 0 and segments.
-Every variable of the encoder is set, or import fails: a missing weight or one
-of the wrong shape raises `ValueError` naming it (by its KerasHub variable path
-and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
-XLM-R, DistilBERT) leaves ours freshly initialised (logged).
+`AlbertBackbone`, `ElectraBackbone` and `DebertaV3Backbone`; what tells them
+apart (config fields, the numerics KerasHub fixes in code, where each weight is
+saved) is one row of `zoo.checkpoints.keras_hub_families`, and an imported
+encoder reproduces KerasHub's outputs: its GELU form (tanh for BERT, ALBERT,
+ELECTRA; erf for RoBERTa, XLM-R, DistilBERT, DeBERTa-v3), LayerNorm epsilon,
+positions from 0 and segments. Every variable of the encoder is set, or import
+fails: a missing weight or one of the wrong shape raises `ValueError` naming it
+(by its KerasHub variable path and its place in model.weights.h5). A backbone without a pooler (RoBERTa,
+XLM-R, DistilBERT, DeBERTa-v3) leaves ours freshly initialised (logged).
 
 The tokenizer becomes our `SubwordTokenizer` of the same scheme, with
 KerasHub's ids: `WordPieceTokenizer` (BERT, DistilBERT, ELECTRA),
@@ -32,14 +32,33 @@ text as they are, without transformers' `lstrip` on `<mask>`) or
 ALBERT with the model's ids and, as KerasHub, no lower-casing or accent
 stripping of its own, where transformers' `AlbertTokenizer` does both).
 
-Exporting (`export_keras_hub_preset`) builds a `keras_hub.models.BertBackbone`
-and a `BertTokenizer`, copies the weights and saves both with KerasHub's own
-`save_to_preset`, so `BertBackbone.from_preset(dir)` and
-`BertTokenizer.from_preset(dir)` load the result. Only encoders BertBackbone
-can represent are exported: post-LN (`norm_first=False`), no factorised
-embeddings, no layer sharing, `layer_norm_epsilon=1e-12`. An encoder with exact
-GELU (a Hugging Face import) is exported with a warning: the weights are
-carried over, and KerasHub computes its tanh GELU with them.
+Exporting (`export_keras_hub_preset`) writes the backbone of the row that holds
+the encoder with its tokenizer (`keras_hub_export_family`: the tokenizer's kind
+and, for SentencePiece, its family narrow the rows; the encoder's segments,
+embedding projection, layer sharing and relative attention pick among them; of
+those left, one with the encoder's LayerNorm epsilon and GELU form): it builds
+that KerasHub backbone and tokenizer (WordPiece vocabulary; BPE vocabulary and
+merges; the SentencePiece model with its own ids,
+`SentencePieceTokenizer.legacy_model`), sets every backbone variable by the
+import's plan read backwards (a variable left unset fails the export, naming
+it), checks that KerasHub's tokenizer numbers the tokens as ours, and saves both
+with KerasHub's own `save_to_preset`, so
+`keras_hub.models.<Family>Backbone.from_preset(dir)` and the tokenizer's
+`from_preset` load the result. Positions offset by
+`position_offset` (RoBERTa, XLM-R) lose their first rows, as KerasHub's
+converter drops them; a single segment row is added to the position table of a
+backbone without segments (or written as both rows of one with): both exact.
+DeBERTa-v3's `max_sequence_length` is written as the encoder's
+`max_relative_positions`, which is what KerasHub's backbone uses it for (it has no
+position table), and read back as both.
+Refused in one line: what no KerasHub backbone holds (pre-LN, rotary positions,
+local attention, gated feedforward, no biases, a pooler LayerNorm: ModernBERT;
+adapters), a layout no row of the tokenizer's kind has (segments with a BPE
+tokenizer), and a LayerNorm epsilon other than the backbone's. Warned about,
+as the weights still carry over: a GELU form other than the backbone's (~1e-3
+differences), a pooler activation other than its pooled_output's tanh,
+SentencePiece lower-casing or accent stripping, which KerasHub's tokenizers do
+not do, and KerasHub's single dropout rate.
 
 Variable mapping (KerasHub path → ours; KerasHub keeps attention kernels per
 head, [hidden, heads, head_dim] and [heads, head_dim, hidden], which are
@@ -67,6 +86,7 @@ Examples:
 ...                         gelu_approximate=True)
 >>> directory = os.path.join(tempfile.mkdtemp(), "preset")
 >>> export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True)
+'BertBackbone'
 >>> read_keras_hub_config(directory)["gelu_approximate"]
 True
 >>> imported = load_keras_hub_encoder(directory)
@@ -84,7 +104,8 @@ import os
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import write_directory_atomically
-from nlpzoo.layers import transformer_of
+from nlpzoo.layers import architecture_defaults, transformer_of
+from nlpzoo.tasks.text.subword_tokenizer import SubwordTokenizer
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 from nlpzoo.zoo.checkpoints.common import (
     PlannedWeight,
@@ -116,9 +137,14 @@ MERGES_FILE = os.path.join(ASSETS_DIRECTORY, "merges.txt")
 SENTENCEPIECE_FILE = os.path.join(ASSETS_DIRECTORY, "vocabulary.spm")
 DIRECTORY_KIND = "a KerasHub preset directory"
 
-# KerasHub's BertBackbone fixes these; an encoder must match them to be exported.
-KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
 _BERT = FAMILIES["BertBackbone"]
+# Block options every KerasHub backbone here has at `architecture_defaults()` (post-LN
+# BERT blocks with biases, absolute or relative positions, no pooler LayerNorm).
+_POST_LN_BLOCK_OPTIONS = ("global_rope_theta", "local_attention", "gated_feedforward",
+                          "use_bias", "first_attention_norm", "pooler_norm")
+# Our tokenizer's special ids → the attribute of KerasHub's tokenizers holding theirs.
+_SPECIAL_ID_ATTRIBUTES = {"pad": "pad_token_id", "cls": "start_token_id",
+                          "sep": "end_token_id", "mask": "mask_token_id"}
 
 # Fields of a Keras layer config that do not change the computation.
 _IGNORED_FIELDS = ("name", "trainable", "dtype")
@@ -131,7 +157,6 @@ _TOKENIZER_FIXED = {
     "suffix_indicator": ("##", "WordPieceTokenizer marks word continuations with ##"),
     "oov_token": ("[UNK]", "WordPieceTokenizer's unknown token is [UNK]"),
 }
-_KERAS_HUB_SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 # The special tokens KerasHub's RobertaTokenizer cuts out of the text.
 _ROBERTA_SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<mask>")
 
@@ -226,20 +251,29 @@ def read_keras_hub_config(path):
     return encoder_config
 
 
-def _weight_plan(transformer, family=_BERT):
-    """(KerasHub variable path, `PlannedWeight`) per encoder variable, for `family`.
+def _check_layout(transformer, family, exporting=False):
+    """Raises `ValueError` (one line, naming the setting) when `family`'s backbone
+    cannot hold the encoder's layout.
 
-    The planned weight is read from the dataset "<group>/vars/<index>" of
-    model.weights.h5, with KerasHub's shape; its `to_variable` reshapes it
-    to ours, and exporting reshapes ours to `source_shape`.
-
-    Raises:
-        ValueError: the encoder has a setting the backbone cannot hold (named).
+    Importing builds the encoder from the preset, so only overrides can fail here.
+    Exporting also refuses what no KerasHub backbone has (rotary positions, local
+    attention, gated feedforward, no biases, a pooler LayerNorm) and allows what is
+    exported exactly in another form: positions offset by `position_offset` (the
+    first rows are dropped, as KerasHub's RoBERTa converter drops them) and one
+    segment row (added to the position table of a backbone without segments, or
+    written twice to one with).
     """
-    hidden, heads = transformer.hidden_dim, transformer.num_heads
-    head_dim = hidden // heads
-    embeddings = transformer.embeddings
     roles = {layer.role for layer in family.layers}
+    embeddings = transformer.embeddings
+    hidden = transformer.hidden_dim
+    if exporting:
+        defaults = architecture_defaults()
+        for name in _POST_LN_BLOCK_OPTIONS:
+            if name == "pooler_norm" and family.pooler is None:
+                continue  # the pooler is not exported
+            if getattr(transformer, name) != defaults[name]:
+                raise ValueError(f"{name}={getattr(transformer, name)!r}: {family.backbone} "
+                                 f"has {name}={defaults[name]!r} (post-LN BERT blocks)")
     if transformer.norm_first:
         raise ValueError(f"norm_first=True: {family.backbone} is post-LN (norm_first=False)")
     if transformer.share_layers and not family.layer_groups:
@@ -250,7 +284,7 @@ def _weight_plan(transformer, family=_BERT):
     if embeddings.projection is None and family.projection_always:
         raise ValueError(f"embedding_dim={transformer.embedding_dim} equals hidden_dim: "
                          f"{family.backbone} always projects its embeddings")
-    if transformer.position_offset:
+    if transformer.position_offset and not exporting:
         raise ValueError(f"position_offset={transformer.position_offset}: {family.backbone}'s "
                          "positions start at 0")
     relative = family.settings.get("relative_attention")
@@ -264,10 +298,29 @@ def _weight_plan(transformer, family=_BERT):
     if relative is not None and transformer.position_buckets < 1:
         raise ValueError(f"position_buckets={transformer.position_buckets}: {family.backbone} "
                          "always puts distances into log buckets (bucket_size)")
-    if (transformer.num_segments == 0) != ("segment" not in roles):
-        raise ValueError(f"num_segments={transformer.num_segments}: {family.backbone} "
-                         + ("has no segment table" if "segment" not in roles
-                            else "has a segment table"))
+    segments = transformer.num_segments
+    if "segment" in roles:
+        if segments == 0:
+            raise ValueError(f"num_segments=0: {family.backbone} has a segment table")
+    elif segments > (1 if exporting and "position" in roles else 0):
+        raise ValueError(f"num_segments={segments}: {family.backbone} has no segment table")
+
+
+def _weight_plan(transformer, family=_BERT, exporting=False):
+    """(KerasHub variable path, `PlannedWeight`) per encoder variable, for `family`.
+
+    The planned weight is read from the dataset "<group>/vars/<index>" of
+    model.weights.h5, with KerasHub's shape; its `to_variable` reshapes it
+    to ours, and exporting reshapes ours to `source_shape` (`_export_values`).
+
+    Raises:
+        ValueError: the encoder has a setting the backbone cannot hold (named;
+            `_check_layout`).
+    """
+    hidden, heads = transformer.hidden_dim, transformer.num_heads
+    head_dim = hidden // heads
+    embeddings = transformer.embeddings
+    _check_layout(transformer, family, exporting)
     present = {"token", "position", "segment", "norm", "pooler", "relative"}
     if embeddings.projection is not None:
         present.add("projection")
@@ -544,32 +597,236 @@ def load_keras_hub_tokenizer(path):
     return _TOKENIZER_READERS[family.tokenizer](path, family, config, config_path, directory)
 
 
-def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite=False):
-    """Writes `encoder` and its tokenizer as a KerasHub BertBackbone preset directory.
+def _export_values(transformer, family, plan):
+    """{KerasHub variable path: numpy value in KerasHub's layout} of `plan`.
 
-    `keras_hub.models.BertBackbone.from_preset(directory)` and
-    `keras_hub.models.BertTokenizer.from_preset(directory)` load the result.
-    The directory is written atomically (a temporary sibling, then a rename).
+    The position table loses its first `position_offset` rows (KerasHub's
+    positions start at 0); one segment row is added to every position of a
+    backbone without a segment table, or written as both rows of one with
+    (both exact: our encoder adds that row to every token).
+    """
+    import keras
+
+    layer_paths = {layer.role: layer.path for layer in family.layers}
+    segment_path = f"{layer_paths.get('segment')}/embeddings"
+    embeddings = transformer.embeddings
+    fold = (transformer.num_segments == 1 and "segment" not in layer_paths)
+    values = {}
+    for name, planned in plan:
+        value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
+        if planned.position_table:
+            value = value[transformer.position_offset:]
+            if fold:
+                value = value + np.asarray(keras.ops.convert_to_numpy(
+                    embeddings.segment_embedding.embeddings), dtype="float32")
+        elif name == segment_path and transformer.num_segments == 1:
+            value = np.repeat(value, 2, axis=0)  # KerasHub's packers give pairs segment 1
+        else:
+            value = value.reshape(planned.source_shape)
+        values[name] = value
+    return values
+
+
+def _backbone_arguments(transformer, family):
+    """The backbone's constructor arguments (config.json's `config`) for `transformer`:
+    each config field from the encoder argument it is read into, or, for an argument
+    that takes its value from another on import (`family.fallbacks`: DeBERTa-v3's
+    `max_sequence_length` is its `max_relative_positions`), from that one."""
+    arguments = {}
+    fallbacks = {source: argument for argument, source in family.fallbacks}
+    for field, (argument, _) in family.config_fields.items():
+        argument = fallbacks.get(argument, argument)
+        arguments[field] = (transformer.relative_distance_limit
+                            if argument == "max_relative_positions"  # < 1: its default
+                            else getattr(transformer, argument))
+    if "num_segments" in arguments and transformer.num_segments == 1:
+        arguments["num_segments"] = 2  # the one row twice (`_export_values`)
+    if family.layer_groups:
+        arguments.update(num_groups=1 if transformer.share_layers else transformer.num_layers,
+                         num_inner_repetitions=1)
+    return arguments
+
+
+def _check_numerics(transformer, family):
+    """Refuses what the backbone fixes in code and changes its outputs everywhere (the
+    LayerNorm epsilon); warns about what it changes slightly or only in one output."""
+    settings = family.settings
+    if transformer.layer_norm_epsilon != settings["layer_norm_epsilon"]:
+        raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: "
+                         f"{family.backbone} always uses {settings['layer_norm_epsilon']:g}")
+    if transformer.gelu_approximate != settings["gelu_approximate"]:
+        forms = {True: "the tanh approximation of GELU", False: "exact (erf) GELU"}
+        logger.warning("the encoder uses %s (gelu_approximate=%s); KerasHub's %s always "
+                       "applies %s, so its outputs will differ slightly (typically ~1e-3) "
+                       "from this encoder's", forms[transformer.gelu_approximate],
+                       transformer.gelu_approximate, family.backbone,
+                       forms[settings["gelu_approximate"]])
+    if family.pooler is None:
+        logger.info("%s has no pooler: the encoder's pooler is not exported", family.backbone)
+    elif transformer.pooler_activation != settings["pooler_activation"]:
+        logger.warning("pooler_activation=%r: KerasHub's %s applies %s to its pooled_output, "
+                       "so that output differs from this encoder's pooler (the sequence output "
+                       "does not)", transformer.pooler_activation, family.backbone,
+                       settings["pooler_activation"])
+    if transformer.attention_dropout != transformer.dropout:
+        logger.warning("attention_dropout=%g differs from dropout=%g; %s uses dropout for "
+                       "both (this only matters when training)",
+                       transformer.attention_dropout, transformer.dropout, family.backbone)
+
+
+def _numerics_match(transformer, family):
+    return all(getattr(transformer, name) == family.settings[name]
+               for name in ("layer_norm_epsilon", "gelu_approximate"))
+
+
+def _takes_tokenizer(family, tokenizer):
+    return family.tokenizer == tokenizer.kind and family.sentencepiece_family in (
+        None, getattr(tokenizer, "family", None))
+
+
+def keras_hub_export_family(encoder, tokenizer):
+    """The `keras_hub_families.KerasHubFamily` that `encoder` with `tokenizer` exports as.
+
+    Of the rows whose tokenizer is of `tokenizer`'s kind (and SentencePiece
+    family) and whose backbone holds the encoder's layout (`_check_layout`:
+    segments, embedding projection, layer sharing, relative attention), the
+    first, in the table's order, that also has the encoder's LayerNorm epsilon
+    and GELU form; else the first with its epsilon (the GELU form is warned
+    about on export).
+
+    Raises:
+        ValueError: no KerasHub backbone takes the tokenizer, or none holds the
+            encoder (one line: each candidate with why).
+
+    >>> from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
+    >>> from nlpzoo.zoo import build_encoder
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    >>> keras_hub_export_family(build_encoder("distilbert_tiny", vocabulary_size=5),
+    ...                         tokenizer).backbone
+    'DistilBertBackbone'
+    >>> keras_hub_export_family(build_encoder("electra_tiny", vocabulary_size=5),
+    ...                         tokenizer).backbone
+    'ElectraBackbone'
+    """
+    transformer = transformer_of(encoder)
+    candidates = [family for family in FAMILIES.values() if _takes_tokenizer(family, tokenizer)]
+    if not candidates:
+        family = getattr(tokenizer, "family", None)
+        raise ValueError(f"no KerasHub backbone comes with a {tokenizer.kind} tokenizer"
+                         + (f" of the {family} family" if family else ""))
+    reasons, fitting = [], []
+    for family in candidates:
+        try:
+            _check_layout(transformer, family, exporting=True)
+        except ValueError as error:
+            reasons.append(f"{family.backbone}: {error}")
+        else:
+            fitting.append(family)
+    if not fitting:
+        raise ValueError(f"no KerasHub backbone with a {tokenizer.kind} tokenizer holds this "
+                         f"encoder ({'; '.join(reasons)})")
+    epsilon = [family for family in fitting
+               if family.settings["layer_norm_epsilon"] == transformer.layer_norm_epsilon]
+    exact = [family for family in epsilon if _numerics_match(transformer, family)]
+    return (exact or epsilon or fitting)[0]
+
+
+def _wordpiece_arguments(tokenizer, class_name):
+    return dict(vocabulary=list(tokenizer.vocabulary), lowercase=tokenizer.lowercase,
+                strip_accents=tokenizer.lowercase)  # ours strips accents when it lower-cases
+
+
+def _byte_pair_arguments(tokenizer, class_name):
+    if tokenizer.lowercase or tokenizer.normalization:
+        raise ValueError(f"a byte-level BPE with lowercase={tokenizer.lowercase}, "
+                         f"normalization={tokenizer.normalization!r}: KerasHub's {class_name} "
+                         "has no normaliser")
+    return dict(vocabulary={token: index for index, token in enumerate(tokenizer.vocabulary)},
+                merges=list(tokenizer.merges), add_prefix_space=tokenizer.add_prefix_space)
+
+
+def _sentencepiece_arguments(tokenizer, class_name):
+    if tokenizer.lowercase or not tokenizer.keep_accents:
+        logger.warning("the tokenizer lower-cases (%s) or strips accents (%s); KerasHub's %s "
+                       "does neither, so give it text that is already lower-cased without "
+                       "accents to get this tokenizer's ids", tokenizer.lowercase,
+                       not tokenizer.keep_accents, class_name)
+    return dict(proto=tokenizer.legacy_model())
+
+
+# The arguments of KerasHub's tokenizer classes, by the kind of our tokenizer (the
+# counterpart of `_TOKENIZER_READERS`).
+_TOKENIZER_ARGUMENTS = {"wordpiece": _wordpiece_arguments, "byte_pair": _byte_pair_arguments,
+                        "sentencepiece": _sentencepiece_arguments}
+
+
+def _keras_hub_tokenizer(tokenizer, family):
+    """KerasHub's tokenizer of `family` built from ours, checked to have the same ids."""
+    import keras_hub
+
+    arguments = _TOKENIZER_ARGUMENTS[tokenizer.kind](tokenizer, family.tokenizer_classes[0])
+    tokenizer_class = getattr(keras_hub.models, family.tokenizer_classes[0])
+    try:
+        theirs = tokenizer_class(**arguments)
+    except ValueError as error:
+        raise ValueError(f"KerasHub's {family.tokenizer_classes[0]} refuses the tokenizer: "
+                         f"{error}") from None
+    vocabulary = list(theirs.get_vocabulary())
+    if vocabulary != tokenizer.vocabulary:
+
+        def token(tokens, index):
+            return tokens[index] if index < len(tokens) else None
+
+        first = next((index for index, (a, b) in enumerate(zip(vocabulary, tokenizer.vocabulary))
+                      if a != b), min(len(vocabulary), tokenizer.vocabulary_size))
+        raise ValueError(f"KerasHub's {family.tokenizer_classes[0]} numbers the tokens "
+                         f"differently: {len(vocabulary)} tokens, id {first} is "
+                         f"{token(vocabulary, first)!r}; here {tokenizer.vocabulary_size} "
+                         f"tokens, id {first} is {token(tokenizer.vocabulary, first)!r}")
+    for role, attribute in _SPECIAL_ID_ATTRIBUTES.items():
+        ours, kept = getattr(tokenizer, f"{role}_id"), getattr(theirs, attribute, None)
+        if kept is not None and kept != ours:
+            raise ValueError(f"KerasHub's {family.tokenizer_classes[0]} fixes the {role} token "
+                             f"at id {kept} ({vocabulary[kept]!r}); this tokenizer's is {ours} "
+                             f"({tokenizer.vocabulary[ours]!r})")
+    return theirs
+
+
+def export_keras_hub_preset(encoder, directory, vocabulary, lowercase=True, overwrite=False):
+    """Writes `encoder` and its tokenizer as a KerasHub preset directory.
+
+    The backbone is the one of `keras_hub_export_family` (BERT, RoBERTa,
+    XLM-R, DistilBERT, ALBERT, ELECTRA or DeBERTa-v3), its tokenizer the
+    family's (`BertTokenizer`, `RobertaTokenizer`, ...): built, every variable
+    set from the encoder (`_weight_plan` read backwards) and saved with
+    KerasHub's own `save_to_preset`, so `keras_hub.models.<Family>Backbone.from_preset(directory)`
+    and the tokenizer's `from_preset` load the result. The directory is
+    written atomically (a temporary sibling, then a rename).
 
     Args:
         encoder: a zoo encoder (or its `TransformerEncoder` layer).
         directory: the preset directory to create.
-        vocabulary: the WordPiece tokens (id = position), as many as the
-            encoder's `vocabulary_size`, including [CLS], [SEP], [PAD], [MASK]
-            and [UNK] (KerasHub's BertTokenizer needs all five).
-        lowercase: whether the tokenizer lower-cases; accents are stripped
-            exactly when it does, as our `WordPieceTokenizer` does.
+        vocabulary: the tokenizer: a `SubwordTokenizer` (WordPiece, byte-level
+            BPE, SentencePiece), or the WordPiece tokens (id = position), as
+            many as the encoder's `vocabulary_size`, with [CLS], [SEP], [PAD],
+            [MASK] and [UNK].
+        lowercase: whether a WordPiece token list lower-cases (accents are
+            stripped exactly when it does); a `SubwordTokenizer` says so itself.
         overwrite: replace an existing non-empty `directory`.
+
+    Returns:
+        The backbone class written (config.json's `class_name`), e.g. "RobertaBackbone".
 
     LoRA updates are exported merged into the kernels they update.
 
     Raises:
-        ValueError: the encoder has a setting BertBackbone cannot represent
-            (`norm_first`, `embedding_dim`, `share_layers`,
-            `layer_norm_epsilon`, adapters; named), the vocabulary does not fit, or the
-            directory exists and is not empty (without `overwrite`).
+        ValueError: no KerasHub backbone can represent the encoder with its
+            tokenizer (pre-LN, rotary positions, adapters, a LayerNorm epsilon
+            other than the backbone's, ...; named), KerasHub's tokenizer would
+            number the tokens differently, the vocabulary does not fit, or the
+            directory exists and is not empty (without `overwrite`). Nothing is
+            written then.
     """
-    import keras
     import keras_hub
 
     from nlpzoo.zoo.checkpoints.native import as_functional_encoder, check_vocabulary
@@ -577,58 +834,44 @@ def export_keras_hub_preset(encoder, directory, vocabulary, lowercase, overwrite
     transformer = transformer_of(as_functional_encoder(encoder))
     if transformer.adapter_size:
         raise ValueError(f"the encoder has adapters (adapter_size={transformer.adapter_size}), "
-                         "which BertBackbone cannot represent")
-    if transformer.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
-        raise ValueError(f"layer_norm_epsilon={transformer.layer_norm_epsilon:g}: BertBackbone "
-                         f"always uses {KERAS_HUB_LAYER_NORM_EPSILON:g}")
-    if transformer.position_offset or transformer.num_segments < 2:
-        raise ValueError(
-            f"position_offset={transformer.position_offset}, num_segments="
-            f"{transformer.num_segments} (RoBERTa, DistilBERT): BertBackbone's positions start "
-            "at 0 and it has a segment table; export a Hugging Face checkpoint instead")
-    plan = _weight_plan(transformer, _BERT)  # refuses norm_first, embedding_dim, share_layers
-    tokens = check_vocabulary(vocabulary, transformer)
-    missing = [token for token in _KERAS_HUB_SPECIAL_TOKENS if token not in tokens]
-    if missing:
-        raise ValueError(f"the vocabulary lacks {missing}, which KerasHub's BertTokenizer needs")
-    if not transformer.gelu_approximate:
-        logger.warning("the encoder uses exact GELU (gelu_approximate=False); KerasHub's "
-                       "BertBackbone always applies the tanh approximation, so its outputs "
-                       "will differ slightly (typically ~1e-3) from this encoder's")
-    if transformer.attention_dropout != transformer.dropout:
-        logger.warning("attention_dropout=%g differs from dropout=%g; BertBackbone uses "
-                       "dropout for both (this only matters when training)",
-                       transformer.attention_dropout, transformer.dropout)
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=transformer.vocabulary_size,
-        num_layers=transformer.num_layers,
-        num_heads=transformer.num_heads,
-        hidden_dim=transformer.hidden_dim,
-        intermediate_dim=transformer.intermediate_dim,
-        dropout=transformer.dropout,
-        max_sequence_length=transformer.max_sequence_length,
-        num_segments=transformer.num_segments,
-        dtype="float32",
-    )
+                         "which no KerasHub backbone can represent")
+    if isinstance(vocabulary, SubwordTokenizer):
+        tokenizer = vocabulary
+        if tokenizer.vocabulary_size > transformer.vocabulary_size:
+            raise ValueError(f"the tokenizer has {tokenizer.vocabulary_size} tokens but the "
+                             f"encoder has vocabulary_size={transformer.vocabulary_size}")
+    else:
+        tokenizer = WordPieceTokenizer(check_vocabulary(vocabulary, transformer),
+                                       lowercase=bool(lowercase))
+    family = keras_hub_export_family(transformer, tokenizer)
+    plan = _weight_plan(transformer, family, exporting=True)
+    _check_numerics(transformer, family)
+    layer_mix = getattr(encoder, "layer_mix", "last")
+    if layer_mix != "last":  # it feeds a task head; the encoder's weights are exact
+        logger.warning("the encoder's layer_mix=%r is not exported: %s's output is the last "
+                       "layer", layer_mix, family.backbone)
+    keras_hub_tokenizer = _keras_hub_tokenizer(tokenizer, family)
+    backbone = getattr(keras_hub.models, family.backbone)(
+        **_backbone_arguments(transformer, family), dtype="float32")
     variables = {variable.path: variable for variable in backbone.weights}
     unassigned = set(variables)
-    for name, planned in plan:
+    for name, value in _export_values(transformer, family, plan).items():
         target = variables.get(name)
         if target is None:
-            raise ValueError(f"this keras_hub's BertBackbone has no variable {name!r}; "
+            raise ValueError(f"this keras_hub's {family.backbone} has no variable {name!r}; "
                              "the installed KerasHub version is not supported")
-        value = np.asarray(keras.ops.convert_to_numpy(planned.variable), dtype="float32")
-        target.assign(value.reshape(planned.source_shape))
+        if tuple(target.shape) != value.shape:
+            raise ValueError(f"{family.backbone}'s {name} has shape {tuple(target.shape)}, the "
+                             f"encoder's weight {value.shape}")
+        target.assign(value)
         unassigned.discard(name)
     if unassigned:
-        raise ValueError(f"this keras_hub's BertBackbone has variables with no counterpart "
-                         f"here: {', '.join(sorted(unassigned))}")
-    tokenizer = keras_hub.models.BertTokenizer(
-        vocabulary=tokens, lowercase=bool(lowercase), strip_accents=bool(lowercase))
+        raise ValueError(f"this keras_hub's {family.backbone} has variables with no "
+                         f"counterpart here: {', '.join(sorted(unassigned))}")
 
     def write(temporary):
         backbone.save_to_preset(temporary)
-        tokenizer.save_to_preset(temporary)
+        keras_hub_tokenizer.save_to_preset(temporary)
 
     write_directory_atomically(directory, write, overwrite=overwrite)
+    return family.backbone

@@ -5,7 +5,11 @@ config.json; each class we import is one `KerasHubFamily` row here: its config
 fields, the numerics KerasHub fixes in code (GELU form, LayerNorm epsilon,
 positions, segments, pooler), where each variable lives in model.weights.h5,
 and the tokenizer classes it comes with. `zoo.checkpoints.keras_hub` reads
-presets through these rows only: no other module looks at a backbone's name.
+presets through these rows only, and writes them by the same rows (the
+backbone and its first tokenizer class, the config fields read backwards,
+every weight where the import reads it; the row is the first, in this
+table's order, that holds the encoder with its tokenizer): no other module
+looks at a backbone's name.
 
     class_name            embeddings                         blocks (GELU, eps)      pooler
     BertBackbone          token+position+segment             tanh GELU, 1e-12        pooled_dense

@@ -687,7 +687,9 @@ _FORMAT_LIBRARIES = {"native": "keras", "keras_hub": "keras-hub", "huggingface":
 _FORMAT_LOADERS = {
     "native": "`zoo.load_encoder(\"<this directory>\")` after `import zoo`, or "
               "`tools/train.py --init_checkpoint=<this directory>`",
-    "keras_hub": "`keras_hub.models.BertBackbone.from_preset(\"<this directory>\")`",
+    "keras_hub": "`keras_hub.models.Backbone.from_preset(\"<this directory>\")` (config.json "
+                 "names the backbone class; its tokenizer: "
+                 "`keras_hub.models.Tokenizer.from_preset`)",
     "huggingface": "`transformers.BertModel.from_pretrained(\"<this directory>\")` (and "
                    "`BertTokenizer`)",
 }

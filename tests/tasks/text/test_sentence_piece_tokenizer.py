@@ -8,9 +8,11 @@ import os
 import pickle
 
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.sentence_piece_tokenizer import FAMILIES as SPECS
 from nlpzoo.tasks.text.sentence_piece_tokenizer import SentencePieceTokenizer, unigram_model_proto
 from nlpzoo.tasks.text.subword_tokenizer import tokenizer_config, tokenizer_from_assets
 
@@ -152,6 +154,28 @@ def test_assets_round_trip_keeps_ids(family, layout, tmp_path):
     assert rebuilt.tokenize(texts).to_list() == tokenizer.tokenize(texts).to_list()
     assert rebuilt.vocabulary == tokenizer.vocabulary
     assert rebuilt.get_config() == tokenizer.get_config()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_legacy_model_reads_back_to_the_same_ids(family, tmp_path):
+    """`legacy_model` is `from_sentencepiece_model` read backwards (the model's own ids:
+    XLM-R's without fairseq's offset), here of a tokenizer built from a tokenizer.json;
+    the fixture's legacy file has the same pieces at the same ids."""
+    tokenizer = load(family, "tokenizer_json")
+    path = tmp_path / "legacy.model"
+    path.write_bytes(tokenizer.legacy_model())
+    options = dict(lowercase=tokenizer.lowercase, keep_accents=tokenizer.keep_accents)
+    rebuilt = SentencePieceTokenizer.from_sentencepiece_model(str(path), FAMILIES[family],
+                                                              **options)
+    assert rebuilt.vocabulary == tokenizer.vocabulary
+    texts = reference()["texts"][::7]
+    assert rebuilt.tokenize(texts).to_list() == tokenizer.tokenize(texts).to_list()
+    original = sentencepiece.SentencePieceProcessor(model_file=os.path.join(
+        directory(family, "legacy"), SPECS[FAMILIES[family]].legacy_file))
+    written = sentencepiece.SentencePieceProcessor(model_proto=tokenizer.legacy_model())
+    count = original.get_piece_size()
+    assert [written.id_to_piece(i) for i in range(count)] == [
+        original.id_to_piece(i) for i in range(count)]
 
 
 def test_both_layouts_build_the_same_model():
