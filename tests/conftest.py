@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 from nlpzoo.tasks import builtin as _builtin_tasks  # noqa: E402,F401  (registers the built-in task families)
 
 from tests.helpers.autotuning import keras_datasets_without_autotuning  # noqa: E402
+from tests.helpers.slow_tests import read_slow_list  # noqa: E402
 from tests.helpers.trained_models import TrainedModels  # noqa: E402
 
 if os.environ.get("NLPZOO_TEST_AUTOTUNING") != "1":  # 1: Keras's default, to compare times
@@ -57,6 +58,16 @@ def _trained_models(config):
             models = TrainedModels(tempfile.mkdtemp(prefix="trained_models_"))
         config.stash[_TRAINED_MODELS] = models
     return config.stash[_TRAINED_MODELS]
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
+def pytest_collection_modifyitems(config, items):
+    """Marks slow the tests that tests/slow_tests.txt lists (measured at 7 s or more:
+    tests/helpers/slow_tests.py), so that `make test` keeps to its 12 minutes."""
+    slow = read_slow_list()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,0 +1,101 @@
+"""The tests `make test` leaves to `make test-slow`, chosen by their measured time.
+
+`make test` must set up and pass in 12 minutes on the 2-core machine. A test marked
+`@pytest.mark.slow` in its file is slow for a reason of its own; the others that
+took `--threshold` seconds or more in a measured run are listed in
+`tests/slow_tests.txt`, and `tests/conftest.py` marks them slow as it collects them.
+To redo the list after adding tests (a full default run, nothing else on the
+machine, then the list from its report):
+
+    .venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=/tmp/durations.xml \
+        -o junit_duration_report=total
+    .venv/bin/python -m tests.helpers.slow_tests --junit=/tmp/durations.xml --write
+
+A test's time in the report includes its fixtures' set-up: a module's first test
+carries the module's fixtures, the first test to ask for a shared trained model
+waits for its training. Listing such a test moves that wait to the next test of
+the file, so check the next default run's `--durations` once after a new list.
+Tests of `KEPT` files stay in the default run whatever their time: they guard
+against losing a user's files. Lines of the list that name no collected test are
+reported by `test_the_slow_list_names_collected_tests` (tests/test_slow_tests.py).
+"""
+
+import argparse
+import os
+import xml.etree.ElementTree as ElementTree
+
+from tests.helpers.paths import ROOT
+
+LIST = os.path.join(ROOT, "tests", "slow_tests.txt")
+THRESHOLD_SECONDS = 7.0
+KEPT = ("tests/tools/test_user_directories.py",)
+_HEADER = """\
+# Tests left to `make test-slow` because a default run measured them at {threshold:g} s or
+# more (set-up included); tests/helpers/slow_tests.py says how to redo this list.
+# One pytest node id per line; tests/conftest.py marks each one slow.
+"""
+
+
+def read_slow_list(path=LIST):
+    """The node ids of `path` (comments and blank lines skipped), as a set.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "slow.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("# why\\ntests/test_a.py::test_b[x y]\\n\\n")
+    >>> sorted(read_slow_list(path))
+    ['tests/test_a.py::test_b[x y]']
+    """
+    if not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8") as f:
+        return {line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")}
+
+
+def node_id(classname, name):
+    """A JUnit report's `classname` and `name` → the pytest node id.
+
+    >>> node_id("tests.zoo.test_zoo", "test_presets[bert_tiny]")
+    'tests/zoo/test_zoo.py::test_presets[bert_tiny]'
+    """
+    return f"{classname.replace('.', '/')}.py::{name}"
+
+
+def measured_times(junit_path):
+    """{node id: seconds} of every test a JUnit report ran (skipped ones left out)."""
+    times = {}
+    for case in ElementTree.parse(junit_path).getroot().iter("testcase"):
+        if case.find("skipped") is None:
+            times[node_id(case.get("classname"), case.get("name"))] = float(case.get("time") or 0)
+    return times
+
+
+def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT):
+    """The node ids of `times` at `threshold` seconds or more, but those of `kept` files.
+
+    >>> slow_node_ids({"tests/a.py::t1": 9.0, "tests/a.py::t2": 1.0,
+    ...                "tests/tools/test_user_directories.py::t": 30.0})
+    ['tests/a.py::t1']
+    """
+    return sorted(node for node, seconds in times.items()
+                  if seconds >= threshold and node.split("::")[0] not in kept)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--junit", required=True, help="JUnit XML of a full default run")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD_SECONDS)
+    parser.add_argument("--write", action="store_true", help=f"rewrite {LIST}")
+    args = parser.parse_args(argv)
+    times = measured_times(args.junit)
+    slow = sorted(set(slow_node_ids(times, args.threshold)) | (read_slow_list() - set(times)))
+    default = {node: seconds for node, seconds in times.items() if node not in slow}
+    print(f"{len(slow)} tests listed slow; the {len(default)} others took "
+          f"{sum(default.values()) / 60:.1f} worker-minutes in that run")
+    if args.write:
+        with open(LIST, "w", encoding="utf-8") as f:
+            f.write(_HEADER.format(threshold=args.threshold) + "\n".join(slow) + "\n")
+
+
+if __name__ == "__main__":
+    main()
