@@ -48,8 +48,9 @@ demo: $(STAMP)
 # Two pytest-xdist workers, each test file whole in one of them (its module fixtures are
 # built once); the trained-model fixtures of tests/conftest.py are trained once for both.
 # On the 2-core machine pytest took 14-15 min instead of 19.7 serially (fresh clone, idle);
-# 11 min once the input pipelines built faster (tasks/text/ragged_rows.py); 18.5 min on
-# 2026-11-27 with 1,500 tests (docs/performance.md#the-test-suite).
+# 11 min once the input pipelines built faster (tasks/text/ragged_rows.py); 37 min on
+# 2026-11-28 with 2,270 tests, until the tests measured at 5 s or more went to test-slow
+# (tests/slow_tests.txt; docs/performance.md#the-test-suite).
 # TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)

@@ -62,11 +62,11 @@ def _trained_models(config):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(config, items):
-    """Marks slow the tests that tests/slow_tests.txt lists (measured at 7 s or more:
-    tests/helpers/slow_tests.py), so that `make test` keeps to its 12 minutes."""
+    """Marks slow the tests that tests/slow_tests.txt lists, one by one or by file
+    (measured: tests/helpers/slow_tests.py), so that `make test` keeps to its 12 minutes."""
     slow = read_slow_list()
     for item in items:
-        if item.nodeid in slow:
+        if item.nodeid in slow or item.nodeid.split("::")[0] in slow:
             item.add_marker(pytest.mark.slow)
 
 

@@ -3,7 +3,8 @@
 `make test` must set up and pass in 12 minutes on the 2-core machine. A test marked
 `@pytest.mark.slow` in its file is slow for a reason of its own; the others that
 took `--threshold` seconds or more in a measured run are listed in
-`tests/slow_tests.txt`, and `tests/conftest.py` marks them slow as it collects them.
+`tests/slow_tests.txt` (a file whose listed tests took three quarters of its time, and
+40 s or more, is listed whole), and `tests/conftest.py` marks them slow as it collects them.
 To redo the list after adding tests (a full default run, nothing else on the
 machine, then the list from its report):
 
@@ -16,7 +17,7 @@ carries the module's fixtures, the first test to ask for a shared trained model
 waits for its training. Listing such a test moves that wait to the next test of
 the file, so check the next default run's `--durations` once after a new list.
 Tests of `KEPT` files stay in the default run whatever their time: they guard
-against losing a user's files. Lines of the list that name no collected test are
+against losing a user's files, the direction of imports, and this list. Lines of the list that name no collected test are
 reported by `test_the_slow_list_names_collected_tests` (tests/test_slow_tests.py).
 """
 
@@ -27,12 +28,18 @@ import xml.etree.ElementTree as ElementTree
 from tests.helpers.paths import ROOT
 
 LIST = os.path.join(ROOT, "tests", "slow_tests.txt")
-THRESHOLD_SECONDS = 7.0
-KEPT = ("tests/tools/test_user_directories.py",)
+THRESHOLD_SECONDS = 5.0
+KEPT = ("tests/tools/test_user_directories.py", "tests/test_layering.py",
+        "tests/test_slow_tests.py")
+# A file is listed whole when its listed tests took this share of its time, and at least
+# WHOLE_FILE_SECONDS: the size of a shared fixture's set-up (a model trained by a binary).
+WHOLE_FILE_SHARE = 0.75
+WHOLE_FILE_SECONDS = 40.0
 _HEADER = """\
 # Tests left to `make test-slow` because a default run measured them at {threshold:g} s or
 # more (set-up included); tests/helpers/slow_tests.py says how to redo this list.
-# One pytest node id per line; tests/conftest.py marks each one slow.
+# One pytest node id, or a test file's path (all of it), per line; tests/conftest.py
+# marks each one slow.
 """
 
 
@@ -70,15 +77,28 @@ def measured_times(junit_path):
     return times
 
 
-def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT):
-    """The node ids of `times` at `threshold` seconds or more, but those of `kept` files.
+def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT, whole_file_share=WHOLE_FILE_SHARE):
+    """The node ids of `times` at `threshold` seconds or more, but those of `kept` files;
+    a file whose listed tests took `whole_file_share` of its time and `WHOLE_FILE_SECONDS`
+    or more is listed whole (its path): that time is mostly a shared fixture's set-up,
+    which would only move to the file's next test.
 
     >>> slow_node_ids({"tests/a.py::t1": 9.0, "tests/a.py::t2": 1.0,
+    ...                "tests/b.py::t1": 60.0, "tests/b.py::t2": 2.0,
     ...                "tests/tools/test_user_directories.py::t": 30.0})
-    ['tests/a.py::t1']
+    ['tests/a.py::t1', 'tests/b.py']
     """
-    return sorted(node for node, seconds in times.items()
-                  if seconds >= threshold and node.split("::")[0] not in kept)
+    slow = {node for node, seconds in times.items()
+            if seconds >= threshold and node.split("::")[0] not in kept}
+    file_time, listed_time = {}, {}
+    for node, seconds in times.items():
+        path = node.split("::")[0]
+        file_time[path] = file_time.get(path, 0.0) + seconds
+        if node in slow:
+            listed_time[path] = listed_time.get(path, 0.0) + seconds
+    whole = {path for path, seconds in listed_time.items()
+             if seconds >= max(whole_file_share * file_time[path], WHOLE_FILE_SECONDS)}
+    return sorted({node for node in slow if node.split("::")[0] not in whole} | whole)
 
 
 def main(argv=None):
@@ -88,8 +108,13 @@ def main(argv=None):
     parser.add_argument("--write", action="store_true", help=f"rewrite {LIST}")
     args = parser.parse_args(argv)
     times = measured_times(args.junit)
-    slow = sorted(set(slow_node_ids(times, args.threshold)) | (read_slow_list() - set(times)))
-    default = {node: seconds for node, seconds in times.items() if node not in slow}
+    # Listed before and so not run (a default run leaves them out): still slow.
+    earlier = {entry for entry in read_slow_list() if entry not in times}
+    slow = set(slow_node_ids(times, args.threshold)) | earlier
+    whole = {entry for entry in slow if "::" not in entry}
+    slow = sorted(entry for entry in slow if entry in whole or entry.split("::")[0] not in whole)
+    default = {node: seconds for node, seconds in times.items()
+               if node not in slow and node.split("::")[0] not in whole}
     print(f"{len(slow)} tests listed slow; the {len(default)} others took "
           f"{sum(default.values()) / 60:.1f} worker-minutes in that run")
     if args.write:
