@@ -16,6 +16,7 @@ imports another); and no import circle between any two modules.
 
 import ast
 import doctest
+import functools
 import os
 import textwrap
 from typing import NamedTuple
@@ -259,14 +260,20 @@ def _all_paths():
     return [path for package in sorted(ALLOWED_IMPORTS) for path in python_files(package)]
 
 
+@functools.lru_cache(maxsize=None)
+def _imports_of_file(path):
+    """`imports_of_source` of one file, parsed once for every test of the session."""
+    return tuple(imports_of_source(_read(path), path))
+
+
 def module_graph(include_doctests):
     """{module: set of our modules it imports}: each imported name is the longest of
     our module names it starts with (`from m import f` is an edge to m)."""
-    sources = {module_name(path): (path, _read(path)) for path in _all_paths()}
+    sources = {module_name(path): path for path in _all_paths()}
     graph = {}
-    for module, (path, source) in sources.items():
+    for module, path in sources.items():
         targets = set()
-        for found in imports_of_source(source, path):
+        for found in _imports_of_file(path):
             if found.in_doctest and not include_doctests:
                 continue
             parts = found.name.split(".")

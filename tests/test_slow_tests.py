@@ -4,9 +4,8 @@ default run leaves them out."""
 import ast
 import functools
 import os
-import subprocess
-import sys
 
+from tests.conftest import pytest_collection_modifyitems
 from tests.helpers.paths import ROOT
 from tests.helpers.slow_tests import read_slow_list
 
@@ -30,18 +29,20 @@ def test_every_listed_test_is_a_test_function_of_its_file():
                        "them there):\n" + "\n".join(stale))
 
 
-def _collected(path, marker_expression):
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", marker_expression, path], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    return {line.strip() for line in completed.stdout.splitlines() if "::" in line}
+class _Item:
+    """What the collection hook reads of a pytest item: its node id and `add_marker`."""
+
+    def __init__(self, nodeid):
+        self.nodeid, self.markers = nodeid, []
+
+    def add_marker(self, marker):
+        self.markers.append(marker.name)
 
 
-def test_the_default_run_leaves_listed_tests_out():
-    listed = read_slow_list()
-    path = "tests/test_front_door.py"  # a small file with a listed test and unlisted ones
-    in_file = {node for node in listed if node.startswith(path + "::")}
-    assert in_file, f"choose another file: {path} has no listed test any more"
-    default = _collected(path, "not slow")  # what `make test` runs of that file
-    assert default, f"every test of {path} is slow: choose another file"
-    assert not in_file & default
+def test_the_collection_hook_marks_listed_tests_and_files_slow():
+    listed = sorted(read_slow_list())
+    node = next(entry for entry in listed if "::" in entry)
+    whole = next(entry for entry in listed if "::" not in entry)
+    items = [_Item(node), _Item(f"{whole}::test_any[param]"), _Item("tests/test_slow_tests.py::x")]
+    pytest_collection_modifyitems(None, items)
+    assert [item.markers for item in items] == [["slow"], ["slow"], []]
