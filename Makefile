@@ -49,7 +49,7 @@ demo: $(STAMP)
 # built once); the trained-model fixtures of tests/conftest.py are trained once for both.
 # On the 2-core machine pytest took 14-15 min instead of 19.7 serially (fresh clone, idle);
 # 11 min once the input pipelines built faster (tasks/text/ragged_rows.py); 37 min on
-# 2026-11-28 with 2,270 tests, until the tests measured at 4 s or more went to test-slow
+# 2026-11-28 with 2,270 tests, until the tests measured at 3 s or more went to test-slow
 # (tests/slow_tests.txt; docs/performance.md#the-test-suite).
 # TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2

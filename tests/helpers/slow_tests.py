@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ElementTree
 from tests.helpers.paths import ROOT
 
 LIST = os.path.join(ROOT, "tests", "slow_tests.txt")
-THRESHOLD_SECONDS = 4.0
+THRESHOLD_SECONDS = 3.0
 KEPT = ("tests/tools/test_user_directories.py", "tests/test_layering.py",
         "tests/test_slow_tests.py")
 # A file is listed whole when its listed tests took this share of its time, and at least
