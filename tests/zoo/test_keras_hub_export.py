@@ -26,7 +26,7 @@ from nlpzoo.zoo import build_encoder, load_tokenizer
 from nlpzoo.zoo.checkpoints import export_keras_hub_preset, load_encoder
 from nlpzoo.zoo.checkpoints.keras_hub import _export_values, _weight_plan
 from nlpzoo.zoo.checkpoints.keras_hub_families import FAMILIES as FAMILIES_BY_BACKBONE
-from tests.helpers.family_fixtures import FAMILIES, TOKENIZERS
+from tests.helpers.family_fixtures import FAMILIES, TOKENIZERS, encoded_batch
 
 # Our float32 forward pass against KerasHub's on the same weights. Most families agree to
 # the bit; RoBERTa's and XLM-R's exported position table holds position + segment row (we
@@ -76,16 +76,7 @@ def _tiny(name):
 
 
 def _batch(tokenizer, texts):
-    rows = [tokenizer.encode(text, max_length=64) for text in texts]
-    length = max(map(len, rows))
-    token_ids = np.full((len(rows), length), tokenizer.pad_id, "int32")
-    padding_mask = np.zeros_like(token_ids)
-    for index, row in enumerate(rows):
-        token_ids[index, :len(row)] = row
-        padding_mask[index, :len(row)] = 1
-    segment_ids = np.zeros_like(token_ids)
-    segment_ids[:, length // 2:] = 1  # a second segment must read the right row
-    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+    return encoded_batch(tokenizer, texts, max_length=64)
 
 
 def _numpy(outputs):

@@ -20,6 +20,7 @@ import pytest
 from nlpzoo.layers import transformer_of
 from nlpzoo.zoo.checkpoints import checkpoint_format, load_encoder, load_tokenizer
 from nlpzoo.zoo.checkpoints.keras_hub import read_keras_hub_config
+from tests.helpers.family_fixtures import encoded_batch
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tokenizers")
 TOLERANCE = 1e-5
@@ -131,16 +132,9 @@ def test_encoder_gives_keras_hub_outputs(preset):
     name, directory, backbone, _ = preset
     assert checkpoint_format(directory) == "keras_hub"
     tokenizer = load_tokenizer(directory)
-    rows = [tokenizer.encode(text, max_length=SHAPE["max_sequence_length"])
-            for text in SENTENCES]
-    length = max(map(len, rows))
-    token_ids = np.full((len(rows), length), tokenizer.pad_id, "int32")
-    padding_mask = np.zeros_like(token_ids)
-    for index, row in enumerate(rows):
-        token_ids[index, :len(row)] = row
-        padding_mask[index, :len(row)] = 1
-    segment_ids = np.zeros_like(token_ids)
-    segment_ids[:, length // 2:] = 1  # segment ids must be read from the right table
+    batch = encoded_batch(tokenizer, SENTENCES, SHAPE["max_sequence_length"])
+    token_ids, segment_ids, padding_mask = (
+        batch["token_ids"], batch["segment_ids"], batch["padding_mask"])
     inputs = {"token_ids": token_ids, "padding_mask": padding_mask}
     if "segment_ids" in backbone.input:
         inputs["segment_ids"] = segment_ids
