@@ -1,5 +1,5 @@
 """tests/slow_tests.txt: each line names a test (or a test file) that exists, and the
-default run leaves them out."""
+collection hook marks what it lists slow (which `make test` leaves out: setup.cfg)."""
 
 import ast
 import functools

@@ -17,8 +17,8 @@ carries the module's fixtures, the first test to ask for a shared trained model
 waits for its training. Listing such a test moves that wait to the next test of
 the file, so check the next default run's `--durations` once after a new list.
 Tests of `KEPT` files stay in the default run whatever their time: they guard
-against losing a user's files, the direction of imports, and this list. Lines of the list that name no collected test are
-reported by `test_the_slow_list_names_collected_tests` (tests/test_slow_tests.py).
+against losing a user's files, the direction of imports, and this list. A line that
+names a test or file that is gone fails tests/test_slow_tests.py.
 """
 
 import argparse
@@ -77,9 +77,9 @@ def measured_times(junit_path):
     return times
 
 
-def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT, whole_file_share=WHOLE_FILE_SHARE):
-    """The node ids of `times` at `threshold` seconds or more, but those of `kept` files;
-    a file whose listed tests took `whole_file_share` of its time and `WHOLE_FILE_SECONDS`
+def slow_node_ids(times, threshold=THRESHOLD_SECONDS):
+    """The node ids of `times` at `threshold` seconds or more, but those of `KEPT` files;
+    a file whose listed tests took `WHOLE_FILE_SHARE` of its time and `WHOLE_FILE_SECONDS`
     or more is listed whole (its path): that time is mostly a shared fixture's set-up,
     which would only move to the file's next test.
 
@@ -89,7 +89,7 @@ def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT, whole_file_shar
     ['tests/a.py::t1', 'tests/b.py']
     """
     slow = {node for node, seconds in times.items()
-            if seconds >= threshold and node.split("::")[0] not in kept}
+            if seconds >= threshold and node.split("::")[0] not in KEPT}
     file_time, listed_time = {}, {}
     for node, seconds in times.items():
         path = node.split("::")[0]
@@ -97,7 +97,7 @@ def slow_node_ids(times, threshold=THRESHOLD_SECONDS, kept=KEPT, whole_file_shar
         if node in slow:
             listed_time[path] = listed_time.get(path, 0.0) + seconds
     whole = {path for path, seconds in listed_time.items()
-             if seconds >= max(whole_file_share * file_time[path], WHOLE_FILE_SECONDS)}
+             if seconds >= max(WHOLE_FILE_SHARE * file_time[path], WHOLE_FILE_SECONDS)}
     return sorted({node for node in slow if node.split("::")[0] not in whole} | whole)
 
 
@@ -115,7 +115,8 @@ def main(argv=None):
     slow = sorted(entry for entry in slow if entry in whole or entry.split("::")[0] not in whole)
     default = {node: seconds for node, seconds in times.items()
                if node not in slow and node.split("::")[0] not in whole}
-    print(f"{len(slow)} tests listed slow; the {len(default)} others took "
+    print(f"{len(slow)} lines (tests or whole files) listed slow; the {len(default)} other "
+          f"tests took "
           f"{sum(default.values()) / 60:.1f} worker-minutes in that run")
     if args.write:
         with open(LIST, "w", encoding="utf-8") as f:
