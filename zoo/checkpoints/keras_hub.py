@@ -631,14 +631,15 @@ def _backbone_arguments(transformer, family):
     """The backbone's constructor arguments (config.json's `config`) for `transformer`:
     each config field from the encoder argument it is read into, or, for an argument
     that takes its value from another on import (`family.fallbacks`: DeBERTa-v3's
-    `max_sequence_length` is its `max_relative_positions`), from that one."""
+    `max_sequence_length` is its `max_relative_positions`), from that one; an argument
+    with a default resolved by the encoder is read from where the row says it is
+    resolved (`family.resolved_attributes`)."""
     arguments = {}
     fallbacks = {source: argument for argument, source in family.fallbacks}
+    resolved = dict(family.resolved_attributes)
     for field, (argument, _) in family.config_fields.items():
         argument = fallbacks.get(argument, argument)
-        arguments[field] = (transformer.relative_distance_limit
-                            if argument == "max_relative_positions"  # < 1: its default
-                            else getattr(transformer, argument))
+        arguments[field] = getattr(transformer, resolved.get(argument, argument))
     if "num_segments" in arguments and transformer.num_segments == 1:
         arguments["num_segments"] = 2  # the one row twice (`_export_values`)
     if family.layer_groups:

@@ -151,6 +151,10 @@ class KerasHubFamily:
             `_self_attention_layer` group.
         fallbacks: encoder argument → the argument whose value it takes
             (DeBERTa-v3's `max_relative_positions`: `max_sequence_length`).
+        resolved_attributes: encoder argument → the encoder attribute that
+            holds its resolved value, which export writes (DeBERTa-v3's
+            `max_relative_positions` < 1 means a default:
+            `relative_distance_limit`); other arguments are written as stored.
         output_per_head: the attention output kernel is saved as [heads,
             head_dim, hidden] (KerasHub's `TransformerEncoder`), else as
             [hidden, hidden] (its `DisentangledAttentionEncoder`).
@@ -170,6 +174,7 @@ class KerasHubFamily:
     attention_parts: tuple = (("query", "query_dense"), ("key", "key_dense"),
                               ("value", "value_dense"), ("attention_output", "output_dense"))
     fallbacks: tuple = ()
+    resolved_attributes: tuple = ()
     output_per_head: bool = True
 
     @property
@@ -269,6 +274,8 @@ FAMILIES = {
                                         ("value", "_value_dense"),
                                         ("attention_output", "_output_dense")),
                        fallbacks=(("max_relative_positions", "max_sequence_length"),),
+                       resolved_attributes=(("max_relative_positions",
+                                             "relative_distance_limit"),),
                        output_per_head=False),
     )
 }
