@@ -47,7 +47,7 @@ FAMILIES = ("bi_encoder", "classification", "fill_mask", "pretraining", "probing
 TASKS_RANKS = [
     # (groups: sub-packages or top-level modules of tasks/, sideways imports allowed)
     (("io",), False),                    # files, errors, progress, locks
-    (("text",), False),                  # lines, tokenizer, text preprocessor, batching, masking
+    (("text",), False),                  # lines, corpora, tokenizer, preprocessor, batching, masking
     (("words",), False),                 # word-level: CoNLL files, tags, windows, word pipeline
     (("training",), False),              # optimizers, callbacks, distribution, training state
     (("modeling",), False),              # encoder task model, losses, label outputs, serving

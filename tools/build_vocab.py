@@ -25,7 +25,7 @@ from absl import flags  # noqa: E402
 from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
 from nlpzoo.tasks.io.ownership import NotOurDirectory, check_output_file  # noqa: E402
 from nlpzoo.tasks.text.line_reader import read_lines  # noqa: E402
-from nlpzoo.tasks.pretraining.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
+from nlpzoo.tasks.text.corpus import CORPUS_FORMATS, iter_documents  # noqa: E402
 from nlpzoo.tasks.text.tokenizer import RESERVED_TOKENS, build_vocabulary, write_vocabulary  # noqa: E402
 from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_progress_flag, enable_progress  # noqa: E402

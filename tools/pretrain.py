@@ -50,7 +50,7 @@ from absl import flags  # noqa: E402
 from nlpzoo.tasks.io.errors import DataFormatError  # noqa: E402
 from nlpzoo.tasks.training.optimization import create_optimizer  # noqa: E402
 from nlpzoo.layers import transformer_of  # noqa: E402
-from nlpzoo.tasks.pretraining.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
+from nlpzoo.tasks.text.corpus import CORPUS_FORMATS, read_corpus  # noqa: E402
 from nlpzoo.tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus  # noqa: E402
 from nlpzoo.tasks.pretraining.model import Pretrainer  # noqa: E402
 from nlpzoo.tasks.pretraining.pair_objectives import pair_objective  # noqa: E402

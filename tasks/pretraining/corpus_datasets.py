@@ -40,7 +40,7 @@ def pack_corpus(documents, tokenizer, objective, max_seq_length, *, seed,
     """(train, held_out) packed arrays of `documents`; a fixed random share is held out.
 
     Args:
-        documents: lists of lines (`tasks.pretraining.corpus.read_corpus`).
+        documents: lists of lines (`tasks.text.corpus.read_corpus`).
         tokenizer: a `SubwordTokenizer` of any kind (its word starts:
             `continuation_pieces`).
         objective: "mlm_nsp" and "mlm_sop" pack segment pairs

@@ -1,4 +1,5 @@
-"""Reading texts one by one: plain text (one per line) or JSON lines with a "text" field.
+"""Reading texts one by one: plain text (one per line), JSON lines with a "text" field,
+or WikiText (one text per line, cleaned as pretraining's corpus reader cleans it).
 
 What sentence embeddings embed and fill-mask fills in (and evaluates on).
 
@@ -14,10 +15,11 @@ import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.corpus import wikitext_texts
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 from nlpzoo.tasks.text.prediction_io import read_text_lines
 
-FORMATS = ("text", "jsonl")
+FORMATS = ("text", "jsonl", "wikitext")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +64,14 @@ def read_sentences(path, data_format=None):
 
     Args:
         path: a UTF-8 file: one text per line ("text"), or JSON lines, each
-            an object with a string "text" (other fields ignored; "jsonl").
-        data_format: one of `FORMATS`; inferred when None (`infer_format`).
+            an object with a string "text" (other fields ignored; "jsonl"),
+            or WikiText ("wikitext": its lines as `tools/pretrain.py
+            --corpus_format=wikitext` reads them, `tasks.text.corpus.wikitext_texts`:
+            headings dropped, `@-@` and the other escapes undone, `<unk>`
+            removed; a model pretrained on cleaned WikiText is evaluated on
+            the same kind of text).
+        data_format: one of `FORMATS`; inferred when None (`infer_format`:
+            "jsonl" or "text"; "wikitext" is never guessed).
 
     Returns:
         A list of `Sentence`, at least one.
@@ -87,6 +95,12 @@ def read_sentences(path, data_format=None):
     if data_format not in FORMATS:
         raise ValueError(f"unknown data format {data_format!r}; expected one of "
                          f"{', '.join(FORMATS)}")
+    if data_format == "wikitext":
+        sentences = [Sentence(text, path, number) for number, text in wikitext_texts(path)]
+        if not sentences:
+            raise DataFormatError(f"{path}: no texts found (the file is empty or holds "
+                                  "only headings)")
+        return sentences
     lines = read_text_lines(path)
     if data_format == "text":
         sentences = [Sentence(line, path, number) for number, line in lines]

@@ -26,7 +26,7 @@ from nlpzoo.tasks.text.text_readers import read_jsonl, read_mrpc, read_trec
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.line_reader import MAX_LINE_BYTES, read_lines
 from nlpzoo.tasks.text.prediction_io import read_text_lines
-from nlpzoo.tasks.pretraining.corpus import iter_documents, read_corpus
+from nlpzoo.tasks.text.corpus import iter_documents, read_corpus
 from nlpzoo.tasks.text.sentences import read_sentences
 from nlpzoo.tasks.span_ner.pipeline import span_label_grid
 from nlpzoo.tasks.span_ner.readers import read_span_jsonl

@@ -17,7 +17,7 @@ import time
 import keras
 
 from nlpzoo.layers import Encoder
-from nlpzoo.tasks.pretraining.corpus import read_corpus
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus
 from nlpzoo.tasks.pretraining.model import Pretrainer
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer, build_vocabulary

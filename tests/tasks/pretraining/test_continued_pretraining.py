@@ -11,7 +11,7 @@ from scipy.special import erf
 
 from nlpzoo.layers import transformer_of
 from nlpzoo.tasks.modeling.losses import masked_sparse_cross_entropy
-from nlpzoo.tasks.pretraining.corpus import read_corpus
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.pretraining.corpus_datasets import masked_datasets, pack_corpus
 from nlpzoo.tasks.pretraining.model import Pretrainer
 from nlpzoo.tasks.text.masking import default_max_predictions

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.pretraining.corpus import read_corpus
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.pretraining.packing import (
     continuation_flags,
     pack_sentence_pairs,

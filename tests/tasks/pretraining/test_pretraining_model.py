@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nlpzoo.tasks.pretraining import unigram_distribution
-from nlpzoo.tasks.pretraining.corpus import read_corpus
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.pretraining.model import Pretrainer
 from nlpzoo.tasks.pretraining.packing import (
     continuation_flags,

@@ -3,6 +3,7 @@
 import pytest
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.text.sentences import infer_format, read_sentences
 
 
@@ -54,3 +55,23 @@ def test_a_missing_file_is_a_data_format_error(tmp_path):
         read_sentences(str(tmp_path / "absent.txt"))
     with pytest.raises(DataFormatError, match="no such file"):
         read_sentences(str(tmp_path / "absent.jsonl"))
+
+
+def test_wikitext_reads_each_line_as_pretraining_cleans_the_corpus(tmp_path):
+    # The fill-mask evaluation of a model pretrained on cleaned WikiText reads the same
+    # kind of text: headings dropped, escapes undone, <unk> removed (docs/results.md).
+    content = (" = Lobster = \n\n It grows @-@ slowly , to 1 @,@ 000 mm <unk> .\n"
+               " = = Life = = \n A &amp; B . = = = Name = = = The M @-@ 82\n\n = Crab = \n")
+    path = _write(tmp_path, "wiki.train.tokens", content)
+    sentences = read_sentences(path, "wikitext")
+    assert [(s.text, s.line) for s in sentences] == [
+        ("It grows-slowly , to 1,000 mm .", 3), ("A & B .", 5), ("The M-82", 5)]
+    assert [s.text for s in sentences] == [
+        line for document in read_corpus(path, "wikitext") for line in document]
+    assert infer_format(path) == "text"  # never guessed: the caller asks for it
+
+
+def test_wikitext_with_only_headings_is_an_error_naming_the_file(tmp_path):
+    path = _write(tmp_path, "headings.txt", " = Title = \n = = Section = = \n")
+    with pytest.raises(DataFormatError, match="headings.txt: no texts found"):
+        read_sentences(path, "wikitext")

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from nlpzoo.tasks.text.text_readers import read_examples
-from nlpzoo.tasks.pretraining.corpus import read_corpus
+from nlpzoo.tasks.text.corpus import read_corpus
 from nlpzoo.tasks.text.tokenizer import (
     RESERVED_TOKENS,
     WordPieceTokenizer,

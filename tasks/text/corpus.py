@@ -133,6 +133,26 @@ def _wikitext_documents(lines):
         yield current
 
 
+def wikitext_texts(path):
+    """The texts of a WikiText file with their 1-based lines, read as the "wikitext"
+    corpus format reads them (headings dropped, escapes and `<unk>` undone), without
+    the documents: what a model pretrained on that corpus saw, one line at a time.
+
+    Examples:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "wiki.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write(" = Lobster = \\n\\n It grows @-@ slowly <unk> .\\n = = Life = = \\n")
+    >>> list(wikitext_texts(path))
+    [(3, 'It grows-slowly .')]
+    """
+    for number, line in read_lines(path):
+        for level, fragment in wikitext_fragments(cleaned(line)):
+            text = _clean_wikitext(fragment) if level == 0 else ""
+            if text:
+                yield number, text
+
+
 def iter_documents(path, corpus_format="auto"):
     """`read_corpus`, one document at a time: the file is streamed, never held whole.
 
