@@ -756,7 +756,8 @@ def _sentencepiece_arguments(tokenizer, class_name):
 
 
 # The arguments of KerasHub's tokenizer classes, by the kind of our tokenizer (the
-# counterpart of `_TOKENIZER_READERS`).
+# counterpart of `_TOKENIZER_READERS`). Each writer takes (tokenizer, KerasHub class
+# name); the name is only for messages, so WordPiece, which refuses nothing, ignores it.
 _TOKENIZER_ARGUMENTS = {"wordpiece": _wordpiece_arguments, "byte_pair": _byte_pair_arguments,
                         "sentencepiece": _sentencepiece_arguments}
 
