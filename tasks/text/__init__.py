@@ -1,1 +1,2 @@
-"""Text input: tokenizers, cleaning, line reading, token masking, batching and preprocessors."""
+"""Text input: tokenizers, cleaning, line and corpus reading, token masking, batching and
+preprocessors."""

@@ -3,11 +3,12 @@ or WikiText (one text per line, cleaned as pretraining's corpus reader cleans it
 
 What sentence embeddings embed and fill-mask fills in (and evaluates on).
 
-Both skip blank lines; every text keeps its file and 1-based line, and
-errors name them (`path:LINE: what is wrong`). Lines are read as prediction
-input is (`tasks.text.prediction_io.read_text_lines`): invalid UTF-8 becomes U+FFFD,
-removed by the clean-up, with a warning; a JSONL "text" that is empty after
-the clean-up is an error.
+All skip blank lines; every text keeps its file and 1-based line, and
+errors name them (`path:LINE: what is wrong`). Text and JSONL lines are read as
+prediction input is (`tasks.text.prediction_io.read_text_lines`): invalid UTF-8
+becomes U+FFFD, removed by the clean-up, with a warning; a JSONL "text" that is
+empty after the clean-up is an error. WikiText is read as the pretraining corpus
+is (`tasks.text.corpus`), where invalid UTF-8 is an error naming the line and byte.
 """
 
 import dataclasses
