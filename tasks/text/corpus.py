@@ -119,14 +119,18 @@ def _blank_line_documents(lines):
         yield current
 
 
+def _cleaned_fragments(line):
+    """`wikitext_fragments` of `line` with each text cleaned (a heading's is empty)."""
+    return [(level, _clean_wikitext(fragment)) for level, fragment in wikitext_fragments(line)]
+
+
 def _wikitext_documents(lines):
     current = []
     for line in lines:
-        for level, fragment in wikitext_fragments(line):
+        for level, text in _cleaned_fragments(line):
             if level == 1 and current:
                 yield current
                 current = []
-            text = _clean_wikitext(fragment)
             if text:
                 current.append(text)
     if current:
@@ -147,8 +151,7 @@ def wikitext_texts(path):
     [(3, 'It grows-slowly .')]
     """
     for number, line in read_lines(path):
-        for level, fragment in wikitext_fragments(cleaned(line)):
-            text = _clean_wikitext(fragment) if level == 0 else ""
+        for _, text in _cleaned_fragments(cleaned(line)):
             if text:
                 yield number, text
 
