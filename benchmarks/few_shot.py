@@ -23,8 +23,8 @@ Zero-shot is the prompt model of the checkpoint with no training
 (`tools/evaluate.py --task=prompt_classification`). Every model is tested once
 on the test file. Prints a Markdown table per data set and metric (the config's
 `metric`, then its `also_report` list): per K the mean and standard deviation
-over seeds of each arm's test figure, the difference, and zero-shot. Runs whose results exist are not repeated (an interrupted benchmark
-continues).
+over seeds of each arm's test figure, the difference, and zero-shot. Runs whose
+results exist are not repeated (an interrupted benchmark continues).
 """
 
 import json
