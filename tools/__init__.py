@@ -5,7 +5,9 @@ is imported): no C++ start-up lines, no retracing warnings
 (`tasks.io.console.quiet_tensorflow`); `--verbosity=1` shows them. When a
 binary is the program being run, a Ctrl-C during its start-up (importing TensorFlow takes seconds) ends it
 with one line and status 130 rather than an import traceback;
-`tools.cli.errors.run` takes over once its `main` starts.
+`tools.cli.errors.run` takes over once its `main` starts. A binary's process
+also allocates from one glibc malloc arena (`tools.cli.malloc_arenas`): per-thread
+arenas made TensorFlow's tensors fault their pages in again at every batch.
 """
 
 import os
@@ -26,6 +28,7 @@ def _interrupted_while_starting(signum, frame):
 
 
 from nlpzoo.tasks.io.console import quiet_tensorflow, running_a_binary  # noqa: E402  (no TF)
+from nlpzoo.tools.cli.malloc_arenas import use_one_malloc_arena  # noqa: E402  (no TF)
 
 
 def _import_keras_without_scikit_learn():
@@ -44,5 +47,6 @@ def _import_keras_without_scikit_learn():
 
 if running_a_binary():
     signal.signal(signal.SIGINT, _interrupted_while_starting)
+    use_one_malloc_arena()  # before any thread starts (each would get an arena of its own)
     _quiet = quiet_tensorflow()
     _import_keras_without_scikit_learn()
