@@ -8,13 +8,13 @@ between ops and is mapped again for the next, and every page of it faults in
 anew. Measured on the CoNLL-2003 finetune benchmark (`tools/benchmark.py
 --what=finetune`, AMD EPYC, 2026-11-29): our packed tagger's prediction pass
 took 1.6-1.7 s with about 265,000 minor page faults after training, 1.2 s
-with about 500 under one arena; KerasHub's, in the same process, 1.5 s either
-way. glibc's main arena grows with `brk` and keeps its memory (up to its trim
+with under 2,000 on one arena; KerasHub's, in the same process, 1.45-1.5 s
+either way. glibc's main arena grows with `brk` and keeps its memory (up to its trim
 threshold), so one arena for the process ends the churn.
 
 `MALLOC_ARENA_MAX` set by the user wins (glibc reads it at start); elsewhere
 than glibc (macOS, musl) nothing changes. Arenas made before the call stay,
-so the binaries call it before TensorFlow starts its threads (`nlpzoo.tools`).
+so the binaries call it before any thread starts (`nlpzoo.tools`).
 
 Examples:
 >>> use_one_malloc_arena(environ={"MALLOC_ARENA_MAX": "4"})  # the user's choice stands
