@@ -16,8 +16,7 @@ import pytest
 
 from nlpzoo.tools.cli import malloc_arenas
 from nlpzoo.tools.cli.malloc_arenas import use_one_malloc_arena
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers.paths import ROOT
 
 
 def test_doctests():  # tools/ is outside the doctest paths
@@ -75,7 +74,7 @@ def _arenas(prelude, env=None):
     environment.update(TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
     result = subprocess.run([sys.executable, "-c", prelude + _COUNT_ARENAS],
                             capture_output=True, text=True, env=environment, timeout=120,
-                            cwd=REPO_ROOT)
+                            cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     return int(result.stdout.split("arenas")[-1])
 
