@@ -19,7 +19,6 @@ Errors name the file and the 1-based line.
 """
 
 import dataclasses
-import json
 import math
 
 from nlpzoo.tasks.text.text_readers import (
@@ -30,6 +29,7 @@ from nlpzoo.tasks.text.text_readers import (
     read_mrpc,
 )
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import parse_json
 from nlpzoo.tasks.text.line_reader import cleaned
 from nlpzoo.tasks.text.prediction_io import read_text_lines
 
@@ -104,7 +104,7 @@ def ranking_pairs(examples, jsonl_path=None):
     negatives = {}
     if jsonl_path is not None:
         for number, line in read_text_lines(jsonl_path):
-            record = json.loads(line, strict=False)  # read once already: valid
+            record = parse_json(line, jsonl_path, number, strict=False)  # read once: valid
             value = record.get(HARD_NEGATIVE_KEY)
             if value is not None and (not isinstance(value, str) or not cleaned(value).strip()):
                 raise DataFormatError(f"{jsonl_path}:{number}: {HARD_NEGATIVE_KEY!r} must be a "

@@ -9,7 +9,7 @@ from absl import flags
 
 from nlpzoo.layers import POOLINGS
 from nlpzoo.tasks.bi_encoder import readers
-from nlpzoo.tasks.modeling.correlation import pearson, spearman
+from nlpzoo.tasks.modeling.correlation import correlations
 from nlpzoo.tasks.bi_encoder.model import (
     OBJECTIVES,
     BiEncoder,
@@ -197,8 +197,7 @@ class BiEncoderTask(Task):
             ProgressCallback("predicting")]), np.float64).reshape(-1)
         scores = np.asarray([readers.score_of(example) for example in examples])
         return {"mse": float(np.mean((cosines - scores) ** 2)),
-                "pearson": pearson(cosines, scores), "spearman": spearman(cosines, scores),
-                "examples": len(examples)}
+                **correlations(cosines, scores, "cosines"), "examples": len(examples)}
 
     def pair_retrieval(self, model, dataset, examples):
         """MRR@10, Recall@1/10 and NDCG@10 of every distinct anchor retrieving its positive(s)

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.modeling.correlation import pearson, spearman
+from nlpzoo.tasks.modeling.correlation import correlations
 
 OBJECTIVES = ("classification", "regression")
 # What the best epoch is chosen by: Spearman, as STS is ranked (and it ignores the scale).
@@ -52,6 +52,29 @@ def regression_targets(examples):
     return np.asarray([regression_target(example) for example in examples], np.float32)
 
 
+def check_distinct_targets(examples):
+    """Refuses training examples whose regression targets are all the same: nothing to
+    learn but that constant, and every correlation it would be chosen by undefined. The
+    error names the file.
+
+    Examples:
+    >>> from nlpzoo.tasks.text.text_readers import ClassificationExample
+    >>> check_distinct_targets([ClassificationExample("a", "2", source="sts.tsv", line=1),
+    ...                         ClassificationExample("b", "2.0", source="sts.tsv", line=2)])
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.DataFormatError: sts.tsv: every regression label is 2.0 (2 examples); training needs at least two distinct targets
+    """
+    examples = list(examples)
+    targets = regression_targets(examples)
+    if len(np.unique(targets)) < 2:
+        source = examples[0].source if examples else "the training data"
+        value = f"{float(targets[0])}" if len(targets) else "missing"
+        raise DataFormatError(f"{source}: every regression label is {value} ({len(targets)} "
+                              "example" + ("" if len(targets) == 1 else "s") +
+                              "); training needs at least two distinct targets")
+
+
 def regression_loss():
     """The mean squared error of the score (Keras's own: a saved model needs no custom
     objects)."""
@@ -75,7 +98,7 @@ def evaluation_metrics(scores, targets):
     scores = np.asarray(scores, np.float64).reshape(-1)
     targets = np.asarray(targets, np.float64).reshape(-1)
     return {"mse": float(np.mean((scores - targets) ** 2)) if scores.size else 0.0,
-            "pearson": pearson(scores, targets), "spearman": spearman(scores, targets)}
+            **correlations(scores, targets, "predicted scores")}
 
 
 def check_regression_options(objective, label_smoothing, class_weights):

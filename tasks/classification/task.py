@@ -32,6 +32,7 @@ from nlpzoo.tasks.classification.predictions import (
 from nlpzoo.tasks.classification.regression import (
     CORRELATIONS,
     REGRESSION_MONITOR,
+    check_distinct_targets,
     check_regression_head,
     check_regression_options,
     evaluation_metrics,
@@ -41,6 +42,7 @@ from nlpzoo.tasks.classification.regression import (
 )
 from nlpzoo.tasks.modeling.class_metrics import (
     balanced_class_weights,
+    check_class_weights,
     classification_loss,
     classification_metrics,
     classification_monitor,
@@ -95,6 +97,8 @@ class ClassificationOptions:
     thresholds: object = None
 
     def __post_init__(self):
+        if self.class_weights is not None and self.class_weights != "balanced":
+            check_class_weights(list(self.class_weights))
         check_regression_options(self.objective, self.label_smoothing, self.class_weights)
         check_multi_label_options(self.multi_label, self.objective, self.class_weights,
                                   self.thresholds, self.label_separator)
@@ -230,6 +234,8 @@ class ClassificationTask(Task):
         weights from their labels and checks given ones against the number of labels.
         Multi-label: training data without a single label fails here, in one line."""
         changes = {"paired_input": examples[0].text_pair is not None}
+        if self.regression:
+            check_distinct_targets(examples)
         if self.multi_label:
             multi_label_names(examples)
         weights = self.options.class_weights
@@ -549,6 +555,5 @@ def _parse_class_weights(value):
     except ValueError:
         raise ValueError(f"--class_weights={value}: expected 'balanced' or comma-separated "
                          "numbers, one per label")
-    if any(weight < 0 for weight in weights):
-        raise ValueError(f"--class_weights={value}: weights must be >= 0")
+    check_class_weights(weights, f"--class_weights={value}")
     return weights

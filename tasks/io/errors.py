@@ -9,6 +9,18 @@ class UserError(Exception):
     """
 
 
+class OptionError(UserError, ValueError):
+    """An option that cannot work (a flag, or the keyword argument of the same name), found
+    out where the library checks it: a `ValueError` to a Python caller, a one-line
+    `error: ...` from a binary. The message names the option.
+
+    Examples:
+    >>> error = OptionError("--verbalizer: the word 'x' is not in the vocabulary")
+    >>> isinstance(error, ValueError), isinstance(error, UserError)
+    (True, True)
+    """
+
+
 class DataFormatError(ValueError):
     """A data file that cannot be read as asked; the message names the file and, where it
     applies, the 1-based line (`path:LINE: what is wrong`).

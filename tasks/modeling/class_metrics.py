@@ -2,6 +2,8 @@
 (classification, the bi-encoder): cross-entropy, accuracy, and for binary tasks F1 of the
 positive class and Matthews's correlation coefficient (CoLA's metric)."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -127,8 +129,8 @@ class ClassificationCrossentropy(keras.losses.Loss):
         super().__init__(name=name, **kwargs)
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
-        if class_weights is not None and any(w < 0 for w in class_weights):
-            raise ValueError(f"class weights must be >= 0, got {list(class_weights)}")
+        if class_weights is not None:
+            check_class_weights(list(class_weights))
         self.label_smoothing = float(label_smoothing)
         self.class_weights = None if class_weights is None else [float(w) for w in class_weights]
 
@@ -153,6 +155,34 @@ def classification_loss(label_smoothing=0.0, class_weights=None):
     if label_smoothing or class_weights is not None:
         return ClassificationCrossentropy(label_smoothing, class_weights)
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def check_class_weights(weights, name="class_weights"):
+    """Refuses class weights that cannot train: a weight that is not a finite number
+    >= 0 (a NaN weight makes every loss NaN from the first step), or all weights zero (a
+    loss of 0 everywhere: the model would learn nothing and look finished). `name` is
+    what the error calls them (the flag and its value, from a binary).
+
+    Examples:
+    >>> check_class_weights([1.0, 0.0])
+    >>> check_class_weights([0, 0], "--class_weights=0,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: --class_weights=0,0: every weight is 0, so no example would count in the loss; give at least one weight > 0
+    >>> check_class_weights([float("nan"), 1.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: class_weights: expected finite numbers >= 0, one per label; found nan
+    """
+    bad = [weight for weight in weights
+           if not isinstance(weight, (int, float)) or isinstance(weight, bool)
+           or not math.isfinite(weight) or weight < 0]
+    if bad:
+        raise ValueError(f"{name}: expected finite numbers >= 0, one per label; found "
+                         f"{', '.join(map(str, bad))}")
+    if not any(weights):
+        raise ValueError(f"{name}: every weight is 0, so no example would count in the loss; "
+                         "give at least one weight > 0")
 
 
 def balanced_class_weights(labels, names):

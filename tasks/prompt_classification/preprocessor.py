@@ -21,6 +21,7 @@ Features, with P patterns and C labels:
 import keras
 import tensorflow as tf
 
+from nlpzoo.tasks.io.errors import OptionError
 from nlpzoo.tasks.prompt_classification.patterns import (
     TEXT,
     TEXT_PAIR,
@@ -120,12 +121,12 @@ class PromptPreprocessor(TextPreprocessor):
         seen = {}
         for word, word_pieces in zip(self.label_words, pieces):
             if unk_id in word_pieces:
-                raise ValueError(f"the verbalizer's word {word!r} is not in the vocabulary "
-                                 "(its pieces hold the unknown token); pick another word")
+                raise OptionError(f"--verbalizer: the word {word!r} is not in the vocabulary "
+                                  "(its pieces hold the unknown token); pick another word")
             other = seen.setdefault(tuple(word_pieces), word)
             if other != word:
-                raise ValueError(f"the verbalizer's words {other!r} and {word!r} are the same "
-                                 "word pieces; give each label its own word")
+                raise OptionError(f"--verbalizer: the words {other!r} and {word!r} are the "
+                                  "same word pieces; give each label its own word")
 
     @property
     def num_masks(self):

@@ -7,6 +7,7 @@ import numpy as np
 from absl import flags
 
 from nlpzoo.tasks.classification.task import ClassificationTask
+from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.io.progress import ProgressCallback
 from nlpzoo.tasks.modeling.class_outputs import label_fields, softmax_probabilities
 from nlpzoo.tasks.prompt_classification.model import PromptClassifier
@@ -164,17 +165,23 @@ class PromptClassificationTask(Task):
         """The verbalizer's labels (`labels`), after checking that `examples` are pairs
         when the patterns read pairs, and that every label of theirs has a word."""
         examples = list(examples)
-        if examples:
-            paired = examples[0].text_pair is not None
-            if paired != self.reads_pairs:
-                where = f"{examples[0].source}:{examples[0].line}"
-                raise ValueError(
-                    f"{where}: the data holds text pairs but the patterns have no "
-                    "{text_pair} slot" if paired else
-                    f"{where}: the patterns have a {{text_pair}} slot but the data holds "
-                    "single texts")
+        self._check_pairs(examples)
         self._check_words(examples)
         return self.labels()
+
+    def _check_pairs(self, examples):
+        """The examples are pairs exactly when the patterns read pairs; the error names the
+        first example (its file and line) that is not."""
+        paired = self.reads_pairs
+        wrong = next((example for example in examples
+                      if (example.text_pair is not None) != paired), None)
+        if wrong is not None:
+            where = f"{wrong.source}:{wrong.line}" if wrong.source else "the input"
+            raise DataFormatError(
+                f"{where}: the patterns have a {{text_pair}} slot but the data holds single "
+                "texts" if paired else
+                f"{where}: the data holds text pairs but the patterns have no {{text_pair}} "
+                "slot")
 
     def _check_words(self, examples):
         """Every label of `examples` has a word; the error names the first without one."""
@@ -199,8 +206,12 @@ class PromptClassificationTask(Task):
                      seed=None):
         """Batched `(features, label id)`: the classification pipeline with this task's
         `PromptPreprocessor` features."""
+        examples = list(examples)
+        self._check_pairs(examples)
         self._check_words(examples)
-        return make_dataset(examples, self.preprocessor_of(preprocessor), labels,
+        preprocessor = self.preprocessor_of(preprocessor)
+        preprocessor.label_pieces()  # its words checked here, not inside the traced pipeline
+        return make_dataset(examples, preprocessor, labels,
                             batch_size=batch_size, training=training, seed=seed)
 
     # === Model ===

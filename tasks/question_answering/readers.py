@@ -15,10 +15,10 @@ and the readers' caller says how many there were (`unlocated_answers`).
 """
 
 import dataclasses
-import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
+from nlpzoo.tasks.io.json_text import parse_json, read_json_file
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 
 DATA_FORMATS = ("squad", "jsonl")
@@ -217,15 +217,7 @@ def _load_json(path):
         raise DataFormatError(f"{path}: {size:,} bytes is more than the {MAX_JSON_BYTES:,} a "
                               "SQuAD JSON file may have here; split it, or use JSONL (one "
                               "question a line, streamed)")
-    with open(path, "rb") as file:
-        raw = file.read()
-    try:
-        return json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as error:
-        raise DataFormatError(f"{path}: not UTF-8 (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise DataFormatError(f"{path}:{error.lineno}: not valid JSON: {error.msg} "
-                              f"(column {error.colno})") from None
+    return read_json_file(path)
 
 
 def read_qa_jsonl(path, require_answers=True):
@@ -244,10 +236,7 @@ def read_qa_jsonl(path, require_answers=True):
     """
     examples = []
     for number, line in _lines(path):
-        try:
-            record = json.loads(line, strict=False)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
+        record = parse_json(line, path, number, strict=False)
         if not isinstance(record, dict) or "question" not in record or "context" not in record:
             found = (f" (found {', '.join(map(repr, record))})"
                      if isinstance(record, dict) else "")

@@ -12,9 +12,9 @@ id, and each must be in the corpus. Other fields are ignored.
 """
 
 import dataclasses
-import json
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import parse_json
 from nlpzoo.tasks.text.line_reader import cleaned
 from nlpzoo.tasks.text.prediction_io import read_text_lines
 
@@ -52,10 +52,7 @@ class Query:
 def _records(path):
     """`(line number, JSON object)` of every non-blank line of `path`."""
     for number, line in read_text_lines(path):  # a missing file: "path: no such file"
-        try:
-            record = json.loads(line, strict=False)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
+        record = parse_json(line, path, number, strict=False)
         if not isinstance(record, dict):
             raise DataFormatError(f"{path}:{number}: expected a JSON object")
         yield number, record

@@ -9,10 +9,10 @@ read from tags and spans read from JSONL mean the same thing. Unlike tags, spans
 """
 
 import dataclasses
-import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import parse_json
 from nlpzoo.tasks.text.line_reader import cleaned
 from nlpzoo.tasks.words.conll import TaggedSentence, decoded_lines, read_column_file
 from nlpzoo.tasks.words.tags import split_tag, tags_to_spans
@@ -138,11 +138,7 @@ def _parse_span(span, index, num_tokens, where):
 def _parse_record(text, path, line_number):
     """`(SpanSentence, its "document" value or None)` of one JSON line."""
     where = f"{path}:{line_number}"
-    try:
-        record = json.loads(text, strict=False)  # raw control characters: cleaned below
-    except json.JSONDecodeError as error:
-        problem = f"invalid JSON ({error.msg} at column {error.colno})"
-        raise DataFormatError(f"{where}: {problem}") from None
+    record = parse_json(text, path, line_number, strict=False)  # control characters: cleaned below
     if not isinstance(record, dict):
         raise DataFormatError(f"{where}: expected a JSON object with 'tokens' and 'spans'")
     missing = [key for key in ("tokens", "spans") if key not in record]

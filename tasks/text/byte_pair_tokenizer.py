@@ -37,7 +37,9 @@ import tensorflow_text as tf_text
 
 from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.tasks.text.ragged_rows import merge_inner_rows
+from nlpzoo.tasks.text.tokenizer_json import read_tokenizer_json
 from nlpzoo.tasks.text.subword_tokenizer import (
     PackTemplate, SubwordTokenizer, regex_literal, regex_split, register_tokenizer)
 
@@ -393,13 +395,7 @@ def _added_tokens(added_tokens, special_tokens, vocabulary):
 
 
 def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataFormatError(f"{path}: not a JSON file: {error}") from None
+    return read_json_file(path)
 
 
 def read_vocab_json(path):
@@ -545,13 +541,11 @@ def _unique_added(tokens):
 
 def _read_tokenizer_json(path):
     """`read_hf_directory`'s arguments from a `tokenizer.json`, and its added tokens."""
-    spec = _read_json(path)
+    spec = read_tokenizer_json(path)
 
     def fail(problem):
         raise DataFormatError(f"{path}: {problem}")
 
-    if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
-        fail("expected a JSON object with a 'model'")
     model = spec["model"]
     if model.get("type") != "BPE":
         fail(f"the model is {model.get('type')!r}, not a byte-level BPE ('BPE')")

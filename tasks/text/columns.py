@@ -85,7 +85,14 @@ class Columns:
             if isinstance(column, int):
                 resolved[role] = column
             elif header is not None and column in header:
-                resolved[role] = header.index(column)
+                positions = [index for index, name in enumerate(header) if name == column]
+                if len(positions) > 1:
+                    raise DataFormatError(
+                        f"{where}the header names {len(positions)} columns {column!r} (columns "
+                        f"{' and '.join(str(index) for index in positions)}, 0-based): which "
+                        f"to read is ambiguous; rename one, or give --{role}_column as a "
+                        "0-based index")
+                resolved[role] = positions[0]
             elif role == "label" and not label_required:
                 continue
             elif header is None:

@@ -3,7 +3,9 @@
 Fields are parsed by Python's `csv` module: a quoted field may hold the
 delimiter, quotes (doubled) and line breaks. Lines come from
 `tasks.text.line_reader` (one definition of a line, a byte-order mark dropped,
-invalid UTF-8 an error naming the line); blank lines are skipped. Which row is a
+invalid UTF-8 an error naming the line); blank lines are skipped. A field may be as
+long as a line may (`MAX_LINE_BYTES`, the one limit of every reader; the `csv` module's
+own default, 131,072 characters, is not a property of the data). Which row is a
 header and which columns are read: `tasks.text.columns`.
 """
 
@@ -11,7 +13,7 @@ import csv
 
 from nlpzoo.tasks.io.errors import DataFormatError
 from nlpzoo.tasks.text.columns import Columns
-from nlpzoo.tasks.text.line_reader import read_lines
+from nlpzoo.tasks.text.line_reader import MAX_LINE_BYTES, read_lines, too_long_message
 
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 
@@ -29,12 +31,19 @@ def _rows(path, delimiter, invalid_utf8="error"):
     reader = csv.reader(lines(), delimiter=delimiter)
     start = 1
     while True:
+        # The limit is the csv module's, for every reader in the process: ours while a row
+        # of ours is parsed, the caller's again after.
+        previous_limit = csv.field_size_limit(MAX_LINE_BYTES)
         try:
             fields = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
-            raise DataFormatError(f"{path}:{start}: not valid CSV: {error}")
+            if "field larger than field limit" in str(error):
+                raise DataFormatError(too_long_message(path, start, what="a field")) from None
+            raise DataFormatError(f"{path}:{start}: not valid CSV: {error}") from None
+        finally:
+            csv.field_size_limit(previous_limit)
         if any(field.strip() for field in fields):
             yield start, fields
         start = state["line"] + 1

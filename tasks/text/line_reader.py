@@ -69,8 +69,13 @@ def _blocks(file, max_line_bytes):
         yield pending
 
 
-def _too_long_message(path, line, max_line_bytes):
-    return (f"{path}:{line}: a line longer than {max_line_bytes:,} bytes (the most a line of "
+def too_long_message(path, line, max_line_bytes=MAX_LINE_BYTES, what="a line"):
+    """The one message for a line (or a CSV field, `what`) over the limit of every reader.
+
+    >>> too_long_message("data.csv", 3, what="a field")
+    'data.csv:3: a field longer than 1,048,576 bytes (the most a line of data may hold: one sentence, text or paragraph per line); split it'
+    """
+    return (f"{path}:{line}: {what} longer than {max_line_bytes:,} bytes (the most a line of "
             "data may hold: one sentence, text or paragraph per line); split it")
 
 
@@ -80,7 +85,7 @@ def _check_line_lengths(path, block, first_line, max_line_bytes):
         return
     for index, line in enumerate(_LINE_BREAK_BYTES.split(block)):
         if len(line) > max_line_bytes:
-            raise DataFormatError(_too_long_message(path, first_line + index, max_line_bytes))
+            raise DataFormatError(too_long_message(path, first_line + index, max_line_bytes))
 
 
 def _invalid_utf8_message(path, block, first_line, block_offset, error):
@@ -161,7 +166,7 @@ def read_lines(path, invalid_utf8="error"):
             try:
                 block = next(blocks, None)
             except _LineTooLong:
-                raise DataFormatError(_too_long_message(path, line_number, max_line_bytes)
+                raise DataFormatError(too_long_message(path, line_number, max_line_bytes)
                                       ) from None
             if block is None:
                 break

@@ -25,7 +25,6 @@ model is built.
 
 import base64
 import hashlib
-import json
 import os
 from typing import NamedTuple
 
@@ -37,7 +36,9 @@ from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece
 
 from nlpzoo.tasks.io.atomic_files import write_binary_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.tasks.text.ragged_rows import concat_rows, row_sums
+from nlpzoo.tasks.text.tokenizer_json import read_tokenizer_json
 from nlpzoo.tasks.text.subword_tokenizer import (
     PackTemplate,
     SubwordTokenizer,
@@ -393,11 +394,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
             DataFormatError: not JSON, or not a unigram tokenizer.
         """
         path = os.fspath(path)
-        try:
-            content = json.loads(_read_bytes(path).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise DataFormatError(f"{path}: not a tokenizer.json ({error})") from None
-        model = content.get("model") if isinstance(content, dict) else None
+        content = read_tokenizer_json(path)
+        model = content["model"]
         if not isinstance(model, dict) or model.get("type") != "Unigram":
             kind = model.get("type") if isinstance(model, dict) else None
             raise DataFormatError(f"{path}: expected a Unigram (SentencePiece) model, found "
@@ -682,14 +680,7 @@ def _read_json_object(path):
     """The JSON object in `path`, {} when there is no such file."""
     if not os.path.isfile(path):
         return {}
-    try:
-        with open(path, encoding="utf-8") as file:
-            content = json.load(file)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataFormatError(f"{path}: not JSON ({error})") from None
-    if not isinstance(content, dict):
-        raise DataFormatError(f"{path}: expected a JSON object, found {type(content).__name__}")
-    return content
+    return read_json_file(path, dict)
 
 
 def _detect_family(directory, tokenizer_config, config):

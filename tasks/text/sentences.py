@@ -12,10 +12,10 @@ is (`tasks.text.corpus`), where invalid UTF-8 is an error naming the line and by
 """
 
 import dataclasses
-import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError
+from nlpzoo.tasks.io.json_text import InvalidJson, parse_json
 from nlpzoo.tasks.text.corpus import wikitext_texts
 from nlpzoo.tasks.text.line_reader import cleaned, read_lines
 from nlpzoo.tasks.text.prediction_io import read_text_lines
@@ -54,8 +54,8 @@ def infer_format(path):
                   if cleaned(line).strip()), "")
     if first.startswith("{"):
         try:
-            return "jsonl" if isinstance(json.loads(first), dict) else "text"
-        except json.JSONDecodeError:
+            return "jsonl" if isinstance(parse_json(first, path, strict=False), dict) else "text"
+        except InvalidJson:
             return "text"
     return "text"
 
@@ -114,10 +114,7 @@ def read_sentences(path, data_format=None):
 
 
 def _jsonl_text(line, path, number):
-    try:
-        record = json.loads(line, strict=False)  # raw control characters allowed
-    except json.JSONDecodeError as error:
-        raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}") from None
+    record = parse_json(line, path, number, strict=False)  # raw control characters allowed
     if not isinstance(record, dict) or "text" not in record:
         raise DataFormatError(f"{path}:{number}: expected a JSON object with a \"text\" field")
     if not isinstance(record["text"], str):

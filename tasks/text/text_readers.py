@@ -15,10 +15,10 @@ text, the text pair and the label: `tasks.text.columns.Columns`
 """
 
 import dataclasses
-import json
 import os
 
 from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
+from nlpzoo.tasks.io.json_text import parse_json
 from nlpzoo.tasks.text.columns import Columns
 from nlpzoo.tasks.text.delimited_rows import DELIMITERS, first_row, read_records
 from nlpzoo.tasks.text.label_lists import DEFAULT_SEPARATOR, labels_from_cell, labels_from_json
@@ -188,10 +188,7 @@ def read_jsonl(path, label_key="label", require_label=True, columns=None, multi_
     for number, line in _read_lines(path):
         if _is_blank(line):
             continue
-        try:
-            record = json.loads(line, strict=False)  # raw control characters allowed
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}:{number}: not valid JSON: {error.msg}")
+        record = parse_json(line, path, number, strict=False)  # raw control characters allowed
         if (not isinstance(record, dict) or text_key not in record
                 or (require_label and label_key not in record)):
             wanted = f"{text_key!r} and {label_key!r}" if require_label else repr(text_key)

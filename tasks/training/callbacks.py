@@ -3,7 +3,7 @@ the training loss and learning rate per step."""
 
 import datetime
 import functools
-import json
+import math
 import os
 
 import keras
@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from nlpzoo.layers.keras_internals import loss_tracker, save_without_optimizer_state
 from nlpzoo.tasks.io.atomic_files import json_writer, write_files_together
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.tasks.training.layerwise_optimizer import LayerwiseAdamW
 from nlpzoo.tasks.training.optimization import learning_rate_at
 from nlpzoo.tasks.training.step_clock import StepClock
@@ -61,8 +62,7 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         self.best_epoch = None
         record = path + ".json"
         if os.path.exists(record):  # resuming: do not forget the earlier best
-            with open(record) as f:
-                saved = json.load(f)
+            saved = read_json_file(record, dict)
             if completed_epochs is not None and saved["epoch"] > completed_epochs:
                 saved = saved.get("previous") or {"value": self.best, "epoch": None}
             self.best, self.best_epoch = saved["value"], saved["epoch"]
@@ -82,8 +82,8 @@ class BestModelCheckpoint(keras.callbacks.Callback):
         record = {
             "monitor": self.monitor, "value": float(value), "epoch": epoch + 1,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "validation": {name: float(logged) for name, logged in sorted(logs.items())
-                           if name.startswith("val_")},
+            "validation": {name: float(logged) if math.isfinite(float(logged)) else None
+                           for name, logged in sorted(logs.items()) if name.startswith("val_")},
             "previous": (None if self.best_epoch is None
                          else {"value": self.best, "epoch": self.best_epoch}),
         }

@@ -60,6 +60,7 @@ from nlpzoo.layers.keras_internals import (
 )
 from nlpzoo.tasks.io.ownership import write_marker
 from nlpzoo.tasks.io.errors import UserError
+from nlpzoo.tasks.io.json_text import InvalidJson, parse_json
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # What a non-chief copies from the chief's directory to resume the same run.
@@ -147,9 +148,9 @@ def read_tf_config():
                         "the TF_CONFIG environment variable, which is not set (see "
                         "docs/distributed.md)")
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UserError(f"TF_CONFIG is not JSON: {error}")
+        config = parse_json(text, "TF_CONFIG")
+    except InvalidJson as error:
+        raise UserError(f"TF_CONFIG is not usable JSON: {error.problem}") from None
     cluster = config.get("cluster") if isinstance(config, dict) else None
     if not isinstance(cluster, dict) or not (cluster.get("worker") or cluster.get("chief")):
         raise UserError('TF_CONFIG: expected {"cluster": {"worker": ["host:port", ...]}, '

@@ -53,8 +53,9 @@ class EvaluationCallback(keras.callbacks.Callback):
         scores = self.evaluate(self.model)
         names = scores if self.logged is None else self.logged
         if logs is not None:
-            for name in names:
-                logs[f"val_{name}"] = float(scores[name])
+            for name in names:  # an undefined score (None: a correlation) is NaN to Keras
+                value = scores[name]
+                logs[f"val_{name}"] = float("nan") if value is None else float(value)
         if self._writer is not None:
             write_scalars(self._writer, entity_type_scalars(scores, self.logged or ()), epoch)
 

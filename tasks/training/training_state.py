@@ -39,7 +39,6 @@ Examples:
 import contextlib
 import datetime
 import glob
-import json
 import os
 import signal
 import sys
@@ -48,6 +47,7 @@ import keras
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import FailedWrite, write_json_atomically, write_weights_atomically
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.tasks.training.step_clock import StepClock, accumulation_steps, at_update_boundary
 
 STATE_FILE = "training_state.json"
@@ -106,13 +106,11 @@ class TrainingState(keras.callbacks.Callback):
         """The saved record (a dict with "step", "weights", "finished", ...), or None."""
         record_path = os.path.join(self.backup_dir, STATE_FILE)
         if os.path.exists(record_path):
-            with open(record_path, encoding="utf-8") as f:
-                return json.load(f)
+            return read_json_file(record_path, dict)
         legacy = os.path.join(self.backup_dir, _KERAS_METADATA)
         if os.path.exists(legacy) and os.path.exists(os.path.join(self.backup_dir,
                                                                   _KERAS_WEIGHTS)):
-            with open(legacy, encoding="utf-8") as f:
-                epoch = json.load(f)["epoch"]  # saved at epoch ends only
+            epoch = read_json_file(legacy, dict)["epoch"]  # saved at epoch ends only
             return {"step": epoch * self.steps_per_epoch, "epoch": epoch, "step_in_epoch": 0,
                     "weights": _KERAS_WEIGHTS, "seed_states": None, "finished": False}
         return None

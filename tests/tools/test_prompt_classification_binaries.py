@@ -59,6 +59,12 @@ def runs(data):
         "no checkpoint": start_tool("train.py", task, f"--train_data={path}",
                                     f"--eval_data={path}", f"--model_dir={base / 'run'}",
                                     *FLAGS),
+        "unknown word": start_tool("evaluate.py", task, source, f"--data={path}",
+                                   f"--pattern={PATTERNS[0]}", "--verbalizer=pos:\U0001f30d,neg:sad"),
+        "pair pattern": start_tool("predict.py", task, source, f"--input={path}",
+                                   f"--output={base / 'never.jsonl'}",
+                                   "--pattern={text} ? [MASK] , {text_pair}",
+                                   f"--verbalizer={VERBALIZER}"),
     })
     return results, path, headless
 
@@ -109,6 +115,11 @@ def test_refusals_are_one_line(runs):
     assert one_error_line(results["no checkpoint"]) == (
         "error: --task=prompt_classification: it starts from the pretrained mlm_head of a "
         "checkpoint: give --init_checkpoint")
+    assert one_error_line(results["unknown word"]) == (
+        "error: --verbalizer: the word '\U0001f30d' is not in the vocabulary (its pieces hold "
+        "the unknown token); pick another word")
+    assert one_error_line(results["pair pattern"]).endswith(
+        "data.jsonl:1: the patterns have a {text_pair} slot but the data holds single texts")
 
 
 _SERVE_SNIPPET = """

@@ -8,6 +8,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from nlpzoo.tasks.io.json_text import parse_json
+
 
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on now.
@@ -57,14 +59,14 @@ class TensorBoardServer:
         """The JSON answer to GET `path` with `query` parameters."""
         url = f"{self.url}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
         with urllib.request.urlopen(url, timeout=10) as response:
-            return json.load(response)
+            return parse_json(response.read(), url)
 
     def post(self, path, body):
         """The JSON answer to POST `path` with the JSON `body` (the HParams API)."""
         request = urllib.request.Request(f"{self.url}{path}", data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as response:
-            return json.load(response)
+            return parse_json(response.read(), request.full_url)
 
     def wait_for_runs(self, runs, timeout_s=60):
         """Waits until the server lists every run of `runs`; raises `TimeoutError` else."""

@@ -24,13 +24,13 @@ Examples:
 """
 
 import dataclasses
-import json
 import logging
 import os
 from typing import Any, Callable, Optional
 
 import numpy as np
 
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.zoo.checkpoints.handles import is_handle, resolve_handle
 
 logger = logging.getLogger(__name__)
@@ -98,18 +98,9 @@ def read_json(path, what, directory_kind="a checkpoint directory"):
     {'hidden_size': 8}
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            content = json.load(f)
+        return read_json_file(path, dict, what)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no {what} (is this {directory_kind}?)") from None
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: not UTF-8 text ({error.reason})") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}") from None
-    if not isinstance(content, dict):
-        raise ValueError(f"{path}: expected a JSON object ({{...}}) in {what}, found a "
-                         f"{type(content).__name__}")
-    return content
 
 
 # Sizes no encoder of this library reaches; a config beyond them is corrupt or hostile, and is

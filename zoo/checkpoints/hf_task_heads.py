@@ -87,6 +87,7 @@ import tempfile
 import numpy as np
 
 from nlpzoo.layers import encoder_head_settings, transformer_of
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.zoo.checkpoints.hf_mlm_head_names import MLM_HEAD_NAMES
 from nlpzoo.zoo.checkpoints.huggingface import (
     CONFIG_FILE,
@@ -758,8 +759,7 @@ def export_hf_task_model(model, directory, *, vocabulary=None, lowercase=None, l
         with _quiet_layer_mix_warning():
             export_hf_checkpoint(encoder, encoder_dir, vocabulary, lowercase,
                                  model_type=model_type)
-        with open(os.path.join(encoder_dir, CONFIG_FILE), encoding="utf-8") as file:
-            config = json.load(file)
+        config = read_json_file(os.path.join(encoder_dir, CONFIG_FILE), dict)
         row, kind, head, config_updates, extra, notes = _plan(model, config["model_type"],
                                                               labels)
         encoder_tensors = read_hf_weights(encoder_dir)

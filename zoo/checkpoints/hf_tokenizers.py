@@ -31,6 +31,7 @@ Examples:
 
 import os
 
+from nlpzoo.tasks.text.tokenizer_json import read_tokenizer_json
 from nlpzoo.zoo.checkpoints.common import checkpoint_directory, read_json
 
 TOKENIZER_JSON = "tokenizer.json"
@@ -144,10 +145,7 @@ def load_hf_tokenizer(path):
 
 
 def _tokenizer_json(directory):
-    content = read_json(os.path.join(directory, TOKENIZER_JSON), TOKENIZER_JSON, _KIND)
-    if not isinstance(content, dict):
-        raise ValueError(f"{os.path.join(directory, TOKENIZER_JSON)}: expected a JSON object")
-    return content
+    return read_tokenizer_json(os.path.join(directory, TOKENIZER_JSON))
 
 
 def _wordpiece(directory):

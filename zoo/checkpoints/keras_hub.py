@@ -97,13 +97,13 @@ True
 ('wordpiece', [2, 5, 6, 3])
 """
 
-import json
 import logging
 import os
 
 import numpy as np
 
 from nlpzoo.tasks.io.atomic_files import write_directory_atomically
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.layers import architecture_defaults, transformer_of
 from nlpzoo.tasks.text.subword_tokenizer import SubwordTokenizer
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
@@ -175,8 +175,7 @@ def is_keras_hub_preset(path):
     if not os.path.isfile(config_path):
         return False
     try:
-        with open(config_path, encoding="utf-8") as f:
-            return _is_keras_hub_object(json.load(f))
+        return _is_keras_hub_object(read_json_file(config_path))
     except (OSError, ValueError):
         return False
 

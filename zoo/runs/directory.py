@@ -30,7 +30,6 @@ byte for byte as they were.
 """
 
 import collections
-import json
 import os
 import shutil
 import sys
@@ -42,6 +41,7 @@ import nlpzoo.zoo  # noqa: F401  (registers our layers, metrics and schedules fo
 from nlpzoo.layers import transformer_of
 from nlpzoo.tasks.io.atomic_files import save_model_atomically, write_json_atomically
 from nlpzoo.tasks.io.errors import RunDirectoryError
+from nlpzoo.tasks.io.json_text import InvalidJson, parse_json
 from nlpzoo.tasks.io.ownership import LOCK, NotOurDirectory, check_output, claim
 from nlpzoo.tasks.io.run_lock import DirectoryInUse, hold_run_lock
 from nlpzoo.tasks.registry import task_from_metadata
@@ -82,11 +82,12 @@ write_json = write_json_atomically
 def read_json(file_path, expected=None):
     """The JSON content of a run directory's file (of the `expected` type, when given); a
     file that is not valid JSON, or holds another type, is a `RunDirectoryError` naming it."""
+    with open(file_path, "rb") as f:  # a missing file: FileNotFoundError, as callers expect
+        raw = f.read()
     try:
-        with open(file_path, encoding="utf-8") as f:
-            content = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RunDirectoryError(file_path, f"not valid JSON ({error}); was it written by nlpzoo?")
+        content = parse_json(raw, file_path)
+    except InvalidJson as error:
+        raise RunDirectoryError(file_path, f"{error.problem}; was it written by nlpzoo?") from None
     if expected is not None and not isinstance(content, expected):
         raise RunDirectoryError(file_path, f"expected a JSON "
                                 f"{'object' if expected is dict else 'list'}, found a "

@@ -41,6 +41,7 @@ import shlex
 import sys
 
 from nlpzoo.tasks.io.atomic_files import write_text_atomically
+from nlpzoo.tasks.io.json_text import read_json_file
 from nlpzoo.zoo.runs import directory as md
 
 CARD = md.CARD
@@ -473,8 +474,7 @@ def with_test_result(markdown, entry, path):
 # === Cards of model directories and exports ===
 
 def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json_file(path)
 
 
 def _base_checkpoint(path, base_model_id=None):

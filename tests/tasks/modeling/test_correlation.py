@@ -1,11 +1,12 @@
 """Pearson's and Spearman's correlations (tasks/modeling/correlation.py) against brute force."""
 
 import itertools
+import logging
 
 import numpy as np
 import pytest
 
-from nlpzoo.tasks.modeling.correlation import average_ranks, pearson, spearman
+from nlpzoo.tasks.modeling.correlation import average_ranks, correlations, pearson, spearman
 
 
 def _brute_force_ranks(values):
@@ -60,11 +61,29 @@ def test_spearman_is_invariant_under_monotone_maps_and_flips_under_negation():
     assert spearman(-x, y) == pytest.approx(-spearman(x, y), abs=1e-12)
 
 
-def test_undefined_correlations_are_zero_never_nan():
-    assert pearson([1.0, 1.0, 1.0], [0.0, 0.5, 1.0]) == 0.0
-    assert spearman([2.0], [3.0]) == 0.0 and pearson([], []) == 0.0
+def test_undefined_correlations_are_none_never_a_number():
+    assert pearson([1.0, 1.0, 1.0], [0.0, 0.5, 1.0]) is None
+    assert spearman([2.0], [3.0]) is None and pearson([], []) is None
+    assert spearman([0.3, 0.1, 0.2], [4.0, 4.0, 4.0]) is None
     with pytest.raises(ValueError, match="3 and 2 values"):
         pearson([1, 2, 3], [1, 2])
+
+
+def test_undefined_correlations_say_why_in_one_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert correlations([0.3, 0.1, 0.2], [4.0, 4.0, 4.0]) == {"pearson": None,
+                                                                 "spearman": None}
+    assert [record.getMessage() for record in caplog.records] == [
+        "pearson and spearman are undefined (the targets are all the same, or there are fewer "
+        "than 2): reported as null"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        correlations([0.5, 0.5, 0.5], [1.0, 2.0, 3.0], "predicted scores")
+    assert "(the predicted scores are all the same" in caplog.records[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert correlations([0.1, 0.5, 0.3], [1.0, 2.0, 3.0])["spearman"] == pytest.approx(0.5)
+    assert not caplog.records
 
 
 def test_correlations_match_scipy_when_it_is_installed():

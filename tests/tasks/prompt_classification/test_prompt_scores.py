@@ -165,8 +165,8 @@ def test_the_verbalizer_needs_a_word_for_every_label_of_the_data():
 
 
 @pytest.mark.parametrize("words, message", [
-    (["happy", "zebra"], "the verbalizer's word 'zebra' is not in the vocabulary"),
-    (["happy", "Happy"], "the verbalizer's words 'happy' and 'Happy' are the same word pieces"),
+    (["happy", "zebra"], "--verbalizer: the word 'zebra' is not in the vocabulary"),
+    (["happy", "Happy"], "--verbalizer: the words 'happy' and 'Happy' are the same word pieces"),
 ])
 def test_label_words_the_vocabulary_cannot_tell_apart_are_refused(words, message):
     vocabulary = [line.strip() for line in open(os.path.join(CHECKPOINT, "vocab.txt"))]

@@ -211,11 +211,11 @@ def write(path, text):
 
 
 @pytest.mark.parametrize("file, text, message", [
-    ("vocab.json", "{not json", r"vocab\.json: not a JSON file"),
+    ("vocab.json", "{not json", r"vocab\.json: not valid JSON"),
     ("vocab.json", "[1, 2]", r"vocab\.json: expected a non-empty JSON object"),
     ("vocab.json", '{"<s>": 0, "a": 5}', r"vocab\.json: the id 5 of 'a' is not in 0\.\.1"),
     ("merges.txt", "#version: 0.2\na b c\n", r"merges\.txt:2: expected a merge rule"),
-    ("tokenizer_config.json", "{", r"tokenizer_config\.json: not a JSON file"),
+    ("tokenizer_config.json", "{", r"tokenizer_config\.json: not valid JSON"),
 ])
 def test_malformed_legacy_files_give_clean_errors(tmp_path, file, text, message):
     shutil.copytree(LEGACY_DIR, tmp_path, dirs_exist_ok=True)

@@ -235,7 +235,7 @@ def test_rejects_garbage_model(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("{not json", "not a tokenizer.json"),
+    ("{not json", "tokenizer.json: not valid JSON"),
     ('{"model": {"type": "BPE", "vocab": {}, "merges": []}}', "expected a Unigram"),
     ('{"model": {"type": "Unigram", "vocab": [["a"]], "unk_id": 0}}', "not a list of"),
     ('{"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]], "unk_id": 5}}', "unk_id 5"),
