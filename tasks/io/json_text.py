@@ -46,7 +46,7 @@ def parse_json(text, path, line=None, strict=True):
         text: the JSON text (`str`, or UTF-8 `bytes`; a byte-order mark is dropped).
         path: the file it comes from (or what else holds it: `TF_CONFIG`).
         line: the 1-based line of a JSON-lines file that `text` is; None for a whole
-            document (a syntax error then names the line of the document).
+            document (a syntax error then names its line in the document).
         strict: False accepts raw control characters inside strings (JSON lines
             written by hand or by tools that do not escape them).
 
@@ -75,7 +75,7 @@ def parse_json(text, path, line=None, strict=True):
     try:
         return json.loads(text, strict=strict)
     except json.JSONDecodeError as error:
-        at = f"{path}:{error.lineno}" if line is None and "\n" in text else where
+        at = f"{path}:{error.lineno}" if line is None else where
         raise InvalidJson(at, f"not valid JSON: {error.msg} (column {error.colno})") from None
     except RecursionError:
         raise InvalidJson(where, "not valid JSON: nested too deeply ([ or { inside each other "

@@ -174,7 +174,7 @@ def read_squad_json(path, require_answers=True):
     With `require_answers=False` (prediction input) answers may be missing.
 
     Examples:
-    >>> import tempfile
+    >>> import json, tempfile
     >>> path = tempfile.mktemp(suffix=".json")
     >>> _ = open(path, "w").write(json.dumps({"data": [{"paragraphs": [{
     ...     "context": "Ann met  Bo.", "qas": [{"id": "q1", "question": "Who?",

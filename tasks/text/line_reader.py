@@ -16,12 +16,12 @@ holding one long line is something else (e.g. a JSON document, not JSON lines)
 or needs splitting into sentences or paragraphs.
 
 Invalid UTF-8 is an error naming the file, the line and the byte offset
-(`DataFormatError`); with `invalid_utf8="replace"` (prediction input, as the
-exported model treats it) each bad byte sequence becomes U+FFFD, which
-`tasks.text.text_cleaning.clean_text` then removes, and one warning names the
-first place. `"latin-1"` decodes each line that is not UTF-8 as Latin-1
-(every byte a character, none lost), with the same warning: for releases
-known to hold such lines (TREC's `train_5500.label`).
+(`DataFormatError`); with `invalid_utf8="replace"` (sniffing a file's format) each
+bad byte sequence becomes U+FFFD, which `tasks.text.text_cleaning.clean_text` then
+removes, and one warning names the first place. `"latin-1"` decodes each line that
+is not UTF-8 as Latin-1 (every byte a character, none lost), with the same warning:
+for prediction input (a file saved in a single-byte encoding keeps its letters) and
+releases known to hold such lines (TREC's `train_5500.label`).
 """
 
 import logging

@@ -17,9 +17,9 @@ OUTPUT_FORMATS = ("auto", "conll", "jsonl")
 def read_text_lines(path, strip=True):
     """`(line number, stripped line)` of every non-blank line of a UTF-8 file.
 
-    Prediction input, read as the exported model reads text: lines end in `\\n`,
-    `\\r\\n` or `\\r`, a byte-order mark is dropped, invalid UTF-8 becomes U+FFFD
-    (removed by the clean-up; one warning names the first place), and a line of
+    Prediction input: lines end in `\\n`, `\\r\\n` or `\\r`, a byte-order mark is
+    dropped, a line that is not UTF-8 is decoded as Latin-1 (a file in a single-byte
+    encoding keeps its accented letters; one warning names the first place), and a line of
     only whitespace and control or format characters is blank. Lines are kept as
     written (character offsets index them); models clean them. With `strip=True`
     surrounding whitespace is removed; with `strip=False` the line is kept as given,
@@ -39,7 +39,9 @@ def _iter_text_lines(path, strip=True):
     """`read_text_lines`, streamed."""
     if not os.path.isfile(path):
         raise DataFormatError(f"{path}: no such file")
-    for number, line in read_lines(path, "replace"):
+    # Not UTF-8: a line in a single-byte encoding (Latin-1: every byte a letter, none
+    # lost), with one warning naming the first; never letters silently dropped.
+    for number, line in read_lines(path, "latin-1"):
         if cleaned(line).strip():
             yield number, line.strip() if strip else line
 

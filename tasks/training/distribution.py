@@ -150,7 +150,7 @@ def read_tf_config():
     try:
         config = parse_json(text, "TF_CONFIG")
     except InvalidJson as error:
-        raise UserError(f"TF_CONFIG is not usable JSON: {error.problem}") from None
+        raise UserError(f"TF_CONFIG: {error.problem}") from None
     cluster = config.get("cluster") if isinstance(config, dict) else None
     if not isinstance(cluster, dict) or not (cluster.get("worker") or cluster.get("chief")):
         raise UserError('TF_CONFIG: expected {"cluster": {"worker": ["host:port", ...]}, '

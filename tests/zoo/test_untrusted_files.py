@@ -64,10 +64,10 @@ def _truncate(name, size):
 
 
 @pytest.mark.parametrize("name, change, message", [
-    ("garbage", _write("config.json", b"garbage{"), "config.json: not valid JSON"),
+    ("garbage", _write("config.json", b"garbage{"), "config.json:1: not valid JSON"),
     ("a list", _write("config.json", b"[1, 2]"),
-     "config.json: expected a JSON object .* found a list"),
-    ("binary", _write("config.json", b"\xff\xfe\x00garbage"), "config.json: not valid JSON"),
+     "config.json: expected config.json to hold a JSON object .* found a list"),
+    ("binary", _write("config.json", b"\xff\xfe\x00garbage"), "config.json: not valid JSON: not UTF-8"),
     ("2 billion words", _set_config(vocab_size=2_000_000_000),
      "vocabulary_size=2000000000 is out of range"),
     ("a million words", _set_config(vocab_size=1_000_000),

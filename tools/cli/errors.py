@@ -63,12 +63,13 @@ def check_numbers(flag_values=flags.FLAGS):
 
 
 _PATH_FLAGS = ("model_dir", "output", "input", "model", "vocab", "init_checkpoint", "teacher",
-               "tasks", "corpus")
+               "tasks", "corpus", "data", "run", "logdir")
 _PATH_SUFFIXES = ("_data", "_dir", "_file", "_path", "_checkpoint")
 
 
 def check_paths(flag_values=flags.FLAGS):
-    """Refuses path flags given as an empty string (`--model_dir=`), naming the flag.
+    """Refuses path flags given as an empty string (`--model_dir=`), naming the flag, and
+    expands a leading `~` in the others (`expand_home`).
 
     Examples:
     >>> values = flags.FlagValues()
@@ -86,6 +87,46 @@ def check_paths(flag_values=flags.FLAGS):
         values = flag.value if isinstance(flag.value, list) else [flag.value]
         if not values or any(isinstance(value, str) and not value.strip() for value in values):
             raise UserError(f"--{name} is empty: give a path")
+        expanded = [expand_home(value, f"--{name}") if isinstance(value, str) else value
+                    for value in values]
+        if expanded != values:
+            flag.value = expanded if isinstance(flag.value, list) else expanded[0]
+
+
+def _expand_part(part, flag):
+    name, separator, path = part.rpartition("=")  # compare.py's NAME=MODEL
+    if not path.startswith("~"):
+        return part
+    expanded = os.path.expanduser(path)
+    if expanded.startswith("~"):  # ~user of no user here: it would be a folder named "~…"
+        raise UserError(f"{flag}={part}: {path.split(os.sep)[0]!r} is no user's home folder "
+                        "here; write the path in full (a folder named '~' is never created)")
+    return name + separator + expanded
+
+
+def expand_home(value, flag):
+    """`value` of a path flag with a leading `~` or `~user` expanded in each of its
+    comma-separated paths (and in the MODEL of NAME=MODEL), as a shell expands it in
+    `--flag ~/x` but not in `--flag=~/x`: a run never creates a folder named `~` in the
+    working directory.
+
+    Raises:
+        UserError: `~user` of no user of this machine, naming the flag.
+
+    Examples:
+    >>> import os
+    >>> expand_home("~/runs/a,b", "--model_dir") == os.path.expanduser("~/runs/a") + ",b"
+    True
+    >>> expand_home("base=~/runs/c", "--run") == "base=" + os.path.expanduser("~/runs/c")
+    True
+    >>> expand_home("~no_such_user_here/x", "--model_dir")
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.UserError: --model_dir=~no_such_user_here/x: '~no_such_user_here' is no user's home folder here; write the path in full (a folder named '~' is never created)
+    """
+    if "~" not in value:
+        return value
+    return ",".join(_expand_part(part, flag) for part in value.split(","))
 
 
 def flag_naming(path, flag_values=flags.FLAGS):

@@ -92,7 +92,7 @@ def test_blank_lines_crlf_and_bom(tmp_path):
 def _error_cases():
     good = _line(["a", "b"], (0, 1, "X"))
     bad_lines = {
-        "invalid JSON": '{"tokens": ["a"], "spans": [}',
+        "not valid JSON": '{"tokens": ["a"], "spans": [}',
         "expected a JSON object": '["a", "b"]',
         "missing key.*tokens": '{"spans": []}',
         "missing key.*spans": '{"tokens": ["a"]}',

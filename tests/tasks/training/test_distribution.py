@@ -62,7 +62,7 @@ def test_flags_are_defined_once_for_every_training_binary():
 
 @pytest.mark.parametrize("tf_config, expected", [
     (None, "TF_CONFIG environment variable, which is not set"),
-    ("{not json", "TF_CONFIG is not JSON"),
+    ("{not json", "TF_CONFIG: not valid JSON"),
     ('{"cluster": {}, "task": {"type": "worker", "index": 0}}', 'expected {"cluster"'),
     ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 2}}',
      '"task" must be'),
