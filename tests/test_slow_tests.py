@@ -2,8 +2,10 @@
 collection hook marks what it lists slow (which `make test` leaves out: setup.cfg)."""
 
 import ast
+import configparser
 import functools
 import os
+import shlex
 
 from tests.conftest import pytest_collection_modifyitems
 from tests.helpers.paths import ROOT
@@ -46,3 +48,64 @@ def test_the_collection_hook_marks_listed_tests_and_files_slow():
     items = [_Item(node), _Item(f"{whole}::test_any[param]"), _Item("tests/test_slow_tests.py::x")]
     pytest_collection_modifyitems(None, items)
     assert [item.markers for item in items] == [["slow"], ["slow"], []]
+
+
+def _pytest_arguments(target):
+    """The arguments of the pytest command in the Makefile's recipe for `target`."""
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"{target}:")))
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    [command] = [line for line in recipe if " -m pytest " in f" {line} "]
+    return shlex.split(command.split(" -m pytest", 1)[1].replace("$(PYTEST_WORKERS)", ""))
+
+
+def _addopts():
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"), encoding="utf-8")
+    section = config["tool:pytest"]
+    return shlex.split(section["addopts"]), section["testpaths"].split()
+
+
+# Options whose value is the next argument, and those of them that choose tests.
+_WITH_VALUE = ("-m", "-p", "-n", "-k", "-o", "--dist", "--deselect", "--ignore")
+_SELECTING = ("-k", "--deselect", "--ignore", "--lf", "--last-failed", "--ff", "-x",
+              "--exitfirst", "--maxfail")
+
+
+def _marker_and_selection(arguments):
+    """(the last -m expression, what else selects or drops tests: paths and options) of
+    pytest `arguments`."""
+    marker, selecting, arguments = None, [], list(arguments)
+    while arguments:
+        argument = arguments.pop(0)
+        value = arguments.pop(0) if argument in _WITH_VALUE else None
+        if argument == "-m":
+            marker = value
+        elif argument.startswith(_SELECTING) or not argument.startswith("-"):
+            selecting.append(argument if value is None else f"{argument} {value}")
+    return marker, selecting
+
+
+def test_make_test_and_make_test_slow_collect_every_test_exactly_once():
+    """`make test` runs the tests not marked slow, `make test-slow` those marked slow,
+    over the same folder, and neither drops any other way: together, each test once."""
+    addopts, testpaths = _addopts()
+    default_marker, default_selection = _marker_and_selection(addopts)
+    assert default_marker == "not slow"
+    assert default_selection == ["--ignore=tests/fixtures"]  # fixture generators, not tests
+    test_marker, test_selection = _marker_and_selection(addopts + _pytest_arguments("test"))
+    slow_marker, slow_selection = _marker_and_selection(addopts + _pytest_arguments("test-slow"))
+    assert test_marker == "not slow" and slow_marker == "slow"
+    assert test_selection == default_selection  # the testpaths: `tests`
+    assert slow_selection == default_selection + ["tests"] and testpaths == ["tests"]
+
+
+def test_ci_runs_both_commands():
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
+        commands = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert "make test" in commands and "make test-slow" in commands

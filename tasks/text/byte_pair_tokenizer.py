@@ -37,7 +37,7 @@ import tensorflow_text as tf_text
 
 from nlpzoo.tasks.io.atomic_files import write_text_atomically
 from nlpzoo.tasks.io.errors import DataFormatError
-from nlpzoo.tasks.io.json_text import read_json_file
+from nlpzoo.tasks.io.json_text import expect_type, read_json_file
 from nlpzoo.tasks.text.ragged_rows import merge_inner_rows
 from nlpzoo.tasks.text.tokenizer_json import read_tokenizer_json
 from nlpzoo.tasks.text.subword_tokenizer import (
@@ -325,7 +325,7 @@ class ByteLevelBpeTokenizer(SubwordTokenizer):
         config = dict(config)
         special = config.pop("special_tokens", {})
         added_path = os.path.join(directory, cls.ADDED_TOKENS_FILE)
-        added = _read_json(added_path) if os.path.exists(added_path) else None
+        added = read_json_file(added_path) if os.path.exists(added_path) else None
         return cls(read_vocab_json(os.path.join(directory, cls.VOCABULARY_FILE)),
                    read_merges(os.path.join(directory, cls.MERGES_FILE)), added,
                    **special, **config)
@@ -394,9 +394,6 @@ def _added_tokens(added_tokens, special_tokens, vocabulary):
 # -- Hugging Face files ----------------------------------------------------------------
 
 
-def _read_json(path):
-    return read_json_file(path)
-
 
 def read_vocab_json(path):
     """The {token: id} of a `vocab.json`, validated (ids from 0 without gaps).
@@ -414,7 +411,7 @@ def read_vocab_json(path):
     ...
     nlpzoo.tasks.io.errors.DataFormatError: ...: the id 2 of 'b' is not in 0..1 (ids run from 0 without gaps)
     """
-    vocabulary = _read_json(path)
+    vocabulary = read_json_file(path)
     if not isinstance(vocabulary, dict) or not vocabulary:
         raise DataFormatError(f"{path}: expected a non-empty JSON object {{token: id}}")
     try:
@@ -481,9 +478,9 @@ def read_hf_directory(directory):
     """
     directory = os.fspath(directory)
     config_path = os.path.join(directory, "tokenizer_config.json")
-    config = _read_json(config_path) if os.path.exists(config_path) else {}
+    config = read_json_file(config_path, dict) if os.path.exists(config_path) else {}
     special_path = os.path.join(directory, "special_tokens_map.json")
-    special_map = _read_json(special_path) if os.path.exists(special_path) else {}
+    special_map = read_json_file(special_path, dict) if os.path.exists(special_path) else {}
     arguments = {}
     added = []
     json_path = os.path.join(directory, "tokenizer.json")
@@ -499,7 +496,7 @@ def read_hf_directory(directory):
         arguments = {"vocabulary": vocabulary, "merges": read_merges(merges_path)}
         added_path = os.path.join(directory, "added_tokens.json")
         if os.path.exists(added_path):
-            extra = _read_json(added_path)
+            extra = read_json_file(added_path)
             if isinstance(extra, dict):  # transformers' {token: id}
                 vocabulary = dict(vocabulary)
                 vocabulary.update(extra)
@@ -521,7 +518,9 @@ def read_hf_directory(directory):
                                                    for flag in ("lstrip", "rstrip")}})
             if isinstance(token, str):
                 arguments[name] = token
-    for token in config.get("added_tokens_decoder", {}).values():
+    decoder = expect_type(config.get("added_tokens_decoder") or {}, dict, config_path,
+                          "added_tokens_decoder")
+    for token in decoder.values():
         if isinstance(token, dict) and "content" in token:
             added.append(token)
     arguments["added_tokens"] = _unique_added(added)

@@ -473,9 +473,6 @@ def with_test_result(markdown, entry, path):
 
 # === Cards of model directories and exports ===
 
-def _read_json(path):
-    return read_json_file(path)
-
 
 def _base_checkpoint(path, base_model_id=None):
     """`{"name", "format"}` of the checkpoint at `path`: `base_model_id` or the folder's name."""
@@ -556,7 +553,7 @@ def training_card(model_dir, argv, base_model_id=None, license=None):
         license: the model's license (`apache-2.0`, ...); by default
             `--license`; left out when unknown.
     """
-    config = _read_json(md.path(model_dir, md.CONFIG))
+    config = read_json_file(md.path(model_dir, md.CONFIG))
     labels = config.get("labels") or []
     data = [file_facts(config["train_data"], "training")]
     if config.get("eval_data"):
@@ -588,7 +585,7 @@ def training_card(model_dir, argv, base_model_id=None, license=None):
     }
     record = md.path(model_dir, md.BEST_MODEL + ".json")
     if os.path.exists(record):
-        best = _read_json(record)
+        best = read_json_file(record)
         best.setdefault("date", file_date(md.path(model_dir, md.BEST_MODEL)))
         card["best"] = best
     _add_final_metrics(card, model_dir, "Final evaluation of the best model on the validation "
@@ -601,12 +598,12 @@ def _add_final_metrics(card, model_dir, title):
     metrics = md.path(model_dir, md.METRICS)
     if os.path.exists(metrics):
         card["results"] = [{"title": title, "date": file_date(metrics),
-                            "values": _read_json(metrics)}]
+                            "values": read_json_file(metrics)}]
 
 
 def pretraining_card(model_dir, argv):
     """The card data of a tools/pretrain.py model directory: corpus, steps, losses."""
-    config = _read_json(md.path(model_dir, md.CONFIG))
+    config = read_json_file(md.path(model_dir, md.CONFIG))
     card = {
         "title": f"{config.get('preset')} encoder pretrained with {config.get('objective')}",
         "summary": f"Pretrained with {LIBRARY}'s `tools/pretrain.py`; `encoder/` is the "
