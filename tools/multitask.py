@@ -71,7 +71,7 @@ from nlpzoo.tasks.training.task_sampling import draw_tasks, sampling_probabiliti
 from nlpzoo.tasks.training.training_state import TrainingState  # noqa: E402
 from nlpzoo.zoo.runs import directory as md  # noqa: E402
 from nlpzoo.tasks.io.console import fit_verbosity  # noqa: E402
-from nlpzoo.tools.cli.errors import UserError, run  # noqa: E402
+from nlpzoo.tools.cli.errors import UserError, check_paths, run  # noqa: E402
 from nlpzoo.tools.cli.flags import define_task_module_flag  # noqa: E402
 from nlpzoo.tools.cli import run_setup  # noqa: E402
 from nlpzoo.zoo.runs.model_card import training_card, write_model_card  # noqa: E402
@@ -157,7 +157,8 @@ def read_entries(path):
         values = _entry_flags()
         try:
             values(["entry", *arguments])
-        except flags.Error as error:
+            check_paths(values)  # an entry's path flags: `~` expanded as on the command line
+        except (flags.Error, UserError) as error:
             raise UserError(f"{where}: {error}")
         for required in ("train_data", "eval_data"):
             if not values[required].value:
