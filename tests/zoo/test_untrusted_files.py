@@ -76,6 +76,12 @@ def _truncate(name, size):
      "model.safetensors: not a readable safetensors file .* truncated or corrupt"),
     ("header only", _truncate("model.safetensors", 8),
      "model.safetensors: not a readable safetensors file"),
+    ("nested 100,000 deep", _write("config.json", b"[" * 100_000 + b"]" * 100_000),
+     r"config.json: not valid JSON: nested too deeply"),
+    ("hidden_act a list", _set_config(hidden_act=["gelu"]),
+     r'config.json: expected "hidden_act" to be a string, found a list'),
+    ("architectures of numbers", _set_config(architectures=[3]),
+     r'config.json: expected "architectures\[0\]" to be a string, found a number'),
 ])
 def test_a_broken_checkpoint_is_refused_naming_its_file(hf_checkpoint, tmp_path, name, change,
                                                         message):

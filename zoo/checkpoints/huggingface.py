@@ -63,6 +63,7 @@ import os
 import numpy as np
 
 from nlpzoo.layers import architecture_defaults, transformer_of
+from nlpzoo.tasks.io.json_text import expect_type
 from nlpzoo.tasks.text.tokenizer import WordPieceTokenizer
 from nlpzoo.zoo.checkpoints.hf_tokenizers import WORDPIECE_SPECIAL_TOKENS, read_hf_lowercase
 from nlpzoo.zoo.checkpoints.common import (
@@ -114,7 +115,19 @@ def read_hf_family(path):
     return _family_of_config(read_json(config_path, CONFIG_FILE, DIRECTORY_KIND), config_path)
 
 
+# config.json's fields that name something (a family, an activation): strings or absent.
+_NAME_FIELDS = ("model_type", "hidden_act", "hidden_activation", "position_embedding_type")
+
+
 def _family_of_config(config, config_path):
+    for field in _NAME_FIELDS:
+        if config.get(field) is not None:
+            expect_type(config[field], str, config_path, field)
+    if isinstance(config.get("architectures"), list):
+        for index, name in enumerate(config["architectures"]):
+            expect_type(name, str, config_path, f"architectures[{index}]")
+    elif config.get("architectures") is not None:
+        expect_type(config["architectures"], (list, str), config_path, "architectures")
     model_type = config.get("model_type")
     architectures = config.get("architectures") or []
     if isinstance(architectures, str):
