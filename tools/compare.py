@@ -86,7 +86,11 @@ def main(argv):
     summary = {}
     for name, headline, metrics in results:
         value = metrics[headline]
-        change = ("" if name == results[0][0]
+        if value is None:  # undefined (a correlation of constant scores): said, never a number
+            print(f"{name:<{width}}  {headline} undefined")
+            summary[f"{name}_{headline}"] = None
+            continue
+        change = ("" if name == results[0][0] or first is None
                   else f"  ({metrics['points_per_unit'] * (value - first):+.1f} points)")
         print(f"{name:<{width}}  {headline} {value:.4f}{change}")
         summary[f"{name}_{headline}"] = round(float(value), 6)
