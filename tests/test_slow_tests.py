@@ -104,8 +104,3 @@ def test_make_test_and_make_test_slow_collect_every_test_exactly_once():
     assert test_selection == default_selection  # the testpaths: `tests`
     assert slow_selection == default_selection + ["tests"] and testpaths == ["tests"]
 
-
-def test_ci_runs_both_commands():
-    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
-        commands = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    assert "make test" in commands and "make test-slow" in commands
