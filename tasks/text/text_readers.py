@@ -206,13 +206,36 @@ def read_jsonl(path, label_key="label", require_label=True, columns=None, multi_
         if multi_label and label_key in record:
             label = labels_from_json(record[label_key], f"{path}:{number}", label_key)
         else:
-            label = str(record[label_key]) if label_key in record else ""
+            label = _single_label(record, label_key, path, number)
         examples.append(
             ClassificationExample(
                 text=text, text_pair=pair, label=label, source=path, line=number,
             )
         )
     return _non_empty(examples, path)
+
+
+def _single_label(record, key, path, number):
+    """The record's label as a string ("" when it has none): a string, a number or true/
+    false as written; null, a list or an object is an error naming the line, never a
+    label spelt "None" or "['x']".
+
+    >>> _single_label({"label": 3}, "label", "d.jsonl", 1), _single_label({}, "label", "d.jsonl", 2)
+    ('3', '')
+    >>> _single_label({"label": ["a", "b"]}, "label", "d.jsonl", 3)
+    Traceback (most recent call last):
+    ...
+    nlpzoo.tasks.io.errors.DataFormatError: d.jsonl:3: "label" must be a string or a number, found a list (several labels per text: --multi_label)
+    """
+    if key not in record:
+        return ""
+    value = record[key]
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    found = "null" if value is None else "a list" if isinstance(value, list) else "an object"
+    hint = " (several labels per text: --multi_label)" if isinstance(value, list) else ""
+    raise DataFormatError(f'{path}:{number}: "{key}" must be a string or a number, found '
+                          f"{found}{hint}")
 
 
 def _non_empty(examples, path):

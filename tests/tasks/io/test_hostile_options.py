@@ -3,6 +3,7 @@ mistakes through the binaries: tests/tools/test_prompt_classification_binaries.p
 ambiguous CSV columns, a long CSV field, class weights that cannot train, regression
 targets without spread, `~` in path flags, prediction input in a single-byte encoding."""
 
+import json
 import logging
 import math
 import os
@@ -175,3 +176,22 @@ def test_latin1_prediction_input_keeps_its_letters_and_says_so(tmp_path, caplog)
         assert read_text_lines(path) == [(1, text), (2, "plain ascii")]
     [warning] = [record.getMessage() for record in caplog.records]
     assert warning.startswith(f"{path}:1: not valid UTF-8") and "decoded as Latin-1" in warning
+
+
+# === JSONL labels ===
+
+@pytest.mark.parametrize("label, found", [
+    (None, "null"), ({"x": 1}, "an object"),
+    (["x"], "a list (several labels per text: --multi_label)")])
+def test_a_jsonl_label_that_is_not_a_string_or_number_is_refused(tmp_path, label, found):
+    lines = [{"text": "good film", "label": "pos"}, {"text": "bad film", "label": label}]
+    path = _write(tmp_path, "d.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(DataFormatError) as raised:
+        read_examples(path)
+    assert str(raised.value) == f'{path}:2: "label" must be a string or a number, found {found}'
+
+
+def test_jsonl_labels_that_are_numbers_are_read_as_written(tmp_path):
+    lines = [{"text": "a", "label": 3}, {"text": "b", "label": 0.5}, {"text": "c", "label": "x"}]
+    path = _write(tmp_path, "d.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    assert [example.label for example in read_examples(path)] == ["3", "0.5", "x"]
