@@ -31,6 +31,7 @@ def run_task_test(
     epochs=1,
     mixed_precision_policies=("mixed_bfloat16",),
     mixed_precision_jit_compile=False,
+    jit_compile=True,
 ):
     """Checks a compiled task model end to end.
 
@@ -51,16 +52,18 @@ def run_task_test(
             second starts from weights updated under the policy); the global
             policy is restored afterwards.
         mixed_precision_jit_compile: whether that step also runs under XLA.
+        jit_compile: whether the first training runs under XLA (and must not fall
+            back); False where another test already compiles the same layers.
 
     Returns:
         A `TaskTestResult`: the model trained under XLA, and its history.
     """
     batch_size = len(labels)
-    model = build_task_model(jit_compile=True)
+    model = build_task_model(jit_compile=jit_compile)
     history = _fit_and_check_it_trained(model, features, labels, epochs, batch_size)
     # Keras turns jit_compile off, with only a warning, when the model cannot be
     # compiled; a train step that ran with it still on was compiled by XLA.
-    assert model.jit_compile is True, "the model fell back to jit_compile=False"
+    assert model.jit_compile is jit_compile, "the model fell back to jit_compile=False"
 
     outputs = model(features, training=False)
     if expected_output_shape is not None:
