@@ -74,7 +74,7 @@ def test_jsonl_labels_for_softmax_and_scores_for_cosine(tmp_path):
     ("cosine", [{"text": "a", "text_pair": "b", "score": "high"}],
      r"pairs.jsonl:1: the cosine objective needs a similarity score .* found 'high'"),
     ("cosine", [{"text": "a", "text_pair": "b", "score": None}],
-     r"pairs.jsonl:1: the cosine objective needs a similarity score .* found 'None'"),
+     r'pairs.jsonl:1: "score" must be a string or a number, found null'),
 ])
 def test_bad_jsonl_names_file_and_line(tmp_path, objective, records, message):
     path = _jsonl(tmp_path / "pairs.jsonl", records)
