@@ -42,7 +42,33 @@ class MissingDataFileError(DataFormatError, FileNotFoundError):
     """
 
 
-class RunDirectoryError(ValueError):
+class PlacedError(ValueError):
+    """What is wrong (`problem`) at one `place` (a path, `path:LINE`, a run); the message
+    is `place: problem`, and a caller that names the place its own way (a flag) reads the
+    two apart.
+
+    Examples:
+    >>> error = PlacedError("data.jsonl:3", "not valid JSON")
+    >>> str(error), error.place, error.problem
+    ('data.jsonl:3: not valid JSON', 'data.jsonl:3', 'not valid JSON')
+    """
+
+    def __init__(self, place, problem):
+        super().__init__(str(place), problem)  # both in `args`, so that it pickles
+
+    @property
+    def place(self):
+        return self.args[0]
+
+    @property
+    def problem(self):
+        return self.args[1]
+
+    def __str__(self):
+        return f"{self.place}: {self.problem}"
+
+
+class RunDirectoryError(PlacedError):
     """A trained run (a model directory or a `.keras` file) that cannot be loaded.
 
     `path` is the run (or the file of it) at fault and `problem` what is
@@ -55,16 +81,4 @@ class RunDirectoryError(ValueError):
     ('runs/trec: no such directory', 'runs/trec', 'no such directory')
     """
 
-    def __init__(self, path, problem):
-        super().__init__(str(path), problem)  # both in `args`, so that it pickles
-
-    @property
-    def path(self):
-        return self.args[0]
-
-    @property
-    def problem(self):
-        return self.args[1]
-
-    def __str__(self):
-        return f"{self.path}: {self.problem}"
+    path = PlacedError.place

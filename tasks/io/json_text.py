@@ -11,32 +11,18 @@ of the library on this module (no `json.load` elsewhere).
 
 import json
 
-from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError
+from nlpzoo.tasks.io.errors import DataFormatError, MissingDataFileError, PlacedError
 
 
-class InvalidJson(DataFormatError):
-    """A JSON text that cannot be used: `where` it came from (`path` or `path:LINE`) and
-    the `problem`; the message is `where: problem`.
+class InvalidJson(PlacedError, DataFormatError):
+    """A JSON text that cannot be used: its `place` (`path` or `path:LINE`) and the
+    `problem`; the message is `place: problem`.
 
     Examples:
     >>> error = InvalidJson("corpus.jsonl:3", "not valid JSON: Expecting value (column 1)")
-    >>> str(error), error.where, error.problem
+    >>> str(error), error.place, error.problem
     ('corpus.jsonl:3: not valid JSON: Expecting value (column 1)', 'corpus.jsonl:3', 'not valid JSON: Expecting value (column 1)')
     """
-
-    def __init__(self, where, problem):
-        super().__init__(str(where), problem)  # both in `args`, so that it pickles
-
-    @property
-    def where(self):
-        return self.args[0]
-
-    @property
-    def problem(self):
-        return self.args[1]
-
-    def __str__(self):
-        return f"{self.where}: {self.problem}"
 
 
 def parse_json(text, path, line=None, strict=True):
