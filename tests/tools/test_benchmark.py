@@ -123,7 +123,7 @@ def test_bad_flags_are_one_line_errors():
                     "--heldout_questions=300"),
     })
     expected = {"albert": "factorised embeddings and shared layers",
-                "unknown": "is not an encoder preset; valid: albert_base, bert_base",
+                "unknown": "is not an encoder preset; valid: albert_base, albert_tiny, bert_base",
                 "long": "exceeds the 512 positions of --preset=bert_tiny",
                 "data": "--train_data: /nonexistent/eng.train does not exist",
                 "tta_task": "--tta_tasks=trec6,sst2: expected some of trec6, conll03",

@@ -165,7 +165,7 @@ def test_a_task_that_needs_training_is_not_built_from_a_checkpoint(model_exports
     assert one_error_line(model_exports["results"]["trainable task"]) == (
         "error: --task=classification needs training: train it with tools/train.py and "
         "use its --model_dir; --task builds only tasks that need none (fill_mask, "
-        "sentence_embedding)")
+        "prompt_classification, sentence_embedding)")
 
 
 @pytest.mark.slow
