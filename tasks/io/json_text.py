@@ -97,16 +97,17 @@ def read_json_file(path, expected=None, what="the file"):
     return value
 
 
-_TYPE_NAMES = {dict: "a JSON object ({...})", list: "a JSON list ([...])", str: "a string",
-               int: "an integer", float: "a number", bool: "true or false"}
+# Each JSON type: what an error says is expected, and what it says was found (bool
+# before int: Python's True is an int, JSON's true is not a number).
+_JSON_TYPES = ((bool, "true or false", "true or false"),
+               (dict, "a JSON object ({...})", "an object"),
+               (list, "a JSON list ([...])", "a list"), (str, "a string", "a string"),
+               (int, "an integer", "a number"), (float, "a number", "a number"))
 
 
 def _json_type_name(value):
-    for kind, name in ((bool, "true or false"), (dict, "an object"), (list, "a list"),
-                       (str, "a string"), (int, "a number"), (float, "a number")):
-        if isinstance(value, kind):
-            return name
-    return "null" if value is None else type(value).__name__
+    found = next((name for kind, _, name in _JSON_TYPES if isinstance(value, kind)), None)
+    return found or ("null" if value is None else type(value).__name__)
 
 
 def expect_type(value, expected, where, field=None, what=None):
@@ -129,6 +130,7 @@ def expect_type(value, expected, where, field=None, what=None):
     kinds = expected if isinstance(expected, tuple) else (expected,)
     if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
         return value
-    wanted = " or ".join(_TYPE_NAMES.get(kind, kind.__name__) for kind in kinds)
+    expected_names = {kind: name for kind, name, _ in _JSON_TYPES}
+    wanted = " or ".join(expected_names.get(kind, kind.__name__) for kind in kinds)
     subject = f'"{field}" to be' if field else f"{what or 'the file'} to hold"
     raise InvalidJson(where, f"expected {subject} {wanted}, found {_json_type_name(value)}")

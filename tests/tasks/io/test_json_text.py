@@ -68,23 +68,23 @@ WHOLE_DOCUMENT_READERS = {
 }
 
 
-@pytest.mark.parametrize("reader", sorted(WHOLE_DOCUMENT_READERS))
-def test_a_deeply_nested_json_document_names_the_file(reader, tmp_path):
-    read, name, _, _ = WHOLE_DOCUMENT_READERS[reader]
-    path = _write(tmp_path, name, DEEP)
-    with pytest.raises(DataFormatError) as raised:
-        read(path)
-    assert str(raised.value) == (f"{path}: not valid JSON: nested too deeply ([ or {{ inside "
-                                 "each other more times than a JSON reader here follows)")
+DEEP_MESSAGE = ("not valid JSON: nested too deeply ([ or { inside each other more times than "
+                "a JSON reader here follows)")
 
 
 @pytest.mark.parametrize("reader", sorted(WHOLE_DOCUMENT_READERS))
-def test_a_json_document_of_the_wrong_type_names_the_file(reader, tmp_path):
-    read, name, content, message = WHOLE_DOCUMENT_READERS[reader]
-    path = _write(tmp_path, name, content)
+@pytest.mark.parametrize("document", ["nested 100,000 deep", "of the wrong type"])
+def test_a_json_document_nested_too_deeply_or_of_the_wrong_type_names_the_file(
+        reader, document, tmp_path):
+    read, name, wrong_type, message = WHOLE_DOCUMENT_READERS[reader]
+    deep = document == "nested 100,000 deep"
+    path = _write(tmp_path, name, DEEP if deep else wrong_type)
     with pytest.raises(DataFormatError) as raised:
         read(path)
-    assert str(raised.value).startswith(f"{path}: ") and message in str(raised.value)
+    if deep:
+        assert str(raised.value) == f"{path}: {DEEP_MESSAGE}"
+    else:
+        assert str(raised.value).startswith(f"{path}: ") and message in str(raised.value)
 
 
 def test_a_run_directory_file_nested_too_deeply_is_a_run_directory_error(tmp_path):
