@@ -1,7 +1,9 @@
 """Running the binaries of tools/ from tests: one at a time or several at once."""
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,17 +20,36 @@ def tool_path(name):
     return os.path.join(ROOT, "tools", name)
 
 
+_PR_SET_PDEATHSIG = 1  # prctl's option number (linux/prctl.h)
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _dying_with(parent, preexec_fn):
+    """A `preexec_fn` that has the child killed when `parent` (this test process) dies,
+    then runs `preexec_fn`: a pytest worker that crashes (out of memory) leaves no
+    binary running to slow, or starve, the tests after it."""
+    def prepare_child():
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+        if preexec_fn is not None:
+            preexec_fn()
+    return prepare_child
+
+
 def start_python(*arguments, preexec_fn=None):
     """Starts `python *arguments` in the repository root; see `finish_processes`.
 
     Output goes to temporary files, not pipes, so that many processes can run
     at once without one blocking on a full pipe. `preexec_fn` runs in the child
-    before Python starts (e.g. to set a `resource` limit).
+    before Python starts (e.g. to set a `resource` limit). The child is killed
+    if this process dies first.
     """
     stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
     process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=ROOT,
-                               preexec_fn=preexec_fn)
+                               preexec_fn=_dying_with(os.getpid(), preexec_fn))
     process.output_files = (stdout, stderr)
     return process
 

@@ -7,11 +7,12 @@ transformers): byte-level BPE for RoBERTa, SentencePiece for ALBERT and XLM-R
 (XLM-R is RoBERTa's shape, so `roberta_tiny` with the XLM-R tokenizer),
 WordPiece for DistilBERT, ELECTRA and BERT, DeBERTa-v3's SentencePiece,
 ModernBERT's byte-level BPE (`[CLS] a [SEP]`). `run_task_test` then trains the
-model, round-trips its `.keras` file and trains it under `mixed_bfloat16` with
-float32 logits. The first training runs under XLA where it compiles something no
-other pair does (`XLA_PAIRS`: every task on BERT, every other family once); an XLA
-compilation is about a third of a pair's time on the 2-core CPU (20 of 60 s, AMD
-EPYC), and the other pairs combine the same encoder and head layers. Beyond that, each case checks what the
+model and round-trips its `.keras` file. Where a pair brings something no other pair
+does (`COVERING_PAIRS`: every task's head on BERT, every other family's encoder once),
+the first training runs under XLA and a second model trains under `mixed_bfloat16`
+with float32 logits; the other pairs combine the same encoder and head layers, which
+meet only at the encoder's output, so they train once, without XLA (an XLA compilation
+and a second model are two thirds of a pair's time: docs/performance.md). Beyond that, each case checks what the
 family's tokenizer must get right for the task: the word-level tasks' word
 starts are the first piece of each word as the tokenizer splits it alone, and
 the text tasks' features are the tokenizer's own `encode`.
@@ -56,9 +57,9 @@ DEFAULT = {
     ("electra", "bi_encoder"),
 }
 # Each task's head on BERT, and each other family's encoder once (DEFAULT, plus the two
-# families DEFAULT leaves out), train under XLA.
-XLA_PAIRS = ({("bert", case) for case in CASES} | DEFAULT
-             | {("deberta-v2", "classification"), ("modernbert", "classification")})
+# families DEFAULT leaves out), train under XLA and under mixed precision.
+COVERING_PAIRS = ({("bert", case) for case in CASES} | DEFAULT
+                  | {("deberta-v2", "classification"), ("modernbert", "classification")})
 BATCH = 8
 MAX_SEQ_LENGTH = 64
 
@@ -120,8 +121,9 @@ def test_every_task_trains_compiles_and_saves_on_every_family(family, case, tmp_
         _check_single_texts(features, examples, tokenizer)
     targets = np.asarray(targets) if not isinstance(targets, dict) else {
         name: np.asarray(value) for name, value in targets.items()}
-    run_task_test(build, features, targets, epochs=2,
-                  jit_compile=(family, case) in XLA_PAIRS)
+    covering = (family, case) in COVERING_PAIRS
+    run_task_test(build, features, targets, epochs=2, jit_compile=covering,
+                  mixed_precision_policies=("mixed_bfloat16",) if covering else ())
 
 
 def _check_word_starts(features, sentences, tokenizer):
@@ -144,7 +146,7 @@ def _check_single_texts(features, examples, tokenizer):
         assert list(features["token_ids"][row][:length]) == expected, row
 
 
-def test_every_family_and_every_task_is_compiled_under_xla_somewhere():
-    assert {family for family, _ in XLA_PAIRS} == set(FAMILIES)
-    assert {case for _, case in XLA_PAIRS} == set(CASES)
-    assert DEFAULT <= XLA_PAIRS  # the default run keeps its XLA checks
+def test_every_family_and_every_task_is_compiled_under_xla_and_mixed_precision_somewhere():
+    assert {family for family, _ in COVERING_PAIRS} == set(FAMILIES)
+    assert {case for _, case in COVERING_PAIRS} == set(CASES)
+    assert DEFAULT <= COVERING_PAIRS  # the default run keeps its XLA and mixed-precision checks
