@@ -82,17 +82,17 @@ def main():
     inputs = tf.constant(rng.normal(size=(args.batch, args.length, 512)), tf.float32)
 
     steps, weights = {}, None
-    current_block = layers.transformer_encoder.TransformerEncoderBlock
+    current_block = nlpzoo.layers.transformer_encoder.TransformerEncoderBlock
     for name, (block_cls, attention_cls) in classes.items():
         keras.utils.set_random_seed(0)
         # Read when the call is traced, i.e. in the first two steps below.
         MultiHeadSelfAttention.fuse_qkv = name == "current_fused"
         if args.scope == "step":
-            layers.transformer_encoder.TransformerEncoderBlock = block_cls
+            nlpzoo.layers.transformer_encoder.TransformerEncoderBlock = block_cls
             try:
-                model = zoo.build_model(args.preset, num_classes=2)
+                model = nlpzoo.zoo.build_model(args.preset, num_classes=2)
             finally:
-                layers.transformer_encoder.TransformerEncoderBlock = current_block
+                nlpzoo.layers.transformer_encoder.TransformerEncoderBlock = current_block
             if weights is None:
                 weights = model.get_weights()
             model.set_weights(weights)

