@@ -51,11 +51,13 @@ demo: $(STAMP)
 # 11 min once the input pipelines built faster (tasks/text/ragged_rows.py); 37 min on
 # 2026-11-28 with 2,270 tests, until the tests measured at 3 s or more went to test-slow
 # (tests/slow_tests.txt; docs/performance.md#the-test-suite).
-# TEST_WORKERS=0 runs serially. A worker that dies (killed for memory) ends the run at once,
-# naming its test: pytest-xdist 3.8 can wait for good on a replaced worker under loadfile.
+# Files go to the workers in the order tests/conftest.py gives them (long few-test files
+# first). TEST_WORKERS=0 runs serially. A worker that dies (killed for memory) ends the
+# run at once, naming its test: pytest-xdist 3.8 can wait for good on a replaced worker
+# under loadfile.
 TEST_WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile \
-	--max-worker-restart=0)
+	--no-loadscope-reorder --max-worker-restart=0)
 
 test: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) --durations=25 --durations-min=20

@@ -1,17 +1,12 @@
 """Shared pytest set-up: quiet TensorFlow, fixed seeds, float32 policy per test, and
 the binaries: running them, and models they trained once for the whole session."""
 
-import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
@@ -60,14 +55,38 @@ def _trained_models(config):
     return config.stash[_TRAINED_MODELS]
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
-def pytest_collection_modifyitems(config, items):
+# Files of few, long tests (a shared uninterrupted training, then kills and resumptions),
+# handed to a worker first so that they do not end the run on one worker while the other
+# idles. The Makefile's --no-loadscope-reorder keeps the order made here; the other files
+# follow as pytest-xdist would order them, those of most tests first.
+RUN_FIRST = ("tests/tools/test_resume_after_kill.py", "tests/tools/test_broken_runs.py")
+
+
+def mark_listed_tests_slow(items):
     """Marks slow the tests that tests/slow_tests.txt lists, one by one or by file
     (measured: tests/helpers/slow_tests.py), so that `make test` keeps to its 12 minutes."""
     slow = read_slow_list()
     for item in items:
         if item.nodeid in slow or item.nodeid.split("::")[0] in slow:
             item.add_marker(pytest.mark.slow)
+
+
+def order_files_for_workers(items):
+    """`items` grouped by file: `RUN_FIRST`'s files in its order, then the files of most
+    tests (each file's tests in their own order)."""
+    files = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    first = {path: rank for rank, path in enumerate(RUN_FIRST)}
+    order = sorted(files, key=lambda path: (first.get(path, len(first)), -len(files[path])))
+    items[:] = [item for path in order for item in files[path]]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    mark_listed_tests_slow(items)  # before `-m "not slow"` deselects
+    yield
+    order_files_for_workers(items)  # the tests that are left
 
 
 @pytest.hookimpl(optionalhook=True)

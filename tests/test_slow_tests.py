@@ -7,7 +7,7 @@ import functools
 import os
 import shlex
 
-from tests.conftest import pytest_collection_modifyitems
+from tests.conftest import RUN_FIRST, mark_listed_tests_slow, order_files_for_workers
 from tests.helpers.paths import ROOT
 from tests.helpers.slow_tests import read_slow_list
 
@@ -46,8 +46,21 @@ def test_the_collection_hook_marks_listed_tests_and_files_slow():
     node = next(entry for entry in listed if "::" in entry)
     whole = next(entry for entry in listed if "::" not in entry)
     items = [_Item(node), _Item(f"{whole}::test_any[param]"), _Item("tests/test_slow_tests.py::x")]
-    pytest_collection_modifyitems(None, items)
+    mark_listed_tests_slow(items)
     assert [item.markers for item in items] == [["slow"], ["slow"], []]
+
+
+def test_files_go_to_workers_long_ones_first_then_by_test_count():
+    ids = ["tests/a.py::t1", "tests/b.py::t1", f"{RUN_FIRST[1]}::u", "tests/b.py::t2",
+           f"{RUN_FIRST[1]}::v", f"{RUN_FIRST[0]}::t", "tests/a.py::t2", "tests/c.py::t[x]",
+           "tests/b.py::t3"]
+    items = [_Item(node) for node in ids]
+    order_files_for_workers(items)
+    assert [item.nodeid for item in items] == [
+        f"{RUN_FIRST[0]}::t", f"{RUN_FIRST[1]}::u", f"{RUN_FIRST[1]}::v",
+        "tests/b.py::t1", "tests/b.py::t2", "tests/b.py::t3",
+        "tests/a.py::t1", "tests/a.py::t2", "tests/c.py::t[x]"]
+    assert all(os.path.exists(os.path.join(ROOT, path)) for path in RUN_FIRST)
 
 
 def _pytest_arguments(target):

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from tests.helpers.paths import ROOT

@@ -17,7 +17,9 @@ carries the module's fixtures, the first test to ask for a shared trained model
 waits for its training. Listing such a test moves that wait to the next test of
 the file, so check the next default run's `--durations` once after a new list.
 Tests of `KEPT` files stay in the default run whatever their time: they guard
-against losing a user's files, the direction of imports, and this list. A line that
+against losing a user's files, a killed run's resumption, broken runs (NaN loss, a
+second run's lock, a closed pipe, empty path flags), broken run files, the
+direction of imports, and this list. A line that
 names a test or file that is gone fails tests/test_slow_tests.py.
 """
 
@@ -30,7 +32,8 @@ from tests.helpers.paths import ROOT
 LIST = os.path.join(ROOT, "tests", "slow_tests.txt")
 THRESHOLD_SECONDS = 3.0
 KEPT = ("tests/tools/test_user_directories.py", "tests/test_layering.py",
-        "tests/test_slow_tests.py")
+        "tests/test_slow_tests.py", "tests/tools/test_resume_after_kill.py",
+        "tests/tools/test_broken_runs.py", "tests/zoo/test_untrusted_files.py")
 # A file is listed whole when its listed tests took this share of its time, and at least
 # WHOLE_FILE_SECONDS: the size of a shared fixture's set-up (a model trained by a binary).
 WHOLE_FILE_SHARE = 0.75

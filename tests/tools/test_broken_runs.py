@@ -112,7 +112,6 @@ def test_a_second_run_on_a_directory_is_refused_and_a_killed_ones_lock_is_not(tm
         holder.wait()
 
 
-@pytest.mark.slow  # two whole trainings; the refusal across processes is tested just above
 def test_two_trainings_on_one_directory_one_is_refused(tmp_path):
     model_dir = str(tmp_path / "run")
     results = run_tools({name: (*TRAIN, f"--model_dir={model_dir}", "--epochs=3")

@@ -112,7 +112,6 @@ def test_killed_mid_epoch_resumes_at_its_last_saved_step(tmp_path, uninterrupted
     _resume(model_dir, uninterrupted, from_step=step)
 
 
-@pytest.mark.slow
 def test_killed_before_the_first_save_starts_again(tmp_path, uninterrupted):
     model_dir = str(tmp_path / "run")
     process = start_tool("train.py", *_flags(model_dir))
@@ -123,7 +122,6 @@ def test_killed_before_the_first_save_starts_again(tmp_path, uninterrupted):
     _resume(model_dir, uninterrupted, from_step=None)
 
 
-@pytest.mark.slow
 def test_killed_during_the_final_evaluation_only_evaluates(tmp_path, uninterrupted):
     model_dir = str(tmp_path / "run")
     process = start_tool("train.py", *_flags(model_dir))
@@ -136,7 +134,6 @@ def test_killed_during_the_final_evaluation_only_evaluates(tmp_path, uninterrupt
     assert "Epoch " not in result.stdout  # nothing trained again
 
 
-@pytest.mark.slow
 def test_ctrl_c_saves_the_state_and_says_how_to_resume(tmp_path, uninterrupted):
     model_dir = str(tmp_path / "run")
     stopped = _interrupt(model_dir, lambda: (_saved_step(model_dir) or 0) >= EVERY,
