@@ -26,7 +26,9 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 def _dying_with(parent, preexec_fn):
     """A `preexec_fn` that has the child killed when `parent` (this test process) dies,
     then runs `preexec_fn`: a pytest worker that crashes (out of memory) leaves no
-    binary running to slow, or starve, the tests after it."""
+    binary running to slow, or starve, the tests after it. Linux sends the signal when
+    the *thread* that started the child ends: start binaries from the test's thread
+    (or one that outlives them), as every helper here does."""
     def prepare_child():
         if _LIBC is not None:
             _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
