@@ -27,7 +27,7 @@ from nlpzoo.tasks.words.document_context import (
 )
 from nlpzoo.tasks.registry import get_task_class
 from nlpzoo.tasks.modeling.serving import SIGNATURE, export_saved_model
-from nlpzoo.tasks.span_ner import SpanSentence, read_span_file, read_span_jsonl
+from nlpzoo.tasks.span_ner import read_span_file, read_span_jsonl
 from nlpzoo.tasks.span_ner.task import SpanNERTask
 from nlpzoo.tasks.tagging import TaggedSentence, read_column_file
 from nlpzoo.tasks.tagging.task import TaggingTask
