@@ -11,9 +11,8 @@ model and round-trips its `.keras` file. Where a pair brings something no other 
 does (`COVERING_PAIRS`: every task's head on BERT, every other family's encoder once),
 the first training runs under XLA and a second model trains under `mixed_bfloat16`
 with float32 logits; the other pairs combine the same encoder and head layers, which
-meet only at the encoder's output, so they train once, without XLA (the compilation
-and the second model were a third to a half of a pair's time: docs/performance.md).
-Beyond that, each case checks what the family's tokenizer must get right for the task:
+meet only at the encoder's output, so they train once, without XLA (what that saves:
+docs/performance.md). Beyond that, each case checks what the family's tokenizer must get right for the task:
 the word-level tasks' word starts are the first piece of each word as the tokenizer
 splits it alone, and the text tasks' features are the tokenizer's own `encode`.
 
