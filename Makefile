@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DIR ?= demo_runs/trec_transfer
 
-.PHONY: demo test test-slow install clean
+.PHONY: demo test test-slow test-all install clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,13 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m slow tests
+
+# Every test, those of `make test` and of `make test-slow`, in one run: what CI runs
+# (.ci/run). One run rather than the two one after the other: the shared trained models
+# are trained once, and neither worker waits for the other at the end of the first half.
+test-all: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m "slow or not slow" tests \
+	    --durations=25 --durations-min=60
 
 clean:
 	rm -rf $(VENV) demo_runs *.egg-info

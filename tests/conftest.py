@@ -13,12 +13,11 @@ import pytest  # noqa: E402
 
 from nlpzoo.tasks import builtin as _builtin_tasks  # noqa: E402,F401  (registers the built-in task families)
 
-from tests.helpers.autotuning import keras_datasets_without_autotuning  # noqa: E402
+from tests.helpers.autotuning import keras_datasets_as_in_tests  # noqa: E402
 from tests.helpers.slow_tests import read_slow_list  # noqa: E402
 from tests.helpers.trained_models import TrainedModels  # noqa: E402
 
-if os.environ.get("NLPZOO_TEST_AUTOTUNING") != "1":  # 1: Keras's default, to compare times
-    keras_datasets_without_autotuning()
+keras_datasets_as_in_tests()
 
 
 @pytest.fixture(autouse=True)

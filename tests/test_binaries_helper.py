@@ -31,9 +31,11 @@ def _alive(pid):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl's death signal is Linux's")
-def test_a_started_binary_is_killed_when_the_process_that_started_it_dies():
+@pytest.mark.parametrize("preload", ["1", "0"], ids=["forked", "fresh_interpreter"])
+def test_a_started_binary_is_killed_when_the_process_that_started_it_dies(preload):
     worker = subprocess.run([sys.executable, "-c", _WORKER.format(root=ROOT)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, NLPZOO_TEST_PRELOAD=preload))
     assert worker.returncode == 9, worker.stderr
     child = int(worker.stdout.split()[0])
     deadline = time.monotonic() + 10

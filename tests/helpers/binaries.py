@@ -9,9 +9,13 @@ import sys
 import tempfile
 import time
 
+from tests.helpers import preloaded_python
 from tests.helpers.paths import ROOT
 
 TOOL_TIMEOUT_S = 600
+# The environment before any test changed it: the preload server's (see `start_python`).
+_ENV_AT_IMPORT = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+_PRELOAD_SERVERS = {}  # {pid of the test process: its PreloadServer}
 
 
 def tool_path(name):
@@ -39,18 +43,43 @@ def _dying_with(parent, preexec_fn):
     return prepare_child
 
 
+def _preload_server():
+    """This test process's preload server (started on first use, again if it died), or
+    None where binaries are not forked from one."""
+    if not preloaded_python.available():
+        return None
+    server = _PRELOAD_SERVERS.get(os.getpid())
+    if server is None or not server.alive():
+        server = preloaded_python.PreloadServer(
+            env=_ENV_AT_IMPORT, cwd=ROOT, preexec_fn=_dying_with(os.getpid(), None))
+        _PRELOAD_SERVERS[os.getpid()] = server
+    return server
+
+
 def start_python(*arguments, preexec_fn=None):
     """Starts `python *arguments` in the repository root; see `finish_processes`.
 
     Output goes to temporary files, not pipes, so that many processes can run
     at once without one blocking on a full pipe. `preexec_fn` runs in the child
     before Python starts (e.g. to set a `resource` limit). The child is killed
-    if this process dies first.
+    if this process dies first. Without `preexec_fn`, and with the environment the
+    tests started with (up to `preloaded_python.PER_RUN_ENV`), the child is forked from
+    a Python that has imported TensorFlow already (tests/helpers/preloaded_python.py says
+    when it is not).
+
+    >>> finish_processes({"hi": start_python("-c", "print('hi')")})["hi"].stdout
+    'hi\\n'
     """
     stdout, stderr = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-    process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), cwd=ROOT,
-                               preexec_fn=_dying_with(os.getpid(), preexec_fn))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    server = _preload_server() if preexec_fn is None else None
+    if (server is not None and preloaded_python.env_allows_fork(server.env, env)
+            and preloaded_python.arguments_allow_fork(arguments)):
+        process = server.start(arguments, env=env, cwd=ROOT, stdout=stdout, stderr=stderr)
+    else:
+        process = subprocess.Popen([sys.executable, *arguments], stdout=stdout, stderr=stderr,
+                                   env=env, cwd=ROOT,
+                                   preexec_fn=_dying_with(os.getpid(), preexec_fn))
     process.output_files = (stdout, stderr)
     return process
 

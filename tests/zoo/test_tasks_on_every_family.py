@@ -7,7 +7,7 @@ transformers): byte-level BPE for RoBERTa, SentencePiece for ALBERT and XLM-R
 (XLM-R is RoBERTa's shape, so `roberta_tiny` with the XLM-R tokenizer),
 WordPiece for DistilBERT, ELECTRA and BERT, DeBERTa-v3's SentencePiece,
 ModernBERT's byte-level BPE (`[CLS] a [SEP]`). `run_task_test` then trains the
-model and round-trips its `.keras` file. Where a pair brings something no other pair
+model and round-trips its `.keras` file, each pair in a process of its own. Where a pair brings something no other pair
 does (`COVERING_PAIRS`: every task's head on BERT, every other family's encoder once),
 the first training runs under XLA and a second model trains under `mixed_bfloat16`
 with float32 logits; the other pairs combine the same encoder and head layers, which
@@ -31,6 +31,7 @@ import pytest
 from nlpzoo.tasks.registry import get_task
 from nlpzoo.zoo import build_task_model, load_tokenizer
 from tests.helpers.family_fixtures import FAMILIES as OTHER_FAMILIES, TOKENIZERS
+from tests.helpers.fresh_process import call_in_a_fresh_process
 from tests.helpers.paths import ROOT
 from tests.helpers.task_checks import run_task_test
 
@@ -93,11 +94,18 @@ def _pairs():
 
 @pytest.mark.parametrize("family,case", _pairs())
 def test_every_task_trains_compiles_and_saves_on_every_family(family, case, tmp_path):
+    # A process of its own for each pair: the memory TensorFlow keeps of a pair's models
+    # goes back when it ends (tests/helpers/fresh_process.py).
+    call_in_a_fresh_process(train_task_on_family, family, case, str(tmp_path))
+
+
+def train_task_on_family(family, case, directory):
+    """The test of one pair, in the process `call_in_a_fresh_process` starts."""
     preset, tokenizer_dir = FAMILIES[family]
     task_name, options, head, sample = CASES[case]
     tokenizer = load_tokenizer(os.path.join(TOKENIZERS, tokenizer_dir))
     task = get_task(task_name, **options)
-    path = _squad(str(tmp_path)) if sample is None else os.path.join(SAMPLES, sample)
+    path = _squad(directory) if sample is None else os.path.join(SAMPLES, sample)
     examples = task.read(path)[:BATCH]
     labels = task.label_names(examples)
     head = {**task.model_head_options(labels), **head}

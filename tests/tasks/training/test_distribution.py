@@ -9,8 +9,6 @@ import re
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -147,10 +145,9 @@ def test_a_non_chief_resumes_from_a_copy_of_the_chief_s_state_and_entries(tmp_pa
 
 
 def _mirrored_steps(task, train_file, global_batch=8):
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tests", "helpers", "mirrored_steps.py"), task, train_file,
-         "false", str(global_batch)], capture_output=True, text=True, cwd=ROOT, timeout=600,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    result = finish_processes({"steps": start_python(
+        os.path.join(ROOT, "tests", "helpers", "mirrored_steps.py"), task, train_file, "false",
+        str(global_batch))})["steps"]
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -246,9 +243,7 @@ def test_replicas_clip_the_summed_gradient_as_one_device_clips_the_batch_s():
     `global_clipnorm=1` on a gradient of norm ~1e3: after `build_for_fit` the step is one
     device's (length 0.1 = the rate times the bound); Keras alone clips each replica's half
     and sums them, a step of about twice that length."""
-    result = subprocess.run([sys.executable, "-c", _CLIPPED_STEPS], capture_output=True,
-                            text=True, cwd=ROOT, timeout=600,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    result = finish_processes({"steps": start_python("-c", _CLIPPED_STEPS)})["steps"]
     assert result.returncode == 0, result.stderr[-3000:]
     steps = {name: np.array(kernel) for name, kernel in
              json.loads(result.stdout.strip().splitlines()[-1]).items()}
@@ -452,25 +447,23 @@ def _check_only_the_chief_wrote(model_dir, temp_dir, results, files):
     assert set(files) <= present, sorted(present)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("pack_length", [1, 0])
-def test_two_workers_distill_a_tagger_with_and_without_packing(tmp_path, trained_tagger_dir,
-                                                               pack_length):
-    model_dir = tmp_path / "student"
-    flags = ["--teacher", trained_tagger_dir, "--head=softmax",
-             f"--train_data={os.path.join(CONLL, 'train.txt')}",
-             f"--eval_data={os.path.join(CONLL, 'dev.txt')}", f"--model_dir={model_dir}",
-             "--epochs=1", "--batch_size=4", "--max_seq_length=32", "--vocab_size=300",
-             "--mixed_precision=float32", f"--pack_length={pack_length}",
-             "--distribution_strategy=multi_worker_mirrored"]
-    results = finish_processes(_start_workers("distill.py", flags, tmp_path / "tmp"))
-    _check_only_the_chief_wrote(model_dir, tmp_path / "tmp", results,
+def _distillation_flags(teacher_dir, model_dir, *more):
+    return ["--teacher", teacher_dir, "--head=softmax",
+            f"--train_data={os.path.join(CONLL, 'train.txt')}",
+            f"--eval_data={os.path.join(CONLL, 'dev.txt')}", f"--model_dir={model_dir}",
+            "--batch_size=4", "--max_seq_length=32", "--vocab_size=300",
+            "--mixed_precision=float32", "--distribution_strategy=multi_worker_mirrored", *more]
+
+
+def _check_distilled_on_two_workers(model_dir, temp_dir, results, pack_length):
+    """Only the chief wrote the student's run, which says what both workers printed, and
+    the student was evaluated on all 6 dev sentences (not one worker's share), as the
+    teacher was."""
+    _check_only_the_chief_wrote(model_dir, temp_dir, results,
                                 ["config.json", "best_model.keras", "metrics.json",
                                  "distillation.json", "README.md"])
     config = json.load(open(model_dir / "config.json"))
     assert config["pack_length"] == pack_length and config["batch_size"] == 4
-    # What the chief printed is what it wrote; the student was evaluated on all 6 dev
-    # sentences (not one worker's share), as the teacher was.
     comparison = json.load(open(model_dir / "distillation.json"))
     assert json.dumps(comparison, sort_keys=True) in results[0].stdout
     student, teacher = comparison["student"]["metrics"], comparison["teacher"]["metrics"]
@@ -479,33 +472,56 @@ def test_two_workers_distill_a_tagger_with_and_without_packing(tmp_path, trained
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pack_length", [1, 0])
-def test_two_workers_train_multitask_with_and_without_packing(tmp_path, pack_length):
-    tasks = tmp_path / "tasks.txt"
-    tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
-                     f"--eval_data={TREC}/dev.label\n"
-                     f"conll --task=tagging --head=softmax --train_data={CONLL}/train.txt "
-                     f"--eval_data={CONLL}/dev.txt\n")
-    model_dir = tmp_path / "run"
-    flags = [f"--tasks={tasks}", f"--model_dir={model_dir}", "--epochs=1", "--batch_size=16",
-             "--max_seq_length=32", "--vocab_size=300", "--mixed_precision=float32",
-             f"--pack_length={pack_length}", "--distribution_strategy=multi_worker_mirrored"]
-    results = finish_processes(_start_workers("multitask.py", flags, tmp_path / "tmp"))
-    _check_only_the_chief_wrote(model_dir, tmp_path / "tmp", results,
+def test_two_workers_distill_a_tagger_without_packing(tmp_path, trained_tagger_dir):
+    # With packing (the default), in the killed-worker test below.
+    model_dir = tmp_path / "student"
+    flags = _distillation_flags(trained_tagger_dir, model_dir, "--epochs=1", "--pack_length=0")
+    results = finish_processes(_start_workers("distill.py", flags, tmp_path / "tmp"))
+    _check_distilled_on_two_workers(model_dir, tmp_path / "tmp", results, pack_length=0)
+
+
+def _multitask_file(path, entries=("trec", "conll")):
+    lines = {"trec": f"trec --task=classification --train_data={TREC}/train.label "
+                     f"--eval_data={TREC}/dev.label\n",
+             "conll": f"conll --task=tagging --head=softmax --train_data={CONLL}/train.txt "
+                      f"--eval_data={CONLL}/dev.txt\n"}
+    path.write_text("".join(lines[entry] for entry in entries))
+    return path
+
+
+def _multitask_flags(tasks, model_dir, *more):
+    return [f"--tasks={tasks}", f"--model_dir={model_dir}", "--batch_size=16",
+            "--max_seq_length=32", "--vocab_size=300", "--mixed_precision=float32",
+            "--distribution_strategy=multi_worker_mirrored", *more]
+
+
+def _check_multitask_on_two_workers(model_dir, temp_dir, results, pack_length, epochs):
+    _check_only_the_chief_wrote(model_dir, temp_dir, results,
                                 ["config.json", "metrics.json", "encoder", "trec", "conll"])
     config = json.load(open(model_dir / "config.json"))
     assert config["pack_length"] == pack_length
     # Both workers drew the same entry for every batch and evaluated the same weights:
     # their epoch lines agree (batches per entry, validation metric), apart from the time.
     epoch_lines = [[line.split("); ", 1)[1] for line in result.stdout.splitlines()
-                    if line.startswith("epoch 1/1 (")] for result in results.values()]
-    assert len(epoch_lines[0]) == 1 and epoch_lines[0] == epoch_lines[1], epoch_lines
-    drawn = [int(part) for part in re.findall(r"(\d+) batches", epoch_lines[0][0])]
-    assert sum(drawn) == config["total_steps"] == sum(
+                    if re.match(rf"epoch \d+/{epochs} \(", line)] for result in results.values()]
+    assert len(epoch_lines[0]) == epochs and epoch_lines[0] == epoch_lines[1], epoch_lines
+    drawn = [int(part) for line in epoch_lines[0] for part in re.findall(r"(\d+) batches", line)]
+    assert sum(drawn) == config["total_steps"] == epochs * sum(
         entry["batches_per_pass"] for entry in config["entries"].values())
     metrics = json.load(open(model_dir / "metrics.json"))
     assert 0.0 < metrics["trec"]["accuracy"] <= 1.0 and metrics["trec"]["examples"] == 100
     assert 0.0 < metrics["conll"]["token_accuracy"] <= 1.0 and metrics["conll"]["sentences"] == 6
+
+
+@pytest.mark.slow
+def test_two_workers_train_multitask_without_packing(tmp_path):
+    # With packing (the default), in the killed-worker test below.
+    model_dir = tmp_path / "run"
+    flags = _multitask_flags(_multitask_file(tmp_path / "tasks.txt"), model_dir, "--epochs=1",
+                             "--pack_length=0")
+    results = finish_processes(_start_workers("multitask.py", flags, tmp_path / "tmp"))
+    _check_multitask_on_two_workers(model_dir, tmp_path / "tmp", results, pack_length=0,
+                                    epochs=1)
 
 
 def _flags_with_a_bad_file(tool, tmp_path, request):
@@ -519,9 +535,7 @@ def _flags_with_a_bad_file(tool, tmp_path, request):
                  "--batch_size=8"], f"--corpus={_trec_corpus(tmp_path / 'corpus.txt')}",
                 f"--corpus={missing}")
     if tool == "multitask.py":
-        tasks = tmp_path / "tasks.txt"
-        tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
-                         f"--eval_data={TREC}/dev.label\n")
+        tasks = _multitask_file(tmp_path / "tasks.txt", entries=("trec",))
         return [*common, "--epochs=1", "--batch_size=16"], f"--tasks={tasks}", f"--tasks={missing}"
     labelled = ([f"--teacher={request.getfixturevalue('trained_tagger_dir')}", "--head=softmax",
                  f"--eval_data={os.path.join(CONLL, 'dev.txt')}"], os.path.join(CONLL, "train.txt"))
@@ -634,7 +648,7 @@ def _killed_and_resumed_against_uninterrupted(tool, flags_for, tmp_path):
     killed after the chief's first save and the same command run again on both. Checks
     that the resumed run starts at the saved step, that only the chief wrote, and that it
     ends with the uninterrupted run's weights; returns both model directories and the
-    resumed workers' results."""
+    uninterrupted workers' results."""
     whole_dir, run_dir = tmp_path / "whole", tmp_path / "run"
     whole = finish_processes(_start_workers(tool, flags_for(whole_dir), tmp_path / "tmp_whole"))
     _check_workers(whole, tmp_path / "tmp_whole")
@@ -649,7 +663,7 @@ def _killed_and_resumed_against_uninterrupted(tool, flags_for, tmp_path):
     assert not os.path.exists(run_dir / "checkpoints")
     expected, got = _fingerprint(whole[0]), _fingerprint(resumed[0])
     assert got[1:] == pytest.approx(expected[1:], rel=RESUMED_WEIGHT_TOLERANCE), (got, expected)
-    return whole_dir, run_dir
+    return whole_dir, run_dir, whole
 
 
 def _max_weight_difference(path_a, path_b):
@@ -660,14 +674,13 @@ def _max_weight_difference(path_a, path_b):
 def test_a_distillation_worker_killed_mid_run_resumes_to_the_uninterrupted_weights(
         tmp_path, trained_tagger_dir):
     def flags_for(model_dir):
-        return ["--teacher", trained_tagger_dir, "--head=softmax",
-                f"--train_data={os.path.join(CONLL, 'train.txt')}",
-                f"--eval_data={os.path.join(CONLL, 'dev.txt')}", f"--model_dir={model_dir}",
-                "--epochs=2", "--batch_size=4", "--max_seq_length=32", "--vocab_size=300",
-                "--mixed_precision=float32", "--checkpoint_every_steps=2", "--seed=7",
-                "--distribution_strategy=multi_worker_mirrored"]
+        return _distillation_flags(trained_tagger_dir, model_dir, "--epochs=2",
+                                   "--checkpoint_every_steps=2", "--seed=7")
 
-    whole, run = _killed_and_resumed_against_uninterrupted("distill.py", flags_for, tmp_path)
+    whole, run, whole_results = _killed_and_resumed_against_uninterrupted(
+        "distill.py", flags_for, tmp_path)
+    # The uninterrupted run is also the packed two-worker distillation.
+    _check_distilled_on_two_workers(whole, tmp_path / "tmp_whole", whole_results, pack_length=1)
     assert _max_weight_difference(whole / "best_model.keras",
                                   run / "best_model.keras") < RESUMED_WEIGHT_TOLERANCE
     expected = json.load(open(whole / "distillation.json"))["student"]["metrics"]
@@ -677,19 +690,17 @@ def test_a_distillation_worker_killed_mid_run_resumes_to_the_uninterrupted_weigh
 
 @pytest.mark.slow
 def test_a_multitask_worker_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
-    tasks = tmp_path / "tasks.txt"
-    tasks.write_text(f"trec --task=classification --train_data={TREC}/train.label "
-                     f"--eval_data={TREC}/dev.label\n"
-                     f"conll --task=tagging --head=softmax --train_data={CONLL}/train.txt "
-                     f"--eval_data={CONLL}/dev.txt\n")
+    tasks = _multitask_file(tmp_path / "tasks.txt")
 
     def flags_for(model_dir):
-        return [f"--tasks={tasks}", f"--model_dir={model_dir}", "--epochs=2",
-                "--batch_size=16", "--max_seq_length=32", "--vocab_size=300",
-                "--mixed_precision=float32", "--checkpoint_every_steps=4", "--seed=7",
-                "--distribution_strategy=multi_worker_mirrored"]
+        return _multitask_flags(tasks, model_dir, "--epochs=2", "--checkpoint_every_steps=4",
+                                "--seed=7")
 
-    whole, run = _killed_and_resumed_against_uninterrupted("multitask.py", flags_for, tmp_path)
+    whole, run, whole_results = _killed_and_resumed_against_uninterrupted(
+        "multitask.py", flags_for, tmp_path)
+    # The uninterrupted run is also the packed two-worker multi-task training.
+    _check_multitask_on_two_workers(whole, tmp_path / "tmp_whole", whole_results,
+                                    pack_length=1, epochs=2)
     expected, metrics = (json.load(open(folder / "metrics.json")) for folder in (whole, run))
     assert metrics.keys() == expected.keys()
     for entry, values in expected.items():
