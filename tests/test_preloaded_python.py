@@ -2,9 +2,12 @@
 same command in a fresh interpreter (arguments, `__main__`, exit status, output, threads and
 atexit at exit, signals), and is one only where that holds."""
 
+import os
 import signal
 import subprocess
+import tempfile
 import textwrap
+import threading
 import time
 
 import pytest
@@ -105,3 +108,37 @@ def test_a_run_whose_environment_or_verbosity_differs_starts_a_fresh_interpreter
     assert _run(["-c", code, "--verbosity=1"], "1", monkeypatch).stdout == "False\n"
     assert _run(["-c", code], "0", monkeypatch).stdout == "False\n"
 
+
+
+def test_threads_share_the_server_and_each_gets_its_own_runs(monkeypatch):
+    monkeypatch.setenv("NLPZOO_TEST_PRELOAD", "1")
+    results = {}
+
+    def run_some(name):
+        processes = {f"{name}{i}": start_python("-c", f"print('{name}{i}')") for i in range(4)}
+        results.update(finish_processes(processes))
+
+    threads = [threading.Thread(target=run_some, args=(name,)) for name in "ab"]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(results) == [f"{name}{i}" for name in "ab" for i in range(4)]
+    assert all(result.stdout == f"{name}\n" for name, result in results.items())
+    assert time.monotonic() - started < 60  # no thread waited for another's message
+
+
+def test_a_server_started_by_a_thread_outlives_the_thread():
+    servers = []
+    thread = threading.Thread(target=lambda: servers.append(
+        preloaded_python.PreloadServer(env=dict(os.environ))))
+    thread.start()
+    thread.join(timeout=300)
+    [server] = servers
+    time.sleep(0.5)
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    process = server.start(["-c", "print('up')"], env=dict(os.environ), cwd=".",
+                           stdout=out, stderr=err)
+    assert process.wait(timeout=60) == 0 and server.alive()
+    server.close()

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from tests.helpers import preloaded_python
@@ -16,6 +17,7 @@ TOOL_TIMEOUT_S = 600
 # The environment before any test changed it: the preload server's (see `start_python`).
 _ENV_AT_IMPORT = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 _PRELOAD_SERVERS = {}  # {pid of the test process: its PreloadServer}
+_PRELOAD_LOCK = threading.Lock()  # threads of a test process start binaries too
 
 
 def tool_path(name):
@@ -48,12 +50,12 @@ def _preload_server():
     None where binaries are not forked from one."""
     if not preloaded_python.available():
         return None
-    server = _PRELOAD_SERVERS.get(os.getpid())
-    if server is None or not server.alive():
-        server = preloaded_python.PreloadServer(
-            env=_ENV_AT_IMPORT, cwd=ROOT, preexec_fn=_dying_with(os.getpid(), None))
-        _PRELOAD_SERVERS[os.getpid()] = server
-    return server
+    with _PRELOAD_LOCK:
+        server = _PRELOAD_SERVERS.get(os.getpid())
+        if server is None or not server.alive():
+            server = preloaded_python.PreloadServer(env=_ENV_AT_IMPORT, cwd=ROOT)
+            _PRELOAD_SERVERS[os.getpid()] = server
+        return server
 
 
 def start_python(*arguments, preexec_fn=None):

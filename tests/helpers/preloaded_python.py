@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 # Heavy third-party imports done once by the server (never the project's own modules).
@@ -110,18 +111,22 @@ class PreloadedProcess:
 
 class PreloadServer:
     """The test process's end of one server (see the module's docstring): `start` forks a
-    run, `pump` collects the exit statuses the server reports."""
+    run, `pump` collects the exit statuses the server reports. Threads may share it (the
+    shared trainings of tests/helpers/trained_models.py wait in threads of their own):
+    one at a time reads the server's messages, and a run's start is read by the thread
+    that asked for it. The server ends when the process that started it does."""
 
-    def __init__(self, env, cwd=None, preexec_fn=None):
+    def __init__(self, env, cwd=None):
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.env = dict(env)
         self.exit_codes = {}
-        self._pending = []
+        self._started = []
+        self._lock = threading.RLock()
         self._socket = here
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.helpers.preloaded_python", str(there.fileno())],
             pass_fds=(there.fileno(),), env=self.env, cwd=cwd or _root(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=preexec_fn)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         there.close()
         message = self._receive(timeout=600)
         if message != {"ready": True}:
@@ -142,24 +147,27 @@ class PreloadServer:
 
     def pump(self, timeout):
         """Reads the server's messages for up to `timeout` seconds (stops at the first)."""
-        message = self._receive(timeout)
-        while message is not None:
-            if "exited" in message:
-                self.exit_codes[message["exited"]] = message["returncode"]
-            else:
-                self._pending.append(message)
-            message = self._receive(0)
+        with self._lock:
+            message = self._receive(timeout)
+            while message is not None:
+                if "exited" in message:
+                    self.exit_codes[message["exited"]] = message["returncode"]
+                else:
+                    self._started.append(message["started"])
+                message = self._receive(0)
 
     def start(self, arguments, env, cwd, stdout, stderr):
         """Forks `python *arguments` with `env` and `cwd`, its output in the open files
         `stdout` and `stderr`; a `PreloadedProcess`."""
         request = json.dumps({"arguments": list(arguments), "env": dict(env), "cwd": str(cwd)})
-        socket.send_fds(self._socket, [request.encode()], [stdout.fileno(), stderr.fileno()])
-        while not self._pending:
-            self.pump(600)
-            if not self._pending and not self.alive():
-                raise RuntimeError("the preload server ended before it started a run")
-        started = self._pending.pop(0)["started"]
+        with self._lock:  # the next start the server reports is this one's
+            socket.send_fds(self._socket, [request.encode()], [stdout.fileno(), stderr.fileno()])
+            deadline = time.monotonic() + 600
+            while not self._started:
+                if not self.alive() or time.monotonic() > deadline:
+                    raise RuntimeError("the preload server did not start the run")
+                self.pump(1)
+            started = self._started.pop(0)
         return PreloadedProcess(self, started, [sys.executable, *arguments])
 
     def close(self):
@@ -175,6 +183,8 @@ def _root():
 
 
 def _die_with_parent():
+    """A run forked here is killed when the server ends (the server forks it from its
+    one thread: Linux sends the signal when the forking thread ends)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -263,15 +273,17 @@ def _reap(channel):
 
 
 def serve(fd):
-    """The server's loop: one forked run per request, each exit status reported."""
-    _die_with_parent()
+    """The server's loop: one forked run per request, each exit status reported. It
+    ends when the test process does (its parent changes), whichever thread of it started
+    the server, and its runs with it (`_die_with_parent`)."""
+    parent = os.getppid()
     channel = socket.socket(fileno=fd)
     import importlib
 
     for name in PRELOADED:
         importlib.import_module(name)
     channel.send(json.dumps({"ready": True}).encode())
-    while True:
+    while os.getppid() == parent:
         ready, _, _ = select.select([channel], [], [], 0.05)
         _reap(channel)
         if not ready:
