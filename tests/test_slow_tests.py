@@ -70,9 +70,12 @@ def _pytest_arguments(target):
     start = lines.index(next(line for line in lines if line.startswith(f"{target}:")))
     recipe = []
     for line in lines[start + 1:]:
-        if not line.startswith("\t"):
+        if not line.startswith(("\t", " ")):
             break
-        recipe.append(line.strip())
+        if recipe and recipe[-1].endswith("\\"):  # a continued line
+            recipe[-1] = recipe[-1][:-1] + line.strip()
+        else:
+            recipe.append(line.strip())
     [command] = [line for line in recipe if " -m pytest " in f" {line} "]
     return shlex.split(command.split(" -m pytest", 1)[1].replace("$(PYTEST_WORKERS)", ""))
 
@@ -106,7 +109,8 @@ def _marker_and_selection(arguments):
 
 def test_make_test_and_make_test_slow_collect_every_test_exactly_once():
     """`make test` runs the tests not marked slow, `make test-slow` those marked slow,
-    over the same folder, and neither drops any other way: together, each test once."""
+    over the same folder, and neither drops any other way: together, each test once.
+    `make test-all`, what CI runs (.ci/run), runs both sets."""
     addopts, testpaths = _addopts()
     default_marker, default_selection = _marker_and_selection(addopts)
     assert default_marker == "not slow"
@@ -116,4 +120,9 @@ def test_make_test_and_make_test_slow_collect_every_test_exactly_once():
     assert test_marker == "not slow" and slow_marker == "slow"
     assert test_selection == default_selection  # the testpaths: `tests`
     assert slow_selection == default_selection + ["tests"] and testpaths == ["tests"]
+    all_marker, all_selection = _marker_and_selection(addopts + _pytest_arguments("test-all"))
+    assert all_marker == "slow or not slow" and all_selection == slow_selection
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
+        assert [line for line in f.read().splitlines() if line.startswith("make ")] == [
+            "make test-all"]
 
