@@ -142,3 +142,21 @@ def test_a_server_started_by_a_thread_outlives_the_thread():
                            stdout=out, stderr=err)
     assert process.wait(timeout=60) == 0 and server.alive()
     server.close()
+
+
+class _ServerWithOneEndedRun:
+    """Stands in for a `PreloadServer` whose run 1 (pid 4242) ended with status 0."""
+
+    def __init__(self):
+        self.exit_codes = {1: 0}
+
+    def pump(self, timeout):
+        pass
+
+
+def test_a_reused_pid_does_not_take_an_earlier_runs_exit_status():
+    # Pids come round within a session: a run must not end with its pid's last status.
+    server = _ServerWithOneEndedRun()
+    later = preloaded_python.PreloadedProcess(server, 2, 4242, ["python"])
+    earlier = preloaded_python.PreloadedProcess(server, 1, 4242, ["python"])
+    assert later.poll() is None and earlier.poll() == 0 and earlier.poll() == 0

@@ -27,6 +27,7 @@ a `preexec_fn` (a resource limit), an environment that differs in more than `PER
 """
 
 import ctypes
+import itertools
 import json
 import os
 import select
@@ -78,15 +79,18 @@ def env_allows_fork(server_env, env):
 
 class PreloadedProcess:
     """A forked binary, with the part of `subprocess.Popen` the tests use: `pid`, `args`,
-    `returncode`, `poll`, `wait`, `send_signal`, `terminate`, `kill`."""
+    `returncode`, `poll`, `wait`, `send_signal`, `terminate`, `kill`. Its exit status is
+    known by its run number, not its pid: pids come round again within a test session
+    (TensorFlow's threads take them from the same pool)."""
 
-    def __init__(self, server, pid, args):
-        self._server, self.pid, self.args, self.returncode = server, pid, args, None
+    def __init__(self, server, run, pid, args):
+        self._server, self._run, self.pid, self.args = server, run, pid, args
+        self.returncode = None
 
     def poll(self):
         if self.returncode is None:
             self._server.pump(0)
-            self.returncode = self._server.exit_codes.get(self.pid)
+            self.returncode = self._server.exit_codes.pop(self._run, None)
         return self.returncode
 
     def wait(self, timeout=None):
@@ -119,8 +123,8 @@ class PreloadServer:
     def __init__(self, env, cwd=None):
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.env = dict(env)
-        self.exit_codes = {}
-        self._started = []
+        self.exit_codes = {}  # {run number: exit status}, until its PreloadedProcess reads it
+        self._started = []  # (run number, pid) of starts not yet handed out
         self._lock = threading.RLock()
         self._socket = here
         self._process = subprocess.Popen(
@@ -153,7 +157,7 @@ class PreloadServer:
                 if "exited" in message:
                     self.exit_codes[message["exited"]] = message["returncode"]
                 else:
-                    self._started.append(message["started"])
+                    self._started.append((message["started"], message["pid"]))
                 message = self._receive(0)
 
     def start(self, arguments, env, cwd, stdout, stderr):
@@ -167,8 +171,8 @@ class PreloadServer:
                 if not self.alive() or time.monotonic() > deadline:
                     raise RuntimeError("the preload server did not start the run")
                 self.pump(1)
-            started = self._started.pop(0)
-        return PreloadedProcess(self, started, [sys.executable, *arguments])
+            run, pid = self._started.pop(0)
+        return PreloadedProcess(self, run, pid, [sys.executable, *arguments])
 
     def close(self):
         self._socket.close()
@@ -260,7 +264,8 @@ def _child(request, out_fd, err_fd):
         os._exit(code)
 
 
-def _reap(channel):
+def _reap(channel, runs):
+    """Reports the exit status of each run that ended; `runs`: {pid: run number}."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -268,8 +273,9 @@ def _reap(channel):
             return
         if pid == 0:
             return
-        channel.send(json.dumps({"exited": pid,
-                                 "returncode": os.waitstatus_to_exitcode(status)}).encode())
+        if pid in runs:
+            channel.send(json.dumps({"exited": runs.pop(pid),
+                                     "returncode": os.waitstatus_to_exitcode(status)}).encode())
 
 
 def serve(fd):
@@ -283,9 +289,10 @@ def serve(fd):
     for name in PRELOADED:
         importlib.import_module(name)
     channel.send(json.dumps({"ready": True}).encode())
+    runs, numbers = {}, itertools.count(1)  # {pid: run number} of the runs still going
     while os.getppid() == parent:
         ready, _, _ = select.select([channel], [], [], 0.05)
-        _reap(channel)
+        _reap(channel, runs)
         if not ready:
             continue
         message, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
@@ -300,7 +307,8 @@ def serve(fd):
             _child(request, *fds)
         for descriptor in fds:
             os.close(descriptor)
-        channel.send(json.dumps({"started": pid}).encode())
+        runs[pid] = run = next(numbers)
+        channel.send(json.dumps({"started": run, "pid": pid}).encode())
 
 
 if __name__ == "__main__":
