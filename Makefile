@@ -65,8 +65,8 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m slow tests
 
-# Every test, those of `make test` and of `make test-slow`, in one run: what CI runs
-# (.ci/run). One run rather than the two one after the other: the shared trained models
+# Every test, those of `make test` and of `make test-slow`, in one run (what CI is to run:
+# issue 58). One run rather than the two one after the other: the shared trained models
 # are trained once, and neither worker waits for the other at the end of the first half.
 test-all: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q $(PYTEST_WORKERS) -m "slow or not slow" tests \
