@@ -286,8 +286,17 @@ def serve(fd):
     channel = socket.socket(fileno=fd)
     import importlib
 
-    for name in PRELOADED:
-        importlib.import_module(name)
+    # TensorFlow's C++ start-up lines, printed before its logging starts whatever
+    # TF_CPP_MIN_LOG_LEVEL says, would land in the test run's output.
+    kept_stderr, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        for name in PRELOADED:
+            importlib.import_module(name)
+    finally:
+        os.dup2(kept_stderr, 2)
+        os.close(kept_stderr)
+        os.close(null)
     channel.send(json.dumps({"ready": True}).encode())
     runs, numbers = {}, itertools.count(1)  # {pid: run number} of the runs still going
     while os.getppid() == parent:
