@@ -1,8 +1,8 @@
 """Binaries started from tests as forks of a Python that has already imported TensorFlow.
 
-A test that runs `python tools/train.py ...` spends most of a small run importing
-TensorFlow, Keras, tf-text and KerasHub (9 of 11 s on the 2-core machine, two tests at
-once). One server per test process imports those third-party libraries once, then forks a
+A test that runs `python tools/train.py ...` spends much of a small run importing
+TensorFlow, Keras, tf-text and KerasHub (21 s on the 2-core machine with two tests
+running beside it; the project's own modules took 1.2 s more). One server per test process imports those third-party libraries once, then forks a
 child for every binary a test starts: each child is still a process of its own (its own
 pid, exit status, signals, locks, stdout and stderr files), it runs the script as `python
 script` would (`sys.argv`, `sys.path[0]`, `__main__`, atexit handlers), and it imports the

@@ -7,13 +7,13 @@ transformers): byte-level BPE for RoBERTa, SentencePiece for ALBERT and XLM-R
 (XLM-R is RoBERTa's shape, so `roberta_tiny` with the XLM-R tokenizer),
 WordPiece for DistilBERT, ELECTRA and BERT, DeBERTa-v3's SentencePiece,
 ModernBERT's byte-level BPE (`[CLS] a [SEP]`). `run_task_test` then trains the
-model and round-trips its `.keras` file, each pair in a process of its own. Where a pair brings something no other pair
-does (`COVERING_PAIRS`: every task's head on BERT, every other family's encoder once),
-the first training runs under XLA and a second model trains under `mixed_bfloat16`
-with float32 logits; the other pairs combine the same encoder and head layers, which
-meet only at the encoder's output, so they train once, without XLA (what that saves:
-docs/performance.md). Beyond that, each case checks what the family's tokenizer must get right for the task:
-the word-level tasks' word starts are the first piece of each word as the tokenizer
+model and round-trips its `.keras` file, each pair in a process of its own. Where a
+pair brings something no other pair does (`COVERING_PAIRS`: every task's head on BERT,
+every other family's encoder once), the first training runs under XLA and a second model
+trains under `mixed_bfloat16` with float32 logits; the other pairs combine the same
+encoder and head layers, which meet only at the encoder's output, so they train once,
+without XLA (what that saves: docs/performance.md). Beyond that, each case checks what
+the family's tokenizer must get right for the task: the word-level tasks' word starts are the first piece of each word as the tokenizer
 splits it alone, and the text tasks' features are the tokenizer's own `encode`.
 
 The default run covers RoBERTa, XLM-R, ALBERT, DistilBERT and ELECTRA once each, on
