@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 from nlpzoo.tasks import builtin as _builtin_tasks  # noqa: E402,F401  (registers the built-in task families)
 
 from tests.helpers.autotuning import keras_datasets_as_in_tests  # noqa: E402
+from tests.helpers.fresh_process import reset_keras_state  # noqa: E402
 from tests.helpers.slow_tests import read_slow_list  # noqa: E402
 from tests.helpers.trained_models import TrainedModels  # noqa: E402
 
@@ -23,8 +24,7 @@ keras_datasets_as_in_tests()
 @pytest.fixture(autouse=True)
 def _reset_keras_state():
     """Every test starts from float32 and a fixed seed, whatever the last one did."""
-    keras.mixed_precision.set_global_policy("float32")
-    keras.utils.set_random_seed(1234)
+    reset_keras_state()
     yield
     keras.mixed_precision.set_global_policy("float32")
 

@@ -28,17 +28,23 @@ getattr(importlib.import_module(module), name)(*arguments)
 """
 
 
-def prepare_as_a_test():
-    """The state `tests/conftest.py` gives every test: the built-in tasks registered,
-    Keras's datasets as in tests, float32 and the seed 1234."""
+def reset_keras_state():
+    """What every test starts from, whatever the last one did: float32 and the seed 1234
+    (`tests/conftest.py` calls it before each test)."""
     import keras
 
+    keras.mixed_precision.set_global_policy("float32")
+    keras.utils.set_random_seed(1234)
+
+
+def prepare_as_a_test():
+    """The state `tests/conftest.py` gives every test: the built-in tasks registered,
+    Keras's datasets as in tests, and `reset_keras_state`."""
     from nlpzoo.tasks import builtin  # noqa: F401  (registers the built-in task families)
     from tests.helpers.autotuning import keras_datasets_as_in_tests
 
     keras_datasets_as_in_tests()
-    keras.mixed_precision.set_global_policy("float32")
-    keras.utils.set_random_seed(1234)
+    reset_keras_state()
 
 
 def call_in_a_fresh_process(function, *arguments):
